@@ -1,0 +1,57 @@
+# Goblin Store — top-level build.  `make run` and `make test` do all set-up.
+#
+# Two build flavours share the sources: build/ (optimised) and build/asan/
+# (ASan+UBSan).  Folder fragments (*/*.mk) add programs and packages:
+#   PROGRAMS      += name          -> build/name and build/asan/name
+#   DEB_PACKAGES  += pkg           -> installed by `make deps`
+# and a rule for $(B)/name for each flavour via the BUILD_PROGRAM macro.
+
+CC        ?= cc
+WARN      := -Wall -Wextra -Werror
+BASEFLAGS := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN) -Ishared -Istoraged
+OPTFLAGS  := -O2
+ASANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=all
+LDLIBS    := -luring -lnuma -lxxhash -lm
+
+DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
+	libibverbs-dev libjansson-dev libxxhash-dev memcached \
+	libmemcached-tools python3-pymemcache fio procps psmisc
+
+PROGRAMS   :=
+UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
+
+.PHONY: all asan deps run test check unit clean bench
+all:
+
+include $(sort $(wildcard shared/*.mk storaged/*.mk bench/*.mk bench/*/*.mk \
+                          ngx_goblin_module/*.mk t/*.mk))
+
+all: $(addprefix build/,$(PROGRAMS))
+asan: $(addprefix build/asan/,$(PROGRAMS)) \
+      $(addprefix build/asan/t/,$(UNIT_TESTS))
+
+# Installs each missing Debian package; apt-get update first, once.
+deps:
+	@missing=""; for p in $(sort $(DEB_PACKAGES)); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
+			grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		[ "$$(id -u)" = 0 ] || { echo "make deps: run as root to install$$missing" >&2; exit 1; }; \
+		apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+run: deps
+	$(MAKE) all
+	@./storaged/run-default
+
+test: deps
+	$(MAKE) all asan
+	BUILD=build/asan t/run
+	BUILD=build t/run $$(ls t/*.test)
+
+clean:
+	rm -rf build t/servroot*

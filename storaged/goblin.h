@@ -1,0 +1,265 @@
+/*
+ * libgoblin: the tiered large-object engine behind goblin-store.
+ *
+ * An object is split by offset:
+ *
+ *   0          head_len        head_len+ssd_prefix                  size
+ *   |-- head ----|------ prefix -------|------------- tail ------------|
+ *     RAM region      SSD pool                 HDD pool
+ *     (memfd)         (O_DIRECT chunks)        (O_DIRECT chunks, striped)
+ *
+ * The disk part is cut into chunks (GS_SSD_CHUNK on the SSD, GS_HDD_CHUNK
+ * on the HDD); each chunk is one extent in its pool, aligned to the device's
+ * direct-I/O alignment, with its own xxh3 checksum kept in the index and
+ * checked before any of its bytes are handed out.
+ *
+ * Threading: the engine (index, allocators, stats) is shared and internally
+ * locked.  Disk I/O goes through a struct gs_io, one per thread, never shared:
+ * every gs_io_*, gs_stream_* and gs_writer_* call on it, and every callback
+ * it fires, happens on its owning thread.  Callbacks are only ever fired from
+ * gs_io_run(), never from inside the call that arms them.
+ *
+ * Errors are negative errno values:
+ *   -ENOENT  no such object          -EEXIST  add over an existing key,
+ *   -E2BIG   larger than max_object            or a cas mismatch
+ *   -ENOMEM  no room (no-evict, or    -EAGAIN  come back after the wake
+ *            all candidates pinned)            callback fires
+ *   -EBADMSG checksum mismatch        -EIO     device error
+ */
+#ifndef GOBLIN_H
+#define GOBLIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define GS_KEY_MAX	250
+#define GS_MAX_DIRS	16
+#define GS_SSD_CHUNK	(256u << 10)
+#define GS_HDD_CHUNK	(1u << 20)
+#define GS_IO_BUFFER	(1u << 20)	/* one registered buffer holds a chunk */
+
+enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
+
+struct gs_config {
+	uint64_t memory;		/* RAM-head budget, bytes */
+	uint64_t sub_memory;		/* budget for objects smaller than ram_head */
+	uint64_t block;			/* RAM allocation / promotion unit */
+	uint64_t ram_head;		/* bytes of each object kept in RAM */
+	uint64_t ssd_prefix;		/* bytes after the head kept on SSD */
+	const char *ssd_dirs[GS_MAX_DIRS];
+	unsigned n_ssd_dirs;
+	const char *hdd_dirs[GS_MAX_DIRS];
+	unsigned n_hdd_dirs;
+	uint64_t ssd_size;		/* SSD pool capacity, split over its dirs */
+	uint64_t hdd_size;		/* HDD pool capacity, split over its dirs */
+	uint64_t stripe_unit;		/* striping unit across dirs of one tier */
+	unsigned io_buffers;		/* read-ahead window per request, chunks */
+	unsigned io_streams;		/* requests per gs_io with a full window */
+	bool mlock;			/* mlock the RAM region */
+	uint64_t max_object;
+	uint64_t admission_bytes;	/* bytes accepted but not yet on disk */
+	bool no_evict;			/* fail sets instead of evicting */
+	int numa_node;			/* -1: no binding */
+	unsigned hash_power;		/* index starts with 2^hash_power buckets */
+};
+
+/* Fills <cfg> with the engine's defaults (RAM-only, no pools). */
+void gs_config_defaults(struct gs_config *cfg);
+
+struct gs_engine;
+struct gs_io;
+struct gs_obj;
+struct gs_stream;
+struct gs_writer;
+
+/*
+ * Opens the engine: maps the RAM region, opens and checks every pool dir.
+ * Returns 0 and sets <*ep>, or -errno with a one-line reason in <err>.
+ */
+int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
+		   char *err, size_t errlen);
+
+/* Closes the engine and clears <*ep>.  No gs_io may still exist. */
+void gs_engine_close(struct gs_engine **ep);
+
+const struct gs_config *gs_engine_config(const struct gs_engine *e);
+
+/* The RAM region's memfd (heads live at gs_meta.head_off) and its size. */
+int gs_engine_region_fd(const struct gs_engine *e);
+uint64_t gs_engine_region_size(const struct gs_engine *e);
+
+/* Converts a memcache exptime (0 never, <= 30 days relative, else absolute,
+ * negative already expired) to the engine's absolute form. */
+int64_t gs_exptime(int64_t memcache_exptime);
+
+/* ---- objects ---- */
+
+struct gs_meta {
+	uint64_t size;
+	uint32_t flags;
+	int64_t exptime;		/* absolute unix time, 0 = never */
+	uint64_t cas;
+	time_t mtime;			/* when it was stored */
+	uint64_t head_len;		/* bytes [0, head_len) are in RAM */
+	uint64_t head_off;		/* their offset in the RAM region */
+	uint64_t tier_bytes[GS_TIERS];
+};
+
+/* Looks up <key> and pins it: its memory and extents stay valid, whatever
+ * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
+int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
+	      struct gs_obj **objp);
+const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
+const void *gs_obj_head(const struct gs_obj *obj);
+/* Unpins and clears <*objp>. */
+void gs_obj_put(struct gs_engine *e, struct gs_obj **objp);
+
+/* Returns 0 or -ENOENT. */
+int gs_delete(struct gs_engine *e, const void *key, size_t klen);
+/* Sets a new absolute <exptime>; fills <meta> if not NULL. 0 or -ENOENT. */
+int gs_touch(struct gs_engine *e, const void *key, size_t klen,
+	     int64_t exptime, struct gs_meta *meta);
+/* incr/decr of a decimal value: 0 and <*result>, -ENOENT, or -EINVAL when
+ * the value is not a number. */
+int gs_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
+	    uint64_t delta, uint64_t *result);
+/* Makes every object stored before <when> (absolute; 0 = now) invalid. */
+void gs_flush(struct gs_engine *e, int64_t when);
+
+/* ---- per-thread I/O ---- */
+
+/* Creates an I/O context (io_uring, registered buffers) for this thread. */
+int gs_io_create(struct gs_engine *e, struct gs_io **iop);
+/* Destroys <*iop> (waits for its in-flight I/O) and clears it. */
+void gs_io_destroy(struct gs_io **iop);
+/* A descriptor that polls readable when gs_io_run() has work. */
+int gs_io_fd(const struct gs_io *io);
+/* Reaps completions and fires callbacks.  <wait>: block for at least one.
+ * Returns the number of events handled or -errno. */
+int gs_io_run(struct gs_io *io, bool wait);
+/* Operations still in flight on <io>. */
+unsigned gs_io_pending(const struct gs_io *io);
+
+/* ---- streaming reads ---- */
+
+typedef void (*gs_wake_fn)(void *arg);
+
+/*
+ * Streams bytes [<off>, <off>+<len>) of the pinned <obj> in offset order:
+ * the head straight from the RAM region, then disk chunks as they land
+ * (tail reads submitted first, up to io_buffers chunks ahead).  <wake>
+ * fires when gs_stream_peek() has something new after returning -EAGAIN.
+ * The stream takes its own pin.  Returns 0 or -errno.
+ */
+int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		   uint64_t len, gs_wake_fn wake, void *arg,
+		   struct gs_stream **sp);
+/* Next in-order bytes: 0 with <*len> > 0; 0 with <*len> == 0 at the end;
+ * -EAGAIN not landed yet; -EBADMSG/-EIO the object is broken (it has been
+ * dropped from the index; no byte of the bad chunk is ever returned). */
+int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len);
+/* <n> bytes of what peek returned have been used. */
+void gs_stream_consume(struct gs_stream *s, size_t n);
+/* Abandons or finishes the stream and clears <*sp>. */
+void gs_stream_close(struct gs_stream **sp);
+
+/*
+ * Reads the whole pinned <obj> into <buf>, which is aligned to 4096 and has
+ * room for gs_read_size(obj) bytes: head copied, disk chunks read by the
+ * kernel directly into their place.  <done>(<arg>, res) fires with 0,
+ * -EBADMSG or -EIO.  Returns 0 (armed) or -errno.
+ */
+typedef void (*gs_done_fn)(void *arg, int res);
+int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
+		 gs_done_fn done, void *arg);
+size_t gs_read_size(const struct gs_obj *obj);
+
+/* ---- streaming writes ---- */
+
+enum gs_mode { GS_SET, GS_ADD, GS_REPLACE, GS_CAS, GS_APPEND, GS_PREPEND };
+
+/*
+ * Starts an object of exactly <size> bytes: reserves its RAM head and disk
+ * extents, evicting whole objects (CLOCK) when short of room.  Nothing is
+ * visible until gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
+ */
+int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
+		   uint64_t size, uint32_t flags, int64_t exptime,
+		   struct gs_writer **wp);
+/* Where the next bytes of the value go: 0 with <*p>, <*len> > 0, or -EAGAIN
+ * when the admission bound or the buffers are exhausted: <wake>(<arg>)
+ * fires when to try again (stop reading from the writer meanwhile). */
+int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg);
+/* <n> bytes were put where gs_writer_buf() said. */
+void gs_writer_advance(struct gs_writer *w, size_t n);
+/*
+ * All bytes given: waits for them to reach their tiers, then links the
+ * object per <mode> (<cas> for GS_CAS).  <done>(<arg>, res) fires with 0
+ * (stored), -EEXIST, -ENOENT, -EIO.  The writer is freed by then.
+ * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat().
+ */
+int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
+		     gs_done_fn done, void *arg);
+/* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
+void gs_writer_abort(struct gs_writer **wp);
+/* The CAS the object got once stored (valid in the done callback). */
+uint64_t gs_last_cas(const struct gs_io *io);
+
+/*
+ * append/prepend: stores old value + <data> (or <data> + old) under <key>,
+ * keeping the old flags and exptime.  <done> as for gs_writer_finish,
+ * -ENOENT when there is no such key.  <data> is copied before return.
+ */
+int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
+	      const void *data, size_t len, gs_done_fn done, void *arg);
+
+/* ---- stats ---- */
+
+/* ACTION(name, description): every counter the engine keeps. */
+#define GS_STATS(ACTION)						\
+	ACTION(curr_items, "objects stored now")				\
+	ACTION(total_items, "objects stored since start")		\
+	ACTION(bytes, "object bytes stored now")				\
+	ACTION(ram_head_bytes, "object bytes in the RAM region")		\
+	ACTION(ram_head_objects, "objects with bytes in the RAM region")	\
+	ACTION(ssd_bytes, "object bytes on the SSD pool")		\
+	ACTION(ssd_objects, "objects with bytes on the SSD pool")	\
+	ACTION(hdd_bytes, "object bytes on the HDD pool")		\
+	ACTION(hdd_objects, "objects with bytes on the HDD pool")	\
+	ACTION(ram_region_bytes, "size of the RAM region")		\
+	ACTION(ram_used_bytes, "RAM region bytes allocated to objects")	\
+	ACTION(ssd_pool_bytes, "SSD pool capacity")			\
+	ACTION(ssd_used_bytes, "SSD pool bytes allocated to extents")	\
+	ACTION(hdd_pool_bytes, "HDD pool capacity")			\
+	ACTION(hdd_used_bytes, "HDD pool bytes allocated to extents")	\
+	ACTION(index_bytes, "bytes of index records")			\
+	ACTION(get_hits, "lookups that found an object")			\
+	ACTION(get_misses, "lookups that found nothing")			\
+	ACTION(get_expired, "lookups that found an expired object")	\
+	ACTION(evictions, "objects evicted for room")			\
+	ACTION(expired_unfetched, "expired objects reclaimed")		\
+	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\
+	ACTION(admission_waits, "times a writer waited for admission")	\
+	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
+	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
+	ACTION(disk_reads, "disk chunk reads completed")			\
+	ACTION(disk_read_bytes, "bytes read from the pools")		\
+	ACTION(disk_writes, "disk chunk writes completed")		\
+	ACTION(disk_write_bytes, "bytes written to the pools")		\
+	ACTION(checksum_errors, "chunks whose checksum did not match")	\
+	ACTION(io_errors, "disk reads or writes that failed")		\
+	ACTION(short_ios, "short reads or writes resubmitted")		\
+	ACTION(pinned_objects, "objects pinned by readers now")
+
+struct gs_stats {
+#define GS_STAT_FIELD(name, desc) uint64_t name;
+	GS_STATS(GS_STAT_FIELD)
+#undef GS_STAT_FIELD
+};
+
+void gs_stats(struct gs_engine *e, struct gs_stats *st);
+
+#endif /* GOBLIN_H */
