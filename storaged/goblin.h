@@ -252,7 +252,7 @@ int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 	ACTION(checksum_errors, "chunks whose checksum did not match")	\
 	ACTION(io_errors, "disk reads or writes that failed")		\
 	ACTION(short_ios, "short reads or writes resubmitted")		\
-	ACTION(pinned_objects, "objects pinned by readers now")
+	ACTION(pins, "pins held by readers now")
 
 struct gs_stats {
 #define GS_STAT_FIELD(name, desc) uint64_t name;

@@ -1,0 +1,187 @@
+/*
+ * Engine internals shared by region.c (RAM), pool.c (disk), engine.c
+ * (index, eviction) and io.c (streams, writers).  Not part of the API.
+ *
+ * Locking: e->lock guards the index, the CLOCK, both allocators and every
+ * record's refs/linked state.  Counters are updated with atomics.
+ */
+#ifndef GOBLIN_ENGINE_H
+#define GOBLIN_ENGINE_H
+
+#include <pthread.h>
+
+#include "goblin.h"
+
+#define STAT_ADD(e, name, n) \
+	__atomic_fetch_add(&(e)->st.name, (n), __ATOMIC_RELAXED)
+#define STAT_SUB(e, name, n) \
+	__atomic_fetch_sub(&(e)->st.name, (n), __ATOMIC_RELAXED)
+#define STAT_MAX(e, name, v)						\
+	do {								\
+		uint64_t cur_ = __atomic_load_n(&(e)->st.name, __ATOMIC_RELAXED); \
+		while ((uint64_t)(v) > cur_ &&				\
+		       !__atomic_compare_exchange_n(&(e)->st.name, &cur_, (v), \
+				false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
+			;						\
+	} while (0)
+
+static inline uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* ---- RAM region: fixed-size slots carved out of blocks ---- */
+
+struct region_block {
+	int cls;			/* slot class, -1 when free */
+	uint32_t nfree;
+	uint32_t next_partial;		/* partial-list link, UINT32_MAX = end */
+	bool on_partial;
+	bool small;			/* charged to sub_memory */
+	uint64_t *freemap;		/* bit set = slot free */
+};
+
+struct region_class {
+	uint64_t slot;			/* slot size */
+	uint32_t nslots;		/* per block */
+	uint32_t partial;		/* first block with a free slot */
+	bool small;			/* charged to sub_memory */
+};
+
+#define REGION_CLASSES 32
+
+struct region {
+	int fd;
+	void *base;
+	uint64_t size;
+	uint64_t block;
+	bool hugetlb;
+	uint32_t nblocks;
+	struct region_block *blocks;
+	uint32_t free_block;		/* next never-used or freed block hint */
+	uint32_t head_blocks, head_blocks_max;
+	uint32_t small_blocks, small_blocks_max;
+	int nclasses;
+	struct region_class cls[REGION_CLASSES];
+	uint64_t used;
+};
+
+int region_open(struct region *r, const struct gs_config *cfg,
+		char *err, size_t errlen);
+void region_close(struct region *r);
+/* Class for an object head of <len> bytes (len <= ram_head). */
+int region_class_for(const struct region *r, uint64_t len);
+/* Allocates a slot of class <cls>: 0 and <*off>, or -ENOMEM. */
+int region_alloc(struct region *r, int cls, uint64_t *off);
+void region_free(struct region *r, uint64_t off);
+uint64_t region_slot_size(const struct region *r, uint64_t off);
+
+/* ---- disk pools: one per tier, dirs striped ---- */
+
+struct pool_dir {
+	char *path;
+	int fd;				/* extents file, O_DIRECT */
+	int marker_fd;			/* holds the flock while we run */
+	int fixed;			/* index among the registered files */
+};
+
+struct pool {
+	enum gs_tier tier;
+	unsigned ndirs;
+	struct pool_dir dirs[GS_MAX_DIRS];
+	uint64_t size;			/* logical capacity */
+	uint64_t per_dir;
+	uint64_t stripe;
+	uint32_t align;
+	uint64_t units;			/* size / align */
+	uint64_t *usedmap;		/* bit set = unit allocated */
+	uint64_t cursor;		/* next-fit hint */
+	uint64_t used;			/* bytes allocated */
+};
+
+/* A piece of a chunk on one dir: what a single read or write covers. */
+struct pool_seg {
+	int dir;
+	uint64_t off;
+	uint32_t len;
+	uint32_t buf_off;		/* where it starts in the chunk buffer */
+};
+
+int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
+	      unsigned ndirs, uint64_t size, uint64_t stripe,
+	      uint64_t min_size, char *err, size_t errlen);
+void pool_close(struct pool *p);
+/* Allocates <len> contiguous bytes (rounded to align): 0 and <*addr>, or
+ * -ENOSPC. */
+int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
+void pool_free(struct pool *p, uint64_t addr, uint64_t len);
+/* Splits [<addr>, <addr>+<len>) at stripe boundaries into <segs> (at most
+ * <max>); returns how many, or -E2BIG. */
+int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
+		  struct pool_seg *segs, int max);
+
+/* ---- the index ---- */
+
+struct chunk {
+	uint64_t addr;			/* logical address in its tier's pool */
+	uint64_t sum;			/* xxh3 of the data bytes */
+	uint32_t len;			/* data bytes */
+	uint8_t tier;
+};
+
+struct gs_obj {				/* a record; gs_obj is its public name */
+	struct gs_obj *hnext;
+	struct gs_meta meta;
+	void *head;			/* meta.head_len bytes in the region */
+	uint32_t refs;			/* pins, plus one while linked */
+	uint32_t clock_pos;
+	uint32_t nchunks;
+	uint8_t klen;
+	bool linked;
+	bool referenced;
+	struct chunk *chunks;
+	char key[];
+};
+
+struct io_waiter;
+
+struct gs_engine {
+	struct gs_config cfg;
+	char *dirs_copy[2 * GS_MAX_DIRS];
+	pthread_mutex_t lock;
+	struct region region;
+	struct pool pools[GS_TIERS];	/* [GS_TIER_RAM] unused */
+	bool has_pool[GS_TIERS];
+	struct gs_obj **buckets;
+	uint64_t nbuckets;
+	struct gs_obj **clock;
+	uint32_t clock_len, clock_cap, clock_hand;
+	uint64_t next_cas;
+	int64_t flush_at;
+	int nfiles;
+	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */
+	struct gs_stats st;
+	pthread_mutex_t io_lock;	/* guards io_list */
+	struct gs_io *io_list;
+};
+
+/* Creates an unlinked record for <key> with room for <size> bytes:
+ * RAM head and every disk extent allocated, evicting for room.
+ * Called with e->lock held; returns 0 or -errno. */
+int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
+		   uint64_t size, struct gs_obj **objp);
+/* Links <obj> per <mode>, replacing an older record.  Called with e->lock
+ * held; returns 0, -EEXIST or -ENOENT. */
+int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
+		uint64_t cas);
+/* Drops a reference; frees the record and its space at zero.
+ * Called with e->lock held. */
+void engine_unref(struct gs_engine *e, struct gs_obj *obj);
+/* Unlinks <obj> from the index if it is still there (a broken object).
+ * Takes e->lock. */
+void engine_drop(struct gs_engine *e, struct gs_obj *obj);
+/* Object byte offset where chunk <i> starts. */
+uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
+void engine_wake_admission(struct gs_engine *e);
+
+#endif

@@ -1,0 +1,1257 @@
+/*
+ * Per-thread I/O: one io_uring with the pool files and a set of buffers
+ * registered, streams that read an object's disk chunks ahead of the sender
+ * (tail first), writers that fill chunk buffers from the network and write
+ * them out, and the admission bound that stops writers when too many bytes
+ * are accepted but not yet on disk.
+ *
+ * Buffers: each gs_io registers io_buffers * io_streams stream buffers and
+ * 2 * io_buffers writer buffers.  A stream takes its whole read-ahead window
+ * at once and recycles it until it closes, so streams can't deadlock on
+ * each other; writers take one buffer per chunk and give it back when the
+ * write completes.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "engine.h"
+#include "log.h"
+
+#define RING_ENTRIES	256
+#define MAX_SEGS	32
+
+struct io_waiter {
+	struct io_waiter *prev, *next;
+	gs_wake_fn fn;
+	void *arg;
+	bool queued;
+};
+
+struct deferred {
+	struct deferred *next;
+	gs_done_fn fn;
+	void *arg;
+	int res;
+};
+
+struct buf_pool {
+	int *free;			/* stack of buffer indexes */
+	unsigned nfree, n, base;
+	struct io_waiter waiters;	/* list head */
+};
+
+struct io_op;
+typedef void (*op_done_fn)(struct io_op *op);
+
+struct io_seg {
+	struct io_op *op;
+	struct pool_seg seg;
+	uint32_t done;
+};
+
+struct io_op {
+	struct gs_io *io;
+	bool write;
+	int buf_idx;			/* registered buffer, or -1 */
+	char *buf;
+	uint32_t len;			/* aligned length */
+	uint32_t chunk;
+	enum gs_tier tier;
+	int pending;
+	int res;
+	op_done_fn done;
+	void *owner;
+	int nsegs;
+	struct io_seg segs[];
+};
+
+struct gs_io {
+	struct gs_engine *e;
+	struct io_uring ring;
+	int efd;
+	char *bufmem;
+	size_t bufmem_len;
+	struct buf_pool streams, writers;
+	struct deferred *def_head, *def_tail;
+	unsigned inflight;
+	uint64_t last_cas;
+	struct gs_io *next;		/* e->io_list */
+};
+
+/* ---- small helpers ---- */
+
+static void waiter_add(struct io_waiter *head, struct io_waiter *w,
+		       gs_wake_fn fn, void *arg)
+{
+	if (w->queued)
+		return;
+	w->fn = fn;
+	w->arg = arg;
+	w->next = head;
+	w->prev = head->prev;
+	head->prev->next = w;
+	head->prev = w;
+	w->queued = true;
+}
+
+static void waiter_del(struct io_waiter *w)
+{
+	if (!w->queued)
+		return;
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+	w->queued = false;
+}
+
+/* Fires every waiter on <head>; each re-registers if still blocked. */
+static void waiters_fire(struct io_waiter *head)
+{
+	struct io_waiter list = { &list, &list, NULL, NULL, false };
+
+	if (head->next == head)
+		return;
+	list.next = head->next;
+	list.prev = head->prev;
+	list.next->prev = &list;
+	list.prev->next = &list;
+	head->next = head->prev = head;
+	while (list.next != &list) {
+		struct io_waiter *w = list.next;
+
+		waiter_del(w);
+		w->fn(w->arg);
+	}
+}
+
+static void kick(struct gs_io *io)
+{
+	eventfd_write(io->efd, 1);
+}
+
+static int defer(struct gs_io *io, gs_done_fn fn, void *arg, int res)
+{
+	struct deferred *d = malloc(sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	*d = (struct deferred){ NULL, fn, arg, res };
+	if (io->def_tail)
+		io->def_tail->next = d;
+	else
+		io->def_head = d;
+	io->def_tail = d;
+	kick(io);
+	return 0;
+}
+
+static int buf_get(struct buf_pool *bp)
+{
+	return bp->nfree ? bp->free[--bp->nfree] : -1;
+}
+
+static void buf_put(struct buf_pool *bp, int idx)
+{
+	bp->free[bp->nfree++] = idx;
+}
+
+static char *buf_ptr(struct gs_io *io, int idx)
+{
+	return io->bufmem + (size_t)idx * GS_IO_BUFFER;
+}
+
+static uint32_t tier_align(struct gs_engine *e, enum gs_tier t)
+{
+	return e->pools[t].align;
+}
+
+static bool admission_full(struct gs_engine *e, uint64_t more)
+{
+	uint64_t cur = __atomic_load_n(&e->st.admission_bytes, __ATOMIC_RELAXED);
+
+	return cur && cur + more > e->cfg.admission_bytes;
+}
+
+void engine_wake_admission(struct gs_engine *e)
+{
+	pthread_mutex_lock(&e->io_lock);
+	for (struct gs_io *io = e->io_list; io; io = io->next)
+		if (io->writers.waiters.next != &io->writers.waiters)
+			kick(io);
+	pthread_mutex_unlock(&e->io_lock);
+}
+
+/* ---- submission and completion ---- */
+
+static struct io_uring_sqe *get_sqe(struct gs_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+
+	if (!sqe) {
+		io_uring_submit(&io->ring);
+		sqe = io_uring_get_sqe(&io->ring);
+	}
+	return sqe;
+}
+
+static int seg_submit(struct gs_io *io, struct io_seg *s)
+{
+	struct io_op *op = s->op;
+	struct pool *p = &io->e->pools[op->tier];
+	struct io_uring_sqe *sqe = get_sqe(io);
+	int file = p->dirs[s->seg.dir].fixed;
+	char *ptr = op->buf + s->seg.buf_off + s->done;
+	uint32_t len = s->seg.len - s->done;
+	uint64_t off = s->seg.off + s->done;
+
+	if (!sqe)
+		return -EBUSY;
+	if (op->buf_idx >= 0 && op->write)
+		io_uring_prep_write_fixed(sqe, file, ptr, len, off, op->buf_idx);
+	else if (op->buf_idx >= 0)
+		io_uring_prep_read_fixed(sqe, file, ptr, len, off, op->buf_idx);
+	else if (op->write)
+		io_uring_prep_write(sqe, file, ptr, len, off);
+	else
+		io_uring_prep_read(sqe, file, ptr, len, off);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, s);
+	return 0;
+}
+
+/* Starts a read or write of chunk <ci> of <obj> to/from <buf>. */
+static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		    bool write, char *buf, int buf_idx, op_done_fn done,
+		    void *owner)
+{
+	struct chunk *c = &obj->chunks[ci];
+	struct pool *p = &io->e->pools[c->tier];
+	struct pool_seg segs[MAX_SEGS];
+	uint32_t len = round_up(c->len, p->align);
+	struct io_op *op;
+	int n = pool_segments(p, c->addr, len, segs, MAX_SEGS);
+
+	if (n < 0)
+		return n;
+	op = calloc(1, sizeof(*op) + n * sizeof(struct io_seg));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct io_op){ .io = io, .write = write, .buf_idx = buf_idx,
+			      .buf = buf, .len = len, .chunk = ci,
+			      .tier = c->tier, .pending = n, .done = done,
+			      .owner = owner, .nsegs = n };
+	for (int i = 0; i < n; i++) {
+		op->segs[i] = (struct io_seg){ .op = op, .seg = segs[i] };
+		if (seg_submit(io, &op->segs[i]) < 0) {
+			/* the ring is full even after a submit: fail cleanly */
+			op->pending = i;
+			op->res = -EBUSY;
+			if (i == 0) {
+				free(op);
+				return -EBUSY;
+			}
+			break;
+		}
+	}
+	io->inflight++;
+	io_uring_submit(&io->ring);
+	return 0;
+}
+
+static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
+{
+	struct io_op *op = s->op;
+	struct gs_engine *e = io->e;
+
+	if (res == -EAGAIN || res == -EINTR) {
+		if (seg_submit(io, s) == 0) {
+			io_uring_submit(&io->ring);
+			return;
+		}
+		res = -EIO;
+	}
+	if (res > 0) {
+		s->done += res;
+		if (s->done < s->seg.len) {
+			STAT_ADD(e, short_ios, 1);
+			if (s->done % 512 == 0 && seg_submit(io, s) == 0) {
+				io_uring_submit(&io->ring);
+				return;
+			}
+			res = -EIO;
+		}
+	} else if (res == 0) {
+		res = -EIO;		/* past the end of a preallocated file */
+	}
+	if (res < 0 && op->res == 0)
+		op->res = res;
+	if (--op->pending)
+		return;
+	io->inflight--;
+	if (op->res < 0) {
+		STAT_ADD(e, io_errors, 1);
+		log_warn("%s of a %s chunk failed: %s", op->write ? "write" : "read",
+			 op->tier == GS_TIER_SSD ? "ssd" : "hdd", strerror(-op->res));
+	}
+	op->done(op);
+	free(op);
+}
+
+int gs_io_run(struct gs_io *io, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	struct deferred *d;
+	eventfd_t v;
+	int n = 0;
+
+	eventfd_read(io->efd, &v);
+	if (wait && !io->def_head && io->inflight) {
+		int ret = io_uring_wait_cqe(&io->ring, &cqe);
+
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+	}
+	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+		struct io_seg *s = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&io->ring, cqe);
+		seg_complete(io, s, res);
+		n++;
+	}
+	d = io->def_head;
+	io->def_head = io->def_tail = NULL;
+	while (d) {
+		struct deferred *next = d->next;
+
+		d->fn(d->arg, d->res);
+		free(d);
+		d = next;
+		n++;
+	}
+	if (io->streams.nfree)
+		waiters_fire(&io->streams.waiters);
+	if (io->writers.nfree && !admission_full(io->e, GS_IO_BUFFER))
+		waiters_fire(&io->writers.waiters);
+	return n;
+}
+
+int gs_io_fd(const struct gs_io *io)
+{
+	return io->efd;
+}
+
+unsigned gs_io_pending(const struct gs_io *io)
+{
+	return io->inflight + (io->def_head != NULL);
+}
+
+/* ---- create / destroy ---- */
+
+static int pool_init(struct buf_pool *bp, unsigned n, unsigned base)
+{
+	bp->free = calloc(n ? n : 1, sizeof(int));
+	if (!bp->free)
+		return -ENOMEM;
+	bp->n = n;
+	bp->base = base;
+	for (unsigned i = 0; i < n; i++)
+		bp->free[bp->nfree++] = base + n - 1 - i;
+	bp->waiters.next = bp->waiters.prev = &bp->waiters;
+	return 0;
+}
+
+int gs_io_create(struct gs_engine *e, struct gs_io **iop)
+{
+	bool disk = e->nfiles > 0;
+	unsigned nstream = disk ? e->cfg.io_buffers * e->cfg.io_streams : 0;
+	unsigned nwriter = disk ? 2 * e->cfg.io_buffers : 0;
+	struct gs_io *io = calloc(1, sizeof(*io));
+	int ret;
+
+	if (!io)
+		return -ENOMEM;
+	io->e = e;
+	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (io->efd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = io_uring_queue_init(RING_ENTRIES, &io->ring, 0);
+	if (ret < 0)
+		goto out_efd;
+	ret = io_uring_register_eventfd(&io->ring, io->efd);
+	if (ret < 0)
+		goto out_ring;
+	if (pool_init(&io->streams, nstream, 0) < 0 ||
+	    pool_init(&io->writers, nwriter, nstream) < 0) {
+		ret = -ENOMEM;
+		goto out_pools;
+	}
+	if (disk) {
+		unsigned n = nstream + nwriter;
+		struct iovec *iov = calloc(n, sizeof(*iov));
+
+		io->bufmem_len = (size_t)n * GS_IO_BUFFER;
+		io->bufmem = mmap(NULL, io->bufmem_len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (!iov || io->bufmem == MAP_FAILED) {
+			free(iov);
+			io->bufmem = NULL;
+			ret = -ENOMEM;
+			goto out_pools;
+		}
+		for (unsigned i = 0; i < n; i++)
+			iov[i] = (struct iovec){ buf_ptr(io, i), GS_IO_BUFFER };
+		ret = io_uring_register_buffers(&io->ring, iov, n);
+		free(iov);
+		if (ret < 0)
+			goto out_mem;
+		ret = io_uring_register_files(&io->ring, e->files, e->nfiles);
+		if (ret < 0)
+			goto out_mem;
+	}
+	pthread_mutex_lock(&e->io_lock);
+	io->next = e->io_list;
+	e->io_list = io;
+	pthread_mutex_unlock(&e->io_lock);
+	*iop = io;
+	return 0;
+
+out_mem:
+	munmap(io->bufmem, io->bufmem_len);
+out_pools:
+	free(io->streams.free);
+	free(io->writers.free);
+out_ring:
+	io_uring_queue_exit(&io->ring);
+out_efd:
+	close(io->efd);
+out_free:
+	free(io);
+	return ret;
+}
+
+void gs_io_destroy(struct gs_io **iop)
+{
+	struct gs_io *io = *iop;
+	struct gs_io **link;
+
+	if (!io)
+		return;
+	while (gs_io_pending(io))
+		if (gs_io_run(io, true) < 0)
+			break;
+	pthread_mutex_lock(&io->e->io_lock);
+	for (link = &io->e->io_list; *link; link = &(*link)->next)
+		if (*link == io) {
+			*link = io->next;
+			break;
+		}
+	pthread_mutex_unlock(&io->e->io_lock);
+	io_uring_queue_exit(&io->ring);
+	if (io->bufmem)
+		munmap(io->bufmem, io->bufmem_len);
+	free(io->streams.free);
+	free(io->writers.free);
+	close(io->efd);
+	free(io);
+	*iop = NULL;
+}
+
+/* ---- checks shared by streams and read_into ---- */
+
+/* Verifies a landed chunk; on failure counts it and drops the object. */
+static int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		       const char *data, int res)
+{
+	struct gs_engine *e = io->e;
+	const struct chunk *c = &obj->chunks[ci];
+
+	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
+		STAT_ADD(e, checksum_errors, 1);
+		log_warn("checksum mismatch in chunk %u of \"%.*s\": object dropped",
+			 ci, obj->klen, obj->key);
+		res = -EBADMSG;
+	}
+	if (res < 0) {
+		engine_drop(e, obj);
+		return res;
+	}
+	STAT_ADD(e, disk_reads, 1);
+	STAT_ADD(e, disk_read_bytes, c->len);
+	return 0;
+}
+
+static void pin(struct gs_engine *e, struct gs_obj *obj)
+{
+	pthread_mutex_lock(&e->lock);
+	obj->refs++;
+	STAT_ADD(e, pins, 1);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Fills <order> with the disk chunks of [first, last) in submission order:
+ * the first HDD chunk (the longest wait) leads, then offset order. */
+static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
+			   uint32_t last, uint32_t *order)
+{
+	uint32_t n = 0, lead = UINT32_MAX;
+
+	for (uint32_t c = first; c < last; c++)
+		if (obj->chunks[c].tier == GS_TIER_HDD) {
+			lead = c;
+			break;
+		}
+	if (lead != UINT32_MAX)
+		order[n++] = lead;
+	for (uint32_t c = first; c < last; c++)
+		if (c != lead && obj->chunks[c].tier != GS_TIER_RAM)
+			order[n++] = c;
+	return n;
+}
+
+/* ---- streams ---- */
+
+enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
+
+struct stream_slot {
+	uint8_t state;
+	int buf;
+	uint64_t off;			/* object offset of the chunk */
+};
+
+struct gs_stream {
+	struct gs_io *io;
+	struct gs_obj *obj;
+	uint64_t pos, end;
+	uint32_t first, last, cur;
+	uint32_t *order;
+	uint32_t norder, next_submit;
+	struct stream_slot *slots;	/* index: chunk - first */
+	int *window;			/* our buffers not in use */
+	unsigned nwindow, window_size;
+	bool have_window;
+	unsigned inflight;
+	int error;
+	bool closed;
+	gs_wake_fn wake;
+	void *arg;
+	struct io_waiter waiter;
+};
+
+static void stream_refill(struct gs_stream *s);
+
+static void stream_free(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+
+	for (uint32_t c = s->first; c < s->last; c++) {
+		struct stream_slot *sl = &s->slots[c - s->first];
+
+		if (sl->buf >= 0)
+			buf_put(&io->streams, sl->buf);
+	}
+	for (unsigned i = 0; i < s->nwindow; i++)
+		buf_put(&io->streams, s->window[i]);
+	if (s->have_window && io->streams.waiters.next != &io->streams.waiters)
+		kick(io);
+	waiter_del(&s->waiter);
+	gs_obj_put(io->e, &s->obj);
+	free(s->order);
+	free(s->slots);
+	free(s->window);
+	free(s);
+}
+
+/* A window came free (called from gs_io_run). */
+static void stream_retry(void *arg)
+{
+	struct gs_stream *s = arg;
+
+	stream_refill(s);
+	if (s->error && s->wake)
+		s->wake(s->arg);
+}
+
+static bool take_window(struct gs_stream *s)
+{
+	struct buf_pool *bp = &s->io->streams;
+
+	if (s->have_window)
+		return true;
+	if (bp->nfree < s->window_size) {
+		waiter_add(&bp->waiters, &s->waiter, stream_retry, s);
+		return false;
+	}
+	while (s->nwindow < s->window_size)
+		s->window[s->nwindow++] = buf_get(bp);
+	s->have_window = true;
+	return true;
+}
+
+static void stream_read_done(struct io_op *op)
+{
+	struct gs_stream *s = op->owner;
+	struct stream_slot *sl = &s->slots[op->chunk - s->first];
+	int res;
+
+	s->inflight--;
+	if (s->closed) {
+		if (!s->inflight)
+			stream_free(s);
+		return;
+	}
+	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
+	if (res < 0 && !s->error)
+		s->error = res;
+	sl->state = CH_READY;
+	if (s->wake && (op->chunk == s->cur || s->error))
+		s->wake(s->arg);
+}
+
+static void stream_refill(struct gs_stream *s)
+{
+	struct gs_engine *e = s->io->e;
+
+	if (s->closed || s->error || s->next_submit == s->norder)
+		return;
+	if (!take_window(s))
+		return;
+	while (s->nwindow && s->next_submit < s->norder) {
+		uint32_t c = s->order[s->next_submit];
+		struct stream_slot *sl = &s->slots[c - s->first];
+		int idx = s->window[--s->nwindow];
+		int ret;
+
+		ret = op_start(s->io, s->obj, c, false, buf_ptr(s->io, idx), idx,
+			       stream_read_done, s);
+		if (ret < 0) {
+			s->window[s->nwindow++] = idx;
+			s->error = -EIO;
+			STAT_ADD(e, io_errors, 1);
+			return;
+		}
+		sl->buf = idx;
+		sl->state = CH_INFLIGHT;
+		s->inflight++;
+		s->next_submit++;
+		if (c != s->cur)
+			STAT_ADD(e, readahead_chunks, 1);
+		STAT_MAX(e, readahead_max_depth, s->inflight);
+	}
+}
+
+int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		   uint64_t len, gs_wake_fn wake, void *arg,
+		   struct gs_stream **sp)
+{
+	const struct gs_meta *m = &obj->meta;
+	uint64_t end = off + len > m->size || off + len < off ? m->size : off + len;
+	struct gs_stream *s = calloc(1, sizeof(*s));
+	uint64_t coff = m->head_len;
+
+	if (!s)
+		return -ENOMEM;
+	s->io = io;
+	s->pos = off < end ? off : end;
+	s->end = end;
+	s->wake = wake;
+	s->arg = arg;
+	if (end > m->head_len) {
+		uint64_t start = s->pos > m->head_len ? s->pos : m->head_len;
+
+		s->first = UINT32_MAX;
+		for (uint32_t c = 0; c < obj->nchunks; c++) {
+			uint64_t cend = coff + obj->chunks[c].len;
+
+			if (s->first == UINT32_MAX && cend > start)
+				s->first = c;
+			if (cend >= end) {
+				s->last = c + 1;
+				break;
+			}
+			coff = cend;
+		}
+	}
+	s->cur = s->first;
+	if (s->last > s->first) {
+		uint32_t n = s->last - s->first;
+
+		s->slots = calloc(n, sizeof(*s->slots));
+		s->order = calloc(n, sizeof(*s->order));
+		if (!s->slots || !s->order)
+			goto out_free;
+		coff = engine_chunk_start(obj, s->first);
+		for (uint32_t c = s->first; c < s->last; c++) {
+			struct stream_slot *sl = &s->slots[c - s->first];
+
+			sl->buf = -1;
+			sl->off = coff;
+			coff += obj->chunks[c].len;
+			if (obj->chunks[c].tier == GS_TIER_RAM)
+				sl->state = CH_READY;
+		}
+		s->norder = read_order(obj, s->first, s->last, s->order);
+		s->window_size = s->norder < io->e->cfg.io_buffers ?
+				 s->norder : io->e->cfg.io_buffers;
+		s->window = calloc(s->window_size ? s->window_size : 1, sizeof(int));
+		if (!s->window)
+			goto out_free;
+	}
+	pin(io->e, obj);
+	s->obj = obj;
+	stream_refill(s);
+	*sp = s;
+	return 0;
+
+out_free:
+	free(s->slots);
+	free(s->order);
+	free(s);
+	return -ENOMEM;
+}
+
+int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+{
+	const struct gs_obj *obj = s->obj;
+	struct stream_slot *sl;
+	const struct chunk *c;
+	uint64_t cend;
+
+	if (!s->error && s->pos >= obj->meta.head_len)
+		stream_refill(s);
+	if (s->error)
+		return s->error;
+	if (s->pos >= s->end) {
+		*len = 0;
+		return 0;
+	}
+	if (s->pos < obj->meta.head_len) {
+		*data = (const char *)obj->head + s->pos;
+		*len = (obj->meta.head_len < s->end ? obj->meta.head_len : s->end) - s->pos;
+		return 0;
+	}
+	sl = &s->slots[s->cur - s->first];
+	c = &obj->chunks[s->cur];
+	if (sl->state != CH_READY)
+		return -EAGAIN;
+	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
+	if (c->tier == GS_TIER_RAM)
+		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
+	else
+		*data = buf_ptr(s->io, sl->buf) + (s->pos - sl->off);
+	*len = cend - s->pos;
+	return 0;
+}
+
+void gs_stream_consume(struct gs_stream *s, size_t n)
+{
+	s->pos += n;
+	while (s->cur < s->last) {
+		struct stream_slot *sl = &s->slots[s->cur - s->first];
+
+		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
+			break;
+		if (sl->buf >= 0) {
+			s->window[s->nwindow++] = sl->buf;
+			sl->buf = -1;
+		}
+		sl->state = CH_DONE;
+		s->cur++;
+	}
+	stream_refill(s);
+}
+
+void gs_stream_close(struct gs_stream **sp)
+{
+	struct gs_stream *s = *sp;
+
+	if (!s)
+		return;
+	*sp = NULL;
+	s->closed = true;
+	waiter_del(&s->waiter);
+	if (!s->inflight)
+		stream_free(s);
+}
+
+/* ---- whole-object reads into caller memory ---- */
+
+struct read_into {
+	struct gs_io *io;
+	struct gs_obj *obj;
+	unsigned pending;
+	int res;
+	gs_done_fn done;
+	void *arg;
+};
+
+static void read_into_finish(struct read_into *r)
+{
+	gs_obj_put(r->io->e, &r->obj);
+	r->done(r->arg, r->res);
+	free(r);
+}
+
+static void read_into_chunk_done(struct io_op *op)
+{
+	struct read_into *r = op->owner;
+	int res = chunk_check(r->io, r->obj, op->chunk, op->buf, op->res);
+
+	if (res < 0 && !r->res)
+		r->res = res;
+	if (--r->pending == 0)
+		read_into_finish(r);
+}
+
+static void read_into_deferred(void *arg, int res)
+{
+	(void)res;
+	read_into_finish(arg);
+}
+
+size_t gs_read_size(const struct gs_obj *obj)
+{
+	return round_up(obj->meta.size ? obj->meta.size : 1, 65536);
+}
+
+int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
+		 gs_done_fn done, void *arg)
+{
+	struct read_into *r = calloc(1, sizeof(*r));
+	uint32_t *order = calloc(obj->nchunks + 1, sizeof(*order));
+	uint32_t n;
+	int ret = 0;
+
+	if (!r || !order) {
+		free(r);
+		free(order);
+		return -ENOMEM;
+	}
+	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
+	pin(io->e, obj);
+	if (obj->meta.head_len)
+		memcpy(buf, obj->head, obj->meta.head_len);
+	for (uint32_t c = 0; c < obj->nchunks; c++)
+		if (obj->chunks[c].tier == GS_TIER_RAM)
+			memcpy((char *)buf + engine_chunk_start(obj, c),
+			       (char *)io->e->region.base + obj->chunks[c].addr,
+			       obj->chunks[c].len);
+	n = read_order(obj, 0, obj->nchunks, order);
+	r->pending = 1;			/* held until every read is armed */
+	for (uint32_t i = 0; i < n && ret == 0; i++) {
+		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
+
+		r->pending++;
+		ret = op_start(io, obj, order[i], false, dst, -1,
+			       read_into_chunk_done, r);
+		if (ret < 0) {
+			r->pending--;
+			r->res = ret;
+		}
+	}
+	free(order);
+	if (--r->pending == 0)
+		defer(io, read_into_deferred, r, 0);
+	return 0;
+}
+
+/* ---- writers ---- */
+
+struct gs_writer {
+	struct gs_io *io;
+	struct gs_obj *obj;
+	uint64_t pos;
+	uint32_t cur;
+	uint64_t cur_off;
+	int cur_buf;
+	uint64_t cur_admitted;
+	unsigned inflight;
+	int error;
+	bool finishing, aborted, waited;
+	enum gs_mode mode;
+	uint64_t cas;
+	gs_done_fn done;
+	void *arg;
+	struct io_waiter waiter;
+};
+
+int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
+		   uint64_t size, uint32_t flags, int64_t exptime,
+		   struct gs_writer **wp)
+{
+	struct gs_engine *e = io->e;
+	struct gs_writer *w;
+	int ret;
+
+	if (size > e->cfg.max_object)
+		return -E2BIG;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_lock(&e->lock);
+	ret = engine_reserve(e, key, klen, size, &w->obj);
+	pthread_mutex_unlock(&e->lock);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	w->io = io;
+	w->obj->meta.flags = flags;
+	w->obj->meta.exptime = exptime;
+	w->cur_off = w->obj->meta.head_len;
+	w->cur_buf = -1;
+	*wp = w;
+	return 0;
+}
+
+static void writer_free(struct gs_writer *w)
+{
+	struct gs_engine *e = w->io->e;
+
+	waiter_del(&w->waiter);
+	if (w->obj) {
+		pthread_mutex_lock(&e->lock);
+		engine_unref(e, w->obj);
+		pthread_mutex_unlock(&e->lock);
+	}
+	free(w);
+}
+
+static void writer_commit(void *arg, int res)
+{
+	struct gs_writer *w = arg;
+	struct gs_engine *e = w->io->e;
+
+	(void)res;
+	res = w->error;
+	pthread_mutex_lock(&e->lock);
+	if (res == 0)
+		res = engine_link(e, w->obj, w->mode, w->cas);
+	if (res == 0)
+		w->io->last_cas = w->obj->meta.cas;
+	engine_unref(e, w->obj);
+	pthread_mutex_unlock(&e->lock);
+	w->obj = NULL;
+	w->done(w->arg, res);
+	writer_free(w);
+}
+
+static void release_admission(struct gs_io *io, uint64_t n)
+{
+	STAT_SUB(io->e, admission_bytes, n);
+	engine_wake_admission(io->e);
+}
+
+static void writer_write_done(struct io_op *op)
+{
+	struct gs_writer *w = op->owner;
+	struct gs_engine *e = w->io->e;
+
+	buf_put(&w->io->writers, op->buf_idx);
+	release_admission(w->io, op->len);
+	w->inflight--;
+	if (op->res < 0 && !w->error)
+		w->error = -EIO;
+	if (op->res == 0) {
+		STAT_ADD(e, disk_writes, 1);
+		STAT_ADD(e, disk_write_bytes, op->len);
+	}
+	if (w->inflight)
+		return;
+	if (w->aborted)
+		writer_free(w);
+	else if (w->finishing)
+		writer_commit(w, 0);
+}
+
+int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg)
+{
+	struct gs_io *io = w->io;
+	struct gs_obj *obj = w->obj;
+	const struct chunk *c;
+	uint64_t need;
+
+	if (w->pos < obj->meta.head_len) {
+		*p = (char *)obj->head + w->pos;
+		*len = obj->meta.head_len - w->pos;
+		return 0;
+	}
+	if (w->cur >= obj->nchunks) {
+		*len = 0;
+		return 0;
+	}
+	c = &obj->chunks[w->cur];
+	if (c->tier == GS_TIER_RAM) {
+		*p = (char *)io->e->region.base + c->addr + (w->pos - w->cur_off);
+		*len = w->cur_off + c->len - w->pos;
+		return 0;
+	}
+	if (w->cur_buf < 0) {
+		need = round_up(c->len, tier_align(io->e, c->tier));
+		if (admission_full(io->e, need) || !io->writers.nfree) {
+			if (!w->waited)
+				STAT_ADD(io->e, admission_waits, 1);
+			w->waited = true;
+			waiter_add(&io->writers.waiters, &w->waiter, wake, arg);
+			return -EAGAIN;
+		}
+		w->waited = false;
+		w->cur_buf = buf_get(&io->writers);
+		w->cur_admitted = need;
+		STAT_ADD(io->e, admission_bytes, need);
+	}
+	*p = buf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
+	*len = w->cur_off + c->len - w->pos;
+	return 0;
+}
+
+void gs_writer_advance(struct gs_writer *w, size_t n)
+{
+	struct gs_obj *obj = w->obj;
+	struct chunk *c;
+	char *buf;
+	uint32_t alen;
+
+	w->pos += n;
+	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
+		return;
+	c = &obj->chunks[w->cur];
+	if (w->pos < w->cur_off + c->len)
+		return;
+	w->cur++;
+	w->cur_off += c->len;
+	if (c->tier == GS_TIER_RAM)
+		return;
+	buf = buf_ptr(w->io, w->cur_buf);
+	alen = round_up(c->len, tier_align(w->io->e, c->tier));
+	memset(buf + c->len, 0, alen - c->len);
+	c->sum = XXH3_64bits(buf, c->len);
+	if (op_start(w->io, obj, w->cur - 1, true, buf, w->cur_buf,
+		     writer_write_done, w) < 0) {
+		buf_put(&w->io->writers, w->cur_buf);
+		release_admission(w->io, w->cur_admitted);
+		w->error = -EIO;
+	} else {
+		w->inflight++;
+	}
+	w->cur_buf = -1;
+}
+
+int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
+		     gs_done_fn done, void *arg)
+{
+	struct gs_writer *w = *wp;
+
+	if (w->pos != w->obj->meta.size)
+		return -EINVAL;
+	*wp = NULL;
+	w->mode = mode;
+	w->cas = cas;
+	w->done = done;
+	w->arg = arg;
+	w->finishing = true;
+	if (!w->inflight)
+		return defer(w->io, writer_commit, w, 0);
+	return 0;
+}
+
+void gs_writer_abort(struct gs_writer **wp)
+{
+	struct gs_writer *w = *wp;
+
+	if (!w)
+		return;
+	*wp = NULL;
+	waiter_del(&w->waiter);
+	if (w->cur_buf >= 0) {
+		buf_put(&w->io->writers, w->cur_buf);
+		release_admission(w->io, w->cur_admitted);
+		w->cur_buf = -1;
+		kick(w->io);
+	}
+	if (w->inflight)
+		w->aborted = true;
+	else
+		writer_free(w);
+}
+
+uint64_t gs_last_cas(const struct gs_io *io)
+{
+	return io->last_cas;
+}
+
+/* ---- append / prepend ---- */
+
+struct concat {
+	struct gs_io *io;
+	struct gs_writer *w;
+	struct gs_obj *old;
+	char *data;
+	size_t len;
+	bool prepend;
+	uint64_t pos, total;
+	char *chunk_buf;		/* one old disk chunk, read synchronously */
+	uint32_t chunk_cached;
+	gs_done_fn done;
+	void *arg;
+};
+
+static void concat_free(struct concat *k)
+{
+	gs_writer_abort(&k->w);
+	gs_obj_put(k->io->e, &k->old);
+	free(k->chunk_buf);
+	free(k->data);
+	free(k);
+}
+
+static void concat_done(void *arg, int res)
+{
+	struct concat *k = arg;
+
+	k->done(k->arg, res);
+	concat_free(k);
+}
+
+/* Reads old chunk <ci> into k->chunk_buf with plain preads; verifies it. */
+static int concat_load(struct concat *k, uint32_t ci)
+{
+	struct gs_engine *e = k->io->e;
+	const struct chunk *c = &k->old->chunks[ci];
+	struct pool *p = &e->pools[c->tier];
+	struct pool_seg segs[MAX_SEGS];
+	int n = pool_segments(p, c->addr, round_up(c->len, p->align), segs, MAX_SEGS);
+
+	for (int i = 0; i < n; i++) {
+		ssize_t r = pread(p->dirs[segs[i].dir].fd,
+				  k->chunk_buf + segs[i].buf_off, segs[i].len,
+				  segs[i].off);
+
+		if (r != (ssize_t)segs[i].len) {
+			STAT_ADD(e, io_errors, 1);
+			engine_drop(e, k->old);
+			return -EIO;
+		}
+	}
+	k->chunk_cached = ci;
+	return chunk_check(k->io, k->old, ci, k->chunk_buf, 0);
+}
+
+/* Copies up to <n> bytes of the old value from offset <at> to <dst>. */
+static int concat_copy_old(struct concat *k, uint64_t at, char *dst, size_t *n)
+{
+	const struct gs_obj *o = k->old;
+	uint64_t off = o->meta.head_len;
+
+	if (at < o->meta.head_len) {
+		if (*n > o->meta.head_len - at)
+			*n = o->meta.head_len - at;
+		memcpy(dst, (char *)o->head + at, *n);
+		return 0;
+	}
+	for (uint32_t ci = 0; ci < o->nchunks; ci++) {
+		const struct chunk *c = &o->chunks[ci];
+		const char *src;
+
+		if (at >= off + c->len) {
+			off += c->len;
+			continue;
+		}
+		if (*n > off + c->len - at)
+			*n = off + c->len - at;
+		if (c->tier == GS_TIER_RAM) {
+			src = (char *)k->io->e->region.base + c->addr;
+		} else {
+			if (k->chunk_cached != ci) {
+				int ret = concat_load(k, ci);
+
+				if (ret < 0)
+					return ret;
+			}
+			src = k->chunk_buf;
+		}
+		memcpy(dst, src + (at - off), *n);
+		return 0;
+	}
+	return -EIO;
+}
+
+static void concat_pump(void *arg)
+{
+	struct concat *k = arg;
+	uint64_t old_size = k->old->meta.size;
+
+	while (k->pos < k->total) {
+		uint64_t data_at = k->prepend ? 0 : old_size;
+		void *p;
+		size_t n;
+		int ret = gs_writer_buf(k->w, &p, &n, concat_pump, k);
+
+		if (ret == -EAGAIN)
+			return;
+		if (k->pos >= data_at && k->pos < data_at + k->len) {
+			if (n > data_at + k->len - k->pos)
+				n = data_at + k->len - k->pos;
+			memcpy(p, k->data + (k->pos - data_at), n);
+		} else {
+			uint64_t at = k->prepend ? k->pos - k->len : k->pos;
+
+			if (!k->prepend && n > old_size - k->pos)
+				n = old_size - k->pos;
+			ret = concat_copy_old(k, at, p, &n);
+			if (ret < 0) {
+				defer(k->io, concat_done, k, ret);
+				gs_writer_abort(&k->w);
+				return;
+			}
+		}
+		gs_writer_advance(k->w, n);
+		k->pos += n;
+	}
+	if (gs_writer_finish(&k->w, GS_REPLACE, 0, concat_done, k) < 0)
+		defer(k->io, concat_done, k, -EIO);
+}
+
+int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
+	      const void *data, size_t len, gs_done_fn done, void *arg)
+{
+	struct concat *k = calloc(1, sizeof(*k));
+	const struct gs_meta *m;
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
+			      .chunk_cached = UINT32_MAX, .done = done, .arg = arg };
+	ret = gs_lookup(io->e, key, klen, &k->old);
+	if (ret < 0) {
+		free(k);
+		return ret;
+	}
+	m = gs_obj_meta(k->old);
+	k->total = m->size + len;
+	k->data = malloc(len ? len : 1);
+	k->chunk_buf = aligned_alloc(4096, GS_IO_BUFFER);
+	if (!k->data || !k->chunk_buf) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	memcpy(k->data, data, len);
+	ret = gs_writer_open(io, key, klen, k->total, m->flags, m->exptime, &k->w);
+	if (ret < 0)
+		goto out_free;
+	concat_pump(k);
+	return 0;
+
+out_free:
+	concat_free(k);
+	return ret;
+}

@@ -1,0 +1,328 @@
+/*
+ * Disk pools.  A pool is one tier: one or more dirs, each with a safety
+ * marker file and a preallocated extents file opened O_DIRECT.  Several
+ * dirs are striped RAID-0 style by --stripe-unit over one logical address
+ * space; space is handed out in device-alignment units from a bitmap,
+ * next-fit, never rounded to powers of two.  Allocation calls expect the
+ * engine lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+#define MARKER_NAME	"goblin-pool"
+#define EXTENTS_NAME	"extents"
+
+static const char *const tier_names[] = { "ram", "ssd", "hdd" };
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Returns 1 when <path> holds anything but the marker and extents file. */
+static int dir_has_foreign_files(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int found = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		found = 1;
+		break;
+	}
+	closedir(d);
+	return found;
+}
+
+static int check_marker(struct pool_dir *d, const char *want, char *err,
+			size_t errlen)
+{
+	char have[128];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	ssize_t n = pread(d->marker_fd, have, sizeof(have) - 1, 0);
+
+	if (n < 0)
+		return -errno;
+	have[n] = '\0';
+	if (n > 0 && strcmp(have, want)) {
+		have[strcspn(have, "\n")] = '\0';
+		snprintf(err, errlen, "%s: belongs to another pool (its marker says \"%s\")",
+			 d->path, have);
+		return -EEXIST;
+	}
+	if (fcntl(d->marker_fd, F_SETLK, &fl) < 0) {
+		int ret = -errno;
+
+		fl.l_type = F_WRLCK;
+		if (fcntl(d->marker_fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
+			snprintf(err, errlen, "%s: in use by another goblin-store (pid %d)",
+				 d->path, (int)fl.l_pid);
+		else
+			snprintf(err, errlen, "%s: cannot lock marker: %s",
+				 d->path, strerror(-ret));
+		return -EBUSY;
+	}
+	if (n == 0 && (pwrite(d->marker_fd, want, strlen(want), 0) < 0 ||
+		       fsync(d->marker_fd) < 0)) {
+		snprintf(err, errlen, "%s: writing marker: %s", d->path,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static uint32_t dio_alignment(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align)
+		return stx.stx_dio_offset_align > 4096 ?
+			stx.stx_dio_offset_align : 4096;
+	return 4096;
+}
+
+static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
+{
+	struct pool_dir *d = &p->dirs[i];
+	char want[128], path[4200];
+	int ret;
+
+	ret = mkdir_p(d->path);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", d->path,
+			 strerror(-ret));
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/" MARKER_NAME, d->path);
+	if (access(path, F_OK) < 0) {
+		ret = dir_has_foreign_files(d->path);
+		if (ret != 0) {
+			snprintf(err, errlen, "%s: %s", d->path, ret > 0 ?
+				 "not empty and has no goblin-store marker; refusing to use it" :
+				 strerror(-ret));
+			return ret > 0 ? -EEXIST : ret;
+		}
+	}
+	d->marker_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (d->marker_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	snprintf(want, sizeof(want), "goblin-store %s %u/%u\n",
+		 tier_names[p->tier], i + 1, p->ndirs);
+	ret = check_marker(d, want, err, errlen);
+	if (ret < 0)
+		return ret;
+
+	snprintf(path, sizeof(path), "%s/" EXTENTS_NAME, d->path);
+	d->fd = open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+	if (d->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", d->path, errno == EINVAL ?
+			 "does not support O_DIRECT (tmpfs?): pools need a disk file system, e.g. under /var/tmp" :
+			 strerror(errno));
+		return ret;
+	}
+	if (ftruncate(d->fd, p->per_dir) < 0 ||
+	    (fallocate(d->fd, 0, 0, p->per_dir) < 0 && errno != EOPNOTSUPP)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot preallocate %llu bytes: %s",
+			 path, (unsigned long long)p->per_dir, strerror(errno));
+		return ret;
+	}
+	if (dio_alignment(d->fd) > p->align)
+		p->align = dio_alignment(d->fd);
+	return 0;
+}
+
+int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
+	      unsigned ndirs, uint64_t size, uint64_t stripe,
+	      uint64_t min_size, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->tier = tier;
+	p->ndirs = ndirs;
+	p->align = 4096;
+	p->per_dir = size / ndirs;
+	if (ndirs > 1) {
+		p->per_dir -= p->per_dir % stripe;
+		p->stripe = stripe;
+	} else {
+		p->per_dir -= p->per_dir % 4096;
+		p->stripe = p->per_dir;
+	}
+	p->size = p->per_dir * ndirs;
+	if (p->size < min_size) {
+		snprintf(err, errlen, "%s pool of %llu bytes is smaller than one object's %llu bytes on it (raise --%s-size or lower --max-object)",
+			 tier_names[tier], (unsigned long long)p->size,
+			 (unsigned long long)min_size, tier_names[tier]);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < ndirs; i++) {
+		p->dirs[i].path = strdup(dirs[i]);
+		p->dirs[i].fd = p->dirs[i].marker_fd = -1;
+		if (!p->dirs[i].path) {
+			ret = -ENOMEM;
+			goto out_close;
+		}
+	}
+	for (unsigned i = 0; i < ndirs; i++) {
+		ret = open_dir(p, i, err, errlen);
+		if (ret < 0)
+			goto out_close;
+	}
+	if (ndirs > 1 && p->stripe % p->align) {
+		snprintf(err, errlen, "--stripe-unit %llu is not a multiple of the device alignment %u",
+			 (unsigned long long)p->stripe, p->align);
+		ret = -EINVAL;
+		goto out_close;
+	}
+	p->units = p->size / p->align;
+	p->usedmap = calloc((p->units + 63) / 64, sizeof(uint64_t));
+	if (!p->usedmap) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	log_info("%s pool: %u dir(s), %llu bytes, alignment %u%s",
+		 tier_names[tier], ndirs, (unsigned long long)p->size, p->align,
+		 ndirs > 1 ? ", striped" : "");
+	return 0;
+
+out_close:
+	pool_close(p);
+	return ret;
+}
+
+void pool_close(struct pool *p)
+{
+	for (unsigned i = 0; i < p->ndirs; i++) {
+		struct pool_dir *d = &p->dirs[i];
+
+		if (d->fd >= 0)
+			close(d->fd);
+		if (d->marker_fd >= 0)
+			close(d->marker_fd);	/* drops the lock */
+		free(d->path);
+		d->fd = d->marker_fd = -1;
+		d->path = NULL;
+	}
+	free(p->usedmap);
+	p->usedmap = NULL;
+	p->ndirs = 0;
+}
+
+static void mark(struct pool *p, uint64_t first, uint64_t n, bool used)
+{
+	for (uint64_t u = first; u < first + n; u++) {
+		if (used)
+			p->usedmap[u / 64] |= 1ull << (u % 64);
+		else
+			p->usedmap[u / 64] &= ~(1ull << (u % 64));
+	}
+}
+
+int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
+{
+	uint64_t n = round_up(len, p->align) / p->align;
+	uint64_t u = p->cursor, scanned = 0, run = 0;
+
+	if (n == 0 || n > p->units)
+		return -ENOSPC;
+	while (scanned < p->units + n) {
+		uint64_t w;
+
+		if (u >= p->units) {
+			u = 0;
+			run = 0;
+		}
+		w = p->usedmap[u / 64];
+		if (u % 64 == 0 && u + 64 <= p->units &&
+		    (w == ~0ull || (w == 0 && run + 64 < n))) {
+			run = w ? 0 : run + 64;
+			u += 64;
+			scanned += 64;
+			continue;
+		}
+		if (w >> (u % 64) & 1) {
+			run = 0;
+		} else if (++run == n) {
+			uint64_t first = u + 1 - n;
+
+			mark(p, first, n, true);
+			p->cursor = u + 1;
+			p->used += n * p->align;
+			*addr = first * p->align;
+			return 0;
+		}
+		u++;
+		scanned++;
+	}
+	return -ENOSPC;
+}
+
+void pool_free(struct pool *p, uint64_t addr, uint64_t len)
+{
+	uint64_t n = round_up(len, p->align) / p->align;
+
+	mark(p, addr / p->align, n, false);
+	p->used -= n * p->align;
+}
+
+int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
+		  struct pool_seg *segs, int max)
+{
+	uint32_t done = 0;
+	int n = 0;
+
+	while (done < len) {
+		uint64_t a = addr + done;
+		uint64_t su = a / p->stripe;
+		uint32_t seg = p->stripe - a % p->stripe;
+
+		if (seg > len - done)
+			seg = len - done;
+		if (n == max)
+			return -E2BIG;
+		segs[n++] = (struct pool_seg){
+			.dir = su % p->ndirs,
+			.off = (su / p->ndirs) * p->stripe + a % p->stripe,
+			.len = seg,
+			.buf_off = done,
+		};
+		done += seg;
+	}
+	return n;
+}

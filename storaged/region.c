@@ -1,0 +1,256 @@
+/*
+ * The RAM region: one memfd (hugetlb-backed when huge pages are reserved)
+ * carved into --block blocks.  A block serves one slot class at a time:
+ * full heads take --ram-head slots, smaller objects take power-of-two
+ * slots from 64 bytes up.  Head blocks are charged to --memory, small ones
+ * to --sub-memory (to --memory when that is 0).  All calls expect the engine lock.
+ */
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+#define MIN_SLOT 64u
+#define HUGE_PAGE (2u << 20)
+
+static int map_region(struct region *r, bool hugetlb)
+{
+	unsigned flags = MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0);
+
+	r->fd = memfd_create("goblin-heads", flags);
+	if (r->fd < 0)
+		return -errno;
+	if (ftruncate(r->fd, r->size) < 0)
+		goto out_close;
+	r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd, 0);
+	if (r->base == MAP_FAILED)
+		goto out_close;
+	r->hugetlb = hugetlb;
+	return 0;
+
+out_close:
+	{
+		int err = -errno;
+
+		close(r->fd);
+		r->fd = -1;
+		r->base = NULL;
+		return err;
+	}
+}
+
+static void setup_classes(struct region *r, uint64_t ram_head)
+{
+	uint64_t slot;
+
+	r->nclasses = 0;
+	for (slot = MIN_SLOT; slot < ram_head && r->nclasses < REGION_CLASSES - 1;
+	     slot *= 2) {
+		r->cls[r->nclasses++] = (struct region_class){
+			.slot = slot, .small = true };
+	}
+	r->cls[r->nclasses++] = (struct region_class){ .slot = ram_head };
+	for (int i = 0; i < r->nclasses; i++) {
+		r->cls[i].nslots = r->block / r->cls[i].slot;
+		r->cls[i].partial = UINT32_MAX;
+	}
+}
+
+int region_open(struct region *r, const struct gs_config *cfg,
+		char *err, size_t errlen)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->block = cfg->block;
+	r->head_blocks_max = cfg->memory / cfg->block;
+	r->small_blocks_max = cfg->sub_memory / cfg->block;
+	r->nblocks = r->head_blocks_max + r->small_blocks_max;
+	r->size = (uint64_t)r->nblocks * r->block;
+	if (r->nblocks == 0) {
+		snprintf(err, errlen, "--memory must hold at least one --block");
+		return -EINVAL;
+	}
+	setup_classes(r, cfg->ram_head);
+
+	ret = -EINVAL;
+	if (r->block % HUGE_PAGE == 0)
+		ret = map_region(r, true);
+	if (ret < 0) {
+		if (r->block % HUGE_PAGE == 0)
+			log_info("huge pages unavailable for the RAM region (%s; reserve them in /proc/sys/vm/nr_hugepages): using normal pages with MADV_HUGEPAGE",
+				 strerror(-ret));
+		ret = map_region(r, false);
+		if (ret < 0) {
+			snprintf(err, errlen, "RAM region of %llu bytes: %s",
+				 (unsigned long long)r->size, strerror(-ret));
+			return ret;
+		}
+		madvise(r->base, r->size, MADV_HUGEPAGE);
+	}
+	if (cfg->numa_node >= 0)
+		numa_tonode_memory(r->base, r->size, cfg->numa_node);
+	if (cfg->mlock && mlock(r->base, r->size) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "mlock of the %llu-byte RAM region: %s (raise RLIMIT_MEMLOCK or use --no-mlock)",
+			 (unsigned long long)r->size, strerror(errno));
+		goto out_unmap;
+	}
+	r->blocks = calloc(r->nblocks, sizeof(*r->blocks));
+	if (!r->blocks) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory for block table");
+		goto out_unmap;
+	}
+	for (uint32_t i = 0; i < r->nblocks; i++)
+		r->blocks[i].cls = -1;
+	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
+		 (unsigned long long)r->size, r->nblocks,
+		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
+		 cfg->mlock ? ", locked" : "");
+	return 0;
+
+out_unmap:
+	munmap(r->base, r->size);
+	close(r->fd);
+	r->fd = -1;
+	return ret;
+}
+
+void region_close(struct region *r)
+{
+	if (!r->blocks)
+		return;
+	for (uint32_t i = 0; i < r->nblocks; i++)
+		free(r->blocks[i].freemap);
+	free(r->blocks);
+	r->blocks = NULL;
+	munmap(r->base, r->size);
+	close(r->fd);
+	r->fd = -1;
+}
+
+int region_class_for(const struct region *r, uint64_t len)
+{
+	for (int i = 0; i < r->nclasses; i++)
+		if (len <= r->cls[i].slot)
+			return i;
+	return -1;
+}
+
+static void partial_push(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+	struct region_class *c = &r->cls[blk->cls];
+
+	blk->next_partial = c->partial;
+	blk->on_partial = true;
+	c->partial = b;
+}
+
+static void partial_remove(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+	uint32_t *link = &r->cls[blk->cls].partial;
+
+	while (*link != b)
+		link = &r->blocks[*link].next_partial;
+	*link = blk->next_partial;
+	blk->on_partial = false;
+}
+
+static int block_take(struct region *r, int cls)
+{
+	struct region_class *c = &r->cls[cls];
+	bool small = c->small && r->small_blocks_max > 0;
+	uint32_t *count = small ? &r->small_blocks : &r->head_blocks;
+	uint32_t max = small ? r->small_blocks_max : r->head_blocks_max;
+	struct region_block *blk;
+	size_t words = (c->nslots + 63) / 64;
+	uint32_t b;
+
+	if (*count >= max)
+		return -ENOMEM;
+	for (b = 0; b < r->nblocks; b++)
+		if (r->blocks[(r->free_block + b) % r->nblocks].cls < 0)
+			break;
+	if (b == r->nblocks)
+		return -ENOMEM;
+	b = (r->free_block + b) % r->nblocks;
+	blk = &r->blocks[b];
+	blk->freemap = calloc(words, sizeof(uint64_t));
+	if (!blk->freemap)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < c->nslots; s++)
+		blk->freemap[s / 64] |= 1ull << (s % 64);
+	blk->cls = cls;
+	blk->small = small;
+	blk->nfree = c->nslots;
+	(*count)++;
+	r->free_block = (b + 1) % r->nblocks;
+	partial_push(r, b);
+	return 0;
+}
+
+int region_alloc(struct region *r, int cls, uint64_t *off)
+{
+	struct region_class *c = &r->cls[cls];
+	struct region_block *blk;
+	uint32_t b;
+
+	if (c->partial == UINT32_MAX && block_take(r, cls) < 0)
+		return -ENOMEM;
+	b = c->partial;
+	blk = &r->blocks[b];
+	for (size_t w = 0; ; w++) {
+		if (!blk->freemap[w])
+			continue;
+		uint32_t s = w * 64 + __builtin_ctzll(blk->freemap[w]);
+
+		blk->freemap[w] &= ~(1ull << (s % 64));
+		if (--blk->nfree == 0)
+			partial_remove(r, b);
+		*off = (uint64_t)b * r->block + (uint64_t)s * c->slot;
+		r->used += c->slot;
+		return 0;
+	}
+}
+
+void region_free(struct region *r, uint64_t off)
+{
+	uint32_t b = off / r->block;
+	struct region_block *blk = &r->blocks[b];
+	struct region_class *c = &r->cls[blk->cls];
+	uint32_t s = (off % r->block) / c->slot;
+
+	blk->freemap[s / 64] |= 1ull << (s % 64);
+	blk->nfree++;
+	r->used -= c->slot;
+	if (blk->nfree == c->nslots) {
+		if (blk->on_partial)
+			partial_remove(r, b);
+		if (blk->small)
+			r->small_blocks--;
+		else
+			r->head_blocks--;
+		free(blk->freemap);
+		blk->freemap = NULL;
+		blk->cls = -1;
+		return;
+	}
+	if (!blk->on_partial)
+		partial_push(r, b);
+}
+
+uint64_t region_slot_size(const struct region *r, uint64_t off)
+{
+	return r->cls[r->blocks[off / r->block].cls].slot;
+}

@@ -1,0 +1,37 @@
+# goblin-store and libgoblin (the engine as a library).
+
+LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
+                  storaged/io.c shared/log.c
+STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
+                  storaged/proto_text.c storaged/proto_parse.c shared/size.c \
+                  $(wildcard storaged/ring.c shared/ring.c)
+GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h)
+
+PROGRAMS += goblin-store libgoblin.a
+
+define BUILD_FLAVOUR
+# $(1): output dir, $(2): flags
+$(1)/obj/%.o: %.c $(GOBLIN_HDRS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) -c -o $$@ $$<
+
+$(1)/libgoblin.a: $(patsubst %.c,$(1)/obj/%.o,$(LIBGOBLIN_SRCS))
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
+	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+endef
+
+$(eval $(call BUILD_FLAVOUR,build,$(BASEFLAGS) $(OPTFLAGS)))
+$(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
+
+# C unit tests of the engine link libgoblin.
+ENGINE_TESTS := test_engine test_region test_pool
+define ENGINE_TEST
+$(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(3) -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
+endef
+$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
+$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))

@@ -1,0 +1,412 @@
+/*
+ * libgoblin end to end without the network: objects of every boundary size
+ * written through gs_writer and read back through gs_stream and
+ * gs_read_into, byte for byte, in RAM-only, SSD-only and SSD+HDD layouts;
+ * overwrites, deletes, eviction, checksum failures, append/prepend, incr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			failures++;					\
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+		}							\
+	} while (0)
+
+static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
+
+static void fill(char *p, uint64_t n, uint32_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (char)x;
+	}
+}
+
+struct waitres {
+	bool done;
+	int res;
+};
+
+static void on_done(void *arg, int res)
+{
+	struct waitres *w = arg;
+
+	w->done = true;
+	w->res = res;
+}
+
+static void on_wake(void *arg)
+{
+	(void)arg;
+}
+
+static int run_until(struct gs_io *io, struct waitres *w)
+{
+	while (!w->done)
+		if (gs_io_run(io, true) < 0)
+			return -1;
+	return w->res;
+}
+
+static int put(struct gs_io *io, const char *key, const char *val,
+	       uint64_t size, enum gs_mode mode)
+{
+	struct gs_writer *w;
+	struct waitres wr = { 0 };
+	uint64_t pos = 0;
+	int ret = gs_writer_open(io, key, strlen(key), size, 7, 0, &w);
+
+	if (ret < 0)
+		return ret;
+	while (pos < size) {
+		void *p;
+		size_t n;
+
+		ret = gs_writer_buf(w, &p, &n, on_wake, NULL);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (n > size - pos)
+			n = size - pos;
+		memcpy(p, val + pos, n);
+		gs_writer_advance(w, n);
+		pos += n;
+	}
+	ret = gs_writer_finish(&w, mode, 0, on_done, &wr);
+	if (ret < 0)
+		return ret;
+	return run_until(io, &wr);
+}
+
+/* Reads <key> through a stream; returns 0 if it equals <want>. */
+static int get_stream(struct gs_engine *e, struct gs_io *io, const char *key,
+		      const char *want, uint64_t size, uint64_t off, uint64_t len)
+{
+	struct gs_obj *obj;
+	struct gs_stream *s;
+	uint64_t pos = off;
+	int ret = gs_lookup(e, key, strlen(key), &obj);
+
+	if (ret < 0)
+		return ret;
+	if (gs_obj_meta(obj)->size != size) {
+		gs_obj_put(e, &obj);
+		return -EINVAL;
+	}
+	ret = gs_stream_open(io, obj, off, len, on_wake, NULL, &s);
+	gs_obj_put(e, &obj);
+	if (ret < 0)
+		return ret;
+	for (;;) {
+		const void *p;
+		size_t n;
+
+		ret = gs_stream_peek(s, &p, &n);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (ret < 0 || n == 0)
+			break;
+		if (memcmp(p, want + pos, n)) {
+			ret = -EILSEQ;
+			break;
+		}
+		pos += n;
+		gs_stream_consume(s, n > 1000 ? n - 1000 : n);
+		if (n > 1000)
+			gs_stream_consume(s, 1000);
+	}
+	gs_stream_close(&s);
+	if (ret == 0 && pos != (off + len > size ? size : off + len))
+		ret = -EPIPE;
+	return ret;
+}
+
+static int get_into(struct gs_engine *e, struct gs_io *io, const char *key,
+		    const char *want, uint64_t size)
+{
+	struct gs_obj *obj;
+	struct waitres wr = { 0 };
+	char *buf;
+	int ret = gs_lookup(e, key, strlen(key), &obj);
+
+	if (ret < 0)
+		return ret;
+	buf = aligned_alloc(4096, gs_read_size(obj));
+	ret = gs_read_into(io, obj, buf, on_done, &wr);
+	gs_obj_put(e, &obj);
+	if (ret == 0)
+		ret = run_until(io, &wr);
+	if (ret == 0 && memcmp(buf, want, size))
+		ret = -EILSEQ;
+	free(buf);
+	return ret;
+}
+
+static const uint64_t sizes[] = {
+	0, 1, 4095, 255 << 10, 256 << 10, (256 << 10) + 1, 1 << 20,
+	(1 << 20) + (256 << 10) + 1, 8 << 20, 33 << 20,
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void layout_round(const char *name, int nssd, int nhdd)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], key[64], ssd[2][300], hdd[2][300];
+	char *val = malloc(40 << 20);
+	int ret;
+
+	gs_config_defaults(&cfg);
+	cfg.memory = 64 << 20;
+	cfg.sub_memory = 8 << 20;
+	cfg.mlock = false;
+	cfg.ssd_size = 128 << 20;
+	cfg.hdd_size = 256 << 20;
+	cfg.stripe_unit = 64 << 10;
+	for (int i = 0; i < nssd; i++) {
+		snprintf(ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d", tmpdir, name, i);
+		cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd[i];
+	}
+	for (int i = 0; i < nhdd; i++) {
+		snprintf(hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d", tmpdir, name, i);
+		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
+	}
+	if (!nssd && !nhdd)
+		cfg.memory = 256 << 20;
+	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
+	CHECK(ret == 0, "%s: open: %s", name, err);
+	if (ret)
+		return;
+	CHECK(gs_io_create(e, &io) == 0, "%s: io", name);
+
+	for (unsigned i = 0; i < NSIZES; i++) {
+		snprintf(key, sizeof(key), "obj-%llu", (unsigned long long)sizes[i]);
+		fill(val, sizes[i], i + 1);
+		ret = put(io, key, val, sizes[i], GS_SET);
+		CHECK(ret == 0, "%s: put %s: %d", name, key, ret);
+	}
+	for (unsigned i = 0; i < NSIZES; i++) {
+		snprintf(key, sizeof(key), "obj-%llu", (unsigned long long)sizes[i]);
+		fill(val, sizes[i], i + 1);
+		ret = get_stream(e, io, key, val, sizes[i], 0, UINT64_MAX);
+		CHECK(ret == 0, "%s: stream %s: %d", name, key, ret);
+		ret = get_into(e, io, key, val, sizes[i]);
+		CHECK(ret == 0, "%s: read_into %s: %d", name, key, ret);
+		/* ranges starting in each tier */
+		for (uint64_t off = 0; off < sizes[i]; off += sizes[i] / 5 + 77777) {
+			ret = get_stream(e, io, key, val, sizes[i], off, 300000);
+			CHECK(ret == 0, "%s: range %s @%llu: %d", name, key,
+			      (unsigned long long)off, ret);
+		}
+	}
+	gs_stats(e, &st);
+	CHECK(st.curr_items == NSIZES, "%s: items %llu", name,
+	      (unsigned long long)st.curr_items);
+	if (nhdd) {
+		CHECK(st.hdd_bytes > 0 && st.hdd_objects > 0, "%s: hdd empty", name);
+		/* 33 MiB - 256K head - 1 MiB prefix, plus 8M etc. */
+		CHECK(st.ssd_bytes > 0, "%s: ssd empty", name);
+	} else if (nssd) {
+		CHECK(st.ssd_bytes > 0 && st.hdd_bytes == 0, "%s: ssd", name);
+	} else {
+		CHECK(st.ssd_bytes == 0 && st.hdd_bytes == 0 &&
+		      st.ram_head_bytes > 40 << 20, "%s: ram only", name);
+	}
+	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "%s: errors", name);
+	CHECK(st.pins == 0, "%s: pins left %llu", name, (unsigned long long)st.pins);
+
+	/* overwrite and delete churn, then everything still byte-exact */
+	for (int round = 0; round < 40; round++) {
+		uint64_t sz = (round * 397u << 10) % (9 << 20);
+
+		snprintf(key, sizeof(key), "churn-%d", round % 7);
+		fill(val, sz, 1000 + round);
+		ret = put(io, key, val, sz, GS_SET);
+		CHECK(ret == 0, "%s: churn put %d: %d", name, round, ret);
+		if (round % 5 == 4)
+			CHECK(gs_delete(e, key, strlen(key)) == 0, "%s: delete", name);
+		else
+			CHECK(get_stream(e, io, key, val, sz, 0, UINT64_MAX) == 0,
+			      "%s: churn get %d", name, round);
+	}
+
+	/* add / replace / cas */
+	fill(val, 5000, 5);
+	CHECK(put(io, "obj-1", val, 10, GS_ADD) == -EEXIST, "%s: add", name);
+	CHECK(put(io, "nope", val, 10, GS_REPLACE) == -ENOENT, "%s: replace", name);
+
+	/* append / prepend across tiers */
+	{
+		struct waitres wr = { 0 };
+		uint64_t base = (1 << 20) + 5;
+		char *want = malloc(base + 100);
+
+		fill(val, base, 77);
+		CHECK(put(io, "cat", val, base, GS_SET) == 0, "%s: cat put", name);
+		memcpy(want, "0123456789", 10);
+		memcpy(want + 10, val, base);
+		CHECK(gs_concat(io, "cat", 3, true, "0123456789", 10, on_done, &wr) == 0,
+		      "%s: prepend", name);
+		CHECK(run_until(io, &wr) == 0, "%s: prepend done", name);
+		CHECK(get_stream(e, io, "cat", want, base + 10, 0, UINT64_MAX) == 0,
+		      "%s: prepend bytes", name);
+		memcpy(want + base + 10, "xyz", 3);
+		wr.done = false;
+		CHECK(gs_concat(io, "cat", 3, false, "xyz", 3, on_done, &wr) == 0,
+		      "%s: append", name);
+		CHECK(run_until(io, &wr) == 0, "%s: append done", name);
+		CHECK(get_stream(e, io, "cat", want, base + 13, 0, UINT64_MAX) == 0,
+		      "%s: append bytes", name);
+		CHECK(gs_concat(io, "absent", 6, false, "x", 1, on_done, &wr) == -ENOENT,
+		      "%s: append missing", name);
+		free(want);
+	}
+
+	/* incr / decr */
+	{
+		uint64_t v = 0;
+
+		CHECK(put(io, "n", "41", 2, GS_SET) == 0, "%s: n", name);
+		CHECK(gs_incr(e, "n", 1, false, 1, &v) == 0 && v == 42, "%s: incr", name);
+		CHECK(gs_incr(e, "n", 1, true, 100, &v) == 0 && v == 0, "%s: decr", name);
+		CHECK(gs_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
+	}
+
+	/* a corrupted chunk is detected, never handed out, and drops the object */
+	if (nssd && !nhdd) {
+		char path[400];
+		int fd;
+		char junk[4096];
+		struct gs_obj *obj;
+		uint64_t addr = 0;
+
+		fill(val, 2 << 20, 99);
+		CHECK(put(io, "victim", val, 2 << 20, GS_SET) == 0, "%s: victim", name);
+		if (gs_lookup(e, "victim", 6, &obj) == 0) {
+			addr = obj->chunks[1].addr;	/* one dir: file offset */
+			gs_obj_put(e, &obj);
+		}
+		snprintf(path, sizeof(path), "%s/extents", ssd[0]);
+		fd = open(path, O_WRONLY);
+		memset(junk, 0x5a, sizeof(junk));
+		CHECK(fd >= 0 && pwrite(fd, junk, sizeof(junk), addr) == sizeof(junk),
+		      "%s: corrupt", name);
+		fsync(fd);
+		close(fd);
+		ret = get_stream(e, io, "victim", val, 2 << 20, 0, UINT64_MAX);
+		CHECK(ret == -EBADMSG, "%s: corrupt read gave %d", name, ret);
+		gs_stats(e, &st);
+		CHECK(st.checksum_errors == 1, "%s: checksum_errors %llu", name,
+		      (unsigned long long)st.checksum_errors);
+		CHECK(gs_lookup(e, "victim", 6, &(struct gs_obj *){ 0 }) == -ENOENT,
+		      "%s: victim still there", name);
+	}
+
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
+static void eviction_round(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], key[32], dir[300];
+	char *val = malloc(2 << 20);
+	int stored = 0;
+
+	gs_config_defaults(&cfg);
+	cfg.memory = 4 << 20;		/* 16 heads */
+	cfg.sub_memory = 2 << 20;
+	cfg.mlock = false;
+	cfg.max_object = 2 << 20;
+	cfg.ssd_size = 8 << 20;
+	snprintf(dir, sizeof(dir), "%s/evict-ssd", tmpdir);
+	cfg.ssd_dirs[cfg.n_ssd_dirs++] = dir;
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "evict open: %s", err);
+		return;
+	}
+	gs_io_create(e, &io);
+	for (int i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		fill(val, 1 << 20, i);
+		stored += put(io, key, val, 1 << 20, GS_SET) == 0;
+	}
+	gs_stats(e, &st);
+	CHECK(stored == 40, "evict: stored %d", stored);
+	CHECK(st.evictions > 0, "evict: no evictions");
+	CHECK(st.curr_items + st.evictions == 40, "evict: %llu + %llu",
+	      (unsigned long long)st.curr_items, (unsigned long long)st.evictions);
+	fill(val, 1 << 20, 39);
+	CHECK(get_stream(e, io, "k39", val, 1 << 20, 0, UINT64_MAX) == 0,
+	      "evict: newest lost");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+
+	cfg.no_evict = true;
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "no-evict open: %s", err);
+		return;
+	}
+	gs_io_create(e, &io);
+	stored = 0;
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		stored += put(io, key, val, 1 << 20, GS_SET) == 0;
+	}
+	gs_stats(e, &st);
+	CHECK(st.evictions == 0 && stored < 20 && stored == (int)st.curr_items,
+	      "no-evict: stored %d evictions %llu", stored,
+	      (unsigned long long)st.evictions);
+	CHECK(put(io, "big", val, (2 << 20) + 1, GS_SET) == -E2BIG, "too big");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
+int main(void)
+{
+	char cmd[400];
+
+	log_level = LOG_WARN;
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	layout_round("ram", 0, 0);
+	layout_round("ssd", 1, 0);
+	layout_round("tiered", 1, 1);
+	layout_round("striped", 2, 2);
+	eviction_round();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		failures++;
+	printf("%s\n", failures ? "FAILED" : "ok");
+	return failures ? 1 : 0;
+}
