@@ -1,0 +1,320 @@
+/*
+ * memcache text protocol: one command line to a struct mc_cmd.  See
+ * proto_parse.h for the grammar and for where this is stricter than
+ * memcached.
+ */
+#include <string.h>
+
+#include "proto_parse.h"
+
+#define MC_ARGS_MAX	6	/* cas <key> <flags> <exptime> <bytes> <cas> noreply */
+
+#define BAD_FORMAT	"bad command line format"
+#define DELETE_USAGE	"bad command line format.  Usage: delete <key> [noreply]"
+#define BAD_EXPTIME	"invalid exptime argument"
+#define BAD_DELTA	"invalid numeric delta argument"
+
+struct tok {
+	const char *p;
+	size_t len;
+};
+
+/* The unread part of a line. */
+struct cursor {
+	const char *p;
+	const char *end;
+};
+
+/* Commands with a fixed argument count get their arguments as tokens. */
+typedef int (*parse_args_fn)(struct mc_cmd *cmd, const struct tok *arg,
+			     unsigned nargs);
+/* The get family and stats read the rest of the line themselves. */
+typedef int (*parse_rest_fn)(struct mc_cmd *cmd, struct cursor *cur,
+			     struct mc_key *keys, unsigned max_keys);
+
+/* A command: <args> or <rest> parses what follows its name (neither: no
+ * arguments). */
+struct mc_def {
+	const char *name;
+	uint8_t min_args;
+	uint8_t max_args;	/* "noreply" included */
+	bool noreply;		/* may end in "noreply" */
+	parse_args_fn args;
+	parse_rest_fn rest;
+};
+
+static int parse_get(struct mc_cmd *, struct cursor *, struct mc_key *, unsigned);
+static int parse_stats(struct mc_cmd *, struct cursor *, struct mc_key *, unsigned);
+static int parse_storage(struct mc_cmd *, const struct tok *, unsigned);
+static int parse_delete(struct mc_cmd *, const struct tok *, unsigned);
+static int parse_key_number(struct mc_cmd *, const struct tok *, unsigned);
+static int parse_flush_all(struct mc_cmd *, const struct tok *, unsigned);
+static int parse_verbosity(struct mc_cmd *, const struct tok *, unsigned);
+
+static const struct mc_def mc_defs[] = {
+	[MC_GET]	= { "get",       0, 0, false, NULL, parse_get },
+	[MC_GETS]	= { "gets",      0, 0, false, NULL, parse_get },
+	[MC_GAT]	= { "gat",       0, 0, false, NULL, parse_get },
+	[MC_GATS]	= { "gats",      0, 0, false, NULL, parse_get },
+	[MC_SET]	= { "set",       4, 5, true, parse_storage, NULL },
+	[MC_ADD]	= { "add",       4, 5, true, parse_storage, NULL },
+	[MC_REPLACE]	= { "replace",   4, 5, true, parse_storage, NULL },
+	[MC_APPEND]	= { "append",    4, 5, true, parse_storage, NULL },
+	[MC_PREPEND]	= { "prepend",   4, 5, true, parse_storage, NULL },
+	[MC_CAS]	= { "cas",       5, 6, true, parse_storage, NULL },
+	[MC_DELETE]	= { "delete",    1, 3, true, parse_delete, NULL },
+	[MC_INCR]	= { "incr",      2, 3, true, parse_key_number, NULL },
+	[MC_DECR]	= { "decr",      2, 3, true, parse_key_number, NULL },
+	[MC_TOUCH]	= { "touch",     2, 3, true, parse_key_number, NULL },
+	[MC_FLUSH_ALL]	= { "flush_all", 0, 2, true, parse_flush_all, NULL },
+	[MC_STATS]	= { "stats",     0, 0, false, NULL, parse_stats },
+	[MC_VERSION]	= { "version",   0, 0, false, NULL, NULL },
+	[MC_VERBOSITY]	= { "verbosity", 1, 2, true, parse_verbosity, NULL },
+	[MC_QUIT]	= { "quit",      0, 0, false, NULL, NULL },
+};
+
+#define MC_NDEFS	(sizeof(mc_defs) / sizeof(mc_defs[0]))
+
+static int client_error(struct mc_cmd *cmd, const char *why)
+{
+	cmd->error = why;
+	return MC_PARSE_CLIENT_ERROR;
+}
+
+/* Moves <cur> past the next space-separated token, stored in <t>; false at
+ * the end of the line. */
+static bool next_tok(struct cursor *cur, struct tok *t)
+{
+	while (cur->p < cur->end && *cur->p == ' ')
+		cur->p++;
+	if (cur->p == cur->end)
+		return false;
+	t->p = cur->p;
+	while (cur->p < cur->end && *cur->p != ' ')
+		cur->p++;
+	t->len = cur->p - t->p;
+	return true;
+}
+
+static bool tok_is(const struct tok *t, const char *s)
+{
+	return t->len == strlen(s) && !memcmp(t->p, s, t->len);
+}
+
+/* Decimal digits only, at most <max>. */
+static bool tok_u64(const struct tok *t, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (!t->len)
+		return false;
+	for (i = 0; i < t->len; i++) {
+		unsigned d = (unsigned char)t->p[i] - '0';
+
+		if (d > 9 || v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+/* An optional '-', then decimal digits; int64_t range. */
+static bool tok_s64(const struct tok *t, int64_t *out)
+{
+	struct tok digits = *t;
+	bool neg = t->len && t->p[0] == '-';
+	uint64_t v;
+
+	if (neg) {
+		digits.p++;
+		digits.len--;
+	}
+	if (!tok_u64(&digits, (uint64_t)INT64_MAX + neg, &v))
+		return false;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+static bool tok_key(const struct tok *t, struct mc_key *key)
+{
+	size_t i;
+
+	if (t->len > MC_KEY_MAX)
+		return false;
+	for (i = 0; i < t->len; i++) {
+		unsigned char c = t->p[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	key->p = t->p;
+	key->len = t->len;
+	return true;
+}
+
+/* get|gets <key>+, gat|gats <exptime> <key>+ */
+static int parse_get(struct mc_cmd *cmd, struct cursor *cur,
+		     struct mc_key *keys, unsigned max_keys)
+{
+	unsigned limit = max_keys < MC_KEYS_MAX ? max_keys : MC_KEYS_MAX;
+	struct tok t;
+
+	if (cmd->op == MC_GAT || cmd->op == MC_GATS) {
+		if (!next_tok(cur, &t))
+			return MC_PARSE_ERROR;
+		if (!tok_s64(&t, &cmd->exptime))
+			return client_error(cmd, BAD_EXPTIME);
+	}
+	cmd->keys = keys;
+	while (next_tok(cur, &t)) {
+		if (cmd->nkeys == limit)
+			return client_error(cmd, "too many keys");
+		if (!tok_key(&t, &keys[cmd->nkeys]))
+			return client_error(cmd, BAD_FORMAT);
+		cmd->nkeys++;
+	}
+	if (!cmd->nkeys)
+		return MC_PARSE_ERROR;
+	cmd->key = keys[0];
+	return MC_PARSE_OK;
+}
+
+/* stats [<args>]: the arguments are the daemon's to judge. */
+static int parse_stats(struct mc_cmd *cmd, struct cursor *cur,
+		       struct mc_key *keys, unsigned max_keys)
+{
+	const char *end = cur->end;
+
+	(void)keys;
+	(void)max_keys;
+	while (cur->p < end && *cur->p == ' ')
+		cur->p++;
+	while (end > cur->p && end[-1] == ' ')
+		end--;
+	if (end > cur->p) {
+		cmd->arg = cur->p;
+		cmd->arg_len = end - cur->p;
+	}
+	return MC_PARSE_OK;
+}
+
+/* <key> <flags> <exptime> <bytes> [<cas unique>] */
+static int parse_storage(struct mc_cmd *cmd, const struct tok *arg,
+			 unsigned nargs)
+{
+	unsigned want = cmd->op == MC_CAS ? 5 : 4;
+	uint64_t flags;
+
+	if (nargs != want || !tok_key(&arg[0], &cmd->key) ||
+	    !tok_u64(&arg[1], UINT32_MAX, &flags) ||
+	    !tok_s64(&arg[2], &cmd->exptime) ||
+	    !tok_u64(&arg[3], MC_BYTES_MAX, &cmd->bytes) ||
+	    (cmd->op == MC_CAS && !tok_u64(&arg[4], UINT64_MAX, &cmd->cas)))
+		return client_error(cmd, BAD_FORMAT);
+	cmd->flags = flags;
+	return MC_PARSE_OK;
+}
+
+/* <key> [0]: memcached 1.6 refuses any other hold time. */
+static int parse_delete(struct mc_cmd *cmd, const struct tok *arg,
+			unsigned nargs)
+{
+	if (nargs > 2 || (nargs == 2 && !tok_is(&arg[1], "0")))
+		return client_error(cmd, DELETE_USAGE);
+	if (!tok_key(&arg[0], &cmd->key))
+		return client_error(cmd, BAD_FORMAT);
+	return MC_PARSE_OK;
+}
+
+/* incr|decr <key> <delta>, touch <key> <exptime> */
+static int parse_key_number(struct mc_cmd *cmd, const struct tok *arg,
+			    unsigned nargs)
+{
+	bool touch = cmd->op == MC_TOUCH;
+
+	if (nargs != 2 || !tok_key(&arg[0], &cmd->key))
+		return client_error(cmd, BAD_FORMAT);
+	if (touch ? !tok_s64(&arg[1], &cmd->exptime) :
+		    !tok_u64(&arg[1], UINT64_MAX, &cmd->delta))
+		return client_error(cmd, touch ? BAD_EXPTIME : BAD_DELTA);
+	return MC_PARSE_OK;
+}
+
+/* [<delay>] */
+static int parse_flush_all(struct mc_cmd *cmd, const struct tok *arg,
+			   unsigned nargs)
+{
+	if (nargs > 1)
+		return client_error(cmd, BAD_FORMAT);
+	if (nargs == 1 && !tok_s64(&arg[0], &cmd->delay))
+		return client_error(cmd, BAD_EXPTIME);
+	return MC_PARSE_OK;
+}
+
+/* <level> */
+static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
+			   unsigned nargs)
+{
+	uint64_t level;
+
+	if (nargs != 1 || !tok_u64(&arg[0], UINT32_MAX, &level))
+		return client_error(cmd, BAD_FORMAT);
+	cmd->level = level;
+	return MC_PARSE_OK;
+}
+
+static const struct mc_def *find_def(const struct tok *name, enum mc_op *op)
+{
+	unsigned i;
+
+	for (i = 0; i < MC_NDEFS; i++) {
+		if (tok_is(name, mc_defs[i].name)) {
+			*op = i;
+			return &mc_defs[i];
+		}
+	}
+	return NULL;
+}
+
+int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
+	     struct mc_key *keys, unsigned max_keys)
+{
+	struct cursor cur = { line, line + len };
+	struct tok arg[MC_ARGS_MAX], name, t;
+	const struct mc_def *def;
+	unsigned nargs = 0;
+
+	memset(cmd, 0, sizeof(*cmd));
+	if (len > MC_LINE_MAX)
+		return client_error(cmd, "line too long");
+	if (!next_tok(&cur, &name))
+		return MC_PARSE_ERROR;
+	def = find_def(&name, &cmd->op);
+	if (!def)
+		return MC_PARSE_ERROR;
+	if (def->rest)
+		return def->rest(cmd, &cur, keys, max_keys);
+
+	while (next_tok(&cur, &t)) {
+		if (nargs == def->max_args)
+			return MC_PARSE_ERROR;
+		arg[nargs++] = t;
+	}
+	if (nargs < def->min_args)
+		return MC_PARSE_ERROR;
+	if (def->noreply && nargs > def->min_args &&
+	    tok_is(&arg[nargs - 1], "noreply")) {
+		cmd->noreply = true;
+		nargs--;
+	}
+	return def->args ? def->args(cmd, arg, nargs) : MC_PARSE_OK;
+}
+
+const char *mc_op_name(enum mc_op op)
+{
+	if ((unsigned)op >= MC_NDEFS)
+		return "unknown";
+	return mc_defs[op].name;
+}

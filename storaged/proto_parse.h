@@ -1,0 +1,89 @@
+/*
+ * memcache text protocol: parser of one command line (memcached 1.6 rules).
+ *
+ * Pure: no I/O, no allocation, no state.  Keys and arguments point into the
+ * caller's line, which must outlive the parsed command.
+ *
+ *   get|gets <key>+                  gat|gats <exptime> <key>+
+ *   set|add|replace|append|prepend <key> <flags> <exptime> <bytes> [noreply]
+ *   cas <key> <flags> <exptime> <bytes> <cas unique> [noreply]
+ *   delete <key> [0] [noreply]       incr|decr <key> <delta> [noreply]
+ *   touch <key> <exptime> [noreply]  flush_all [<delay>] [noreply]
+ *   verbosity <level> [noreply]      stats [<args>]     version     quit
+ *
+ * Tokens are separated by one or more spaces (only ' ').  Results:
+ *   MC_PARSE_ERROR         unknown command or wrong number of tokens: the
+ *                          server answers "ERROR".
+ *   MC_PARSE_CLIENT_ERROR  right command, bad token: the server answers
+ *                          "CLIENT_ERROR <cmd->error>".  As in memcached, the
+ *                          data block of a rejected storage command is not
+ *                          consumed: it is read as the next command line.
+ * Stricter than memcached: an unknown token where "noreply" may stand, or
+ * any token after it, is a CLIENT_ERROR ("bad command line format"), not
+ * ignored; version and quit take no arguments; gat/gats need a key; flags
+ * of 2^32 and more are refused instead of truncated.
+ */
+#ifndef GOBLIN_PROTO_PARSE_H
+#define GOBLIN_PROTO_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MC_KEY_MAX	250		/* bytes in a key */
+#define MC_LINE_MAX	8192		/* bytes in a command line, no "\r\n" */
+#define MC_KEYS_MAX	1024		/* keys in one get/gets/gat/gats */
+#define MC_BYTES_MAX	((uint64_t)INT64_MAX - 2)	/* <bytes> + "\r\n" fits off_t */
+
+enum mc_op {
+	MC_GET, MC_GETS, MC_GAT, MC_GATS,
+	MC_SET, MC_ADD, MC_REPLACE, MC_APPEND, MC_PREPEND, MC_CAS,
+	MC_DELETE, MC_INCR, MC_DECR, MC_TOUCH,
+	MC_FLUSH_ALL, MC_STATS, MC_VERSION, MC_VERBOSITY, MC_QUIT,
+};
+
+enum mc_parse_result {
+	MC_PARSE_OK,
+	MC_PARSE_ERROR,
+	MC_PARSE_CLIENT_ERROR,
+};
+
+/* 1 to MC_KEY_MAX bytes, none of them a control character or space. */
+struct mc_key {
+	const char *p;
+	uint8_t len;
+};
+
+struct mc_cmd {
+	enum mc_op op;
+	struct mc_key key;	/* single-key commands; get family: keys[0] */
+	struct mc_key *keys;	/* get family: the caller's <keys> array */
+	unsigned nkeys;
+	uint32_t flags;
+	int64_t exptime;	/* as sent: memcached's relative/absolute rule */
+	uint64_t bytes;		/* storage commands: value bytes, no "\r\n" */
+	uint64_t cas;
+	uint64_t delta;		/* incr/decr */
+	bool noreply;
+	const char *arg;	/* stats: text after "stats " (NULL if none) */
+	size_t arg_len;
+	uint32_t level;		/* verbosity */
+	int64_t delay;		/* flush_all: seconds, <= 0 means now */
+	const char *error;	/* MC_PARSE_CLIENT_ERROR: text after "CLIENT_ERROR " */
+};
+
+/*
+ * Parses the command <line> of <len> bytes, without its "\r\n" or "\n",
+ * into <cmd>; get-family keys go to <keys>, which has room for <max_keys>
+ * (more than MC_KEYS_MAX are never taken).  Returns an mc_parse_result.
+ * On MC_PARSE_CLIENT_ERROR, <cmd>->error says why (memcached's wording where
+ * it has one), and <cmd>->op and <cmd>->noreply are set when known:
+ * memcached sends no error either when the line ends in "noreply".
+ */
+int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
+	     struct mc_key *keys, unsigned max_keys);
+
+/* The command's protocol name ("get", "flush_all"), or "unknown". */
+const char *mc_op_name(enum mc_op op);
+
+#endif /* GOBLIN_PROTO_PARSE_H */
