@@ -77,8 +77,9 @@ struct mc_cmd {
  * into <cmd>; get-family keys go to <keys>, which has room for <max_keys>
  * (more than MC_KEYS_MAX are never taken).  Returns an mc_parse_result.
  * On MC_PARSE_CLIENT_ERROR, <cmd>->error says why (memcached's wording where
- * it has one), and <cmd>->op and <cmd>->noreply are set when known:
- * memcached sends no error either when the line ends in "noreply".
+ * it has one; "line too long" and "too many keys" are ours), <cmd>->op is
+ * set unless the line was too long, and <cmd>->noreply tells whether the
+ * line ended in "noreply" (memcached then sends no error either).
  */
 int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	     struct mc_key *keys, unsigned max_keys);
