@@ -8,6 +8,7 @@ STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h)
 
 PROGRAMS += goblin-store libgoblin.a
+BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags

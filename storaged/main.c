@@ -1,0 +1,90 @@
+/*
+ * goblin-store: parse options, open the engine, start the memcache front
+ * (and the nginx ring), run until SIGINT or SIGTERM, then stop cleanly.
+ */
+#include <errno.h>
+#include <numa.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "options.h"
+#include "server.h"
+#ifdef HAVE_RING
+#include "ring.h"
+#endif
+
+int main(int argc, char **argv)
+{
+	struct options opt;
+	struct gs_config cfg;
+	struct gs_engine *e = NULL;
+	struct server srv = { 0 };
+	char err[512];
+	sigset_t sigs;
+	int ret, sig;
+
+	ret = options_parse(&opt, argc, argv);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	log_level = LOG_INFO + opt.verbose > LOG_DEBUG ? LOG_DEBUG : LOG_INFO + opt.verbose;
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	options_to_config(&opt, &cfg);
+	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		return ret == -EINVAL ? 2 : 1;
+	}
+	if (opt.numa >= 0 && numa_run_on_node(opt.numa) < 0) {
+		fprintf(stderr, "goblin-store: --numa %d: %s\n", (int)opt.numa,
+			strerror(errno));
+		goto out_engine;
+	}
+	ret = server_start(&srv, e, &opt, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		goto out_engine;
+	}
+#ifdef HAVE_RING
+	if (!opt.no_http) {
+		ret = ring_server_start(e, opt.socket, err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "goblin-store: %s\n", err);
+			goto out_server;
+		}
+	}
+#endif
+	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
+		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
+		 (unsigned)opt.cores,
+#ifdef HAVE_RING
+		 opt.no_http ? "off (--no-http)" : opt.socket
+#else
+		 "off (built without the nginx ring)"
+#endif
+		 );
+
+	sigwait(&sigs, &sig);
+	log_info("signal %d: stopping", sig);
+	ret = 0;
+#ifdef HAVE_RING
+	if (!opt.no_http)
+		ring_server_stop();
+out_server:
+#endif
+	server_stop(&srv);
+	gs_engine_close(&e);
+	log_info("stopped");
+	return ret < 0 ? 1 : 0;
+
+out_engine:
+	gs_engine_close(&e);
+	return 1;
+}

@@ -1,0 +1,96 @@
+/*
+ * goblin-store's command line, declared once: this table feeds option
+ * parsing, --help, `stats settings` and the README's option table
+ * (`goblin-store --help=markdown`).
+ *
+ * OPTION(name, flag, kind, default, "description")
+ *   kind: SIZE (bytes, K/M/G/T suffixes), UINT, INT, STR, DIRS (repeatable
+ *   path), BOOL (a flag without value: "true" when given).
+ */
+#ifndef GOBLIN_OPTIONS_H
+#define GOBLIN_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "goblin.h"
+
+#define GOBLIN_VERSION "0.1.0"
+
+#define OPTIONS(OPTION)							\
+	OPTION(memory, "memory", SIZE, "256M",				\
+	       "RAM-head budget: heads of objects live here")		\
+	OPTION(sub_memory, "sub-memory", SIZE, "64M",			\
+	       "RAM budget for objects smaller than --ram-head")		\
+	OPTION(block, "block", SIZE, "2M",				\
+	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
+	OPTION(ram_head, "ram-head", SIZE, "256K",			\
+	       "bytes of each object kept in RAM (multiple of 4K)")		\
+	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M",			\
+	       "bytes after the head kept on the SSD pool when there is an HDD pool") \
+	OPTION(ssd_dir, "ssd-dir", DIRS, "",				\
+	       "SSD pool directory; repeat to stripe (none: no SSD tier)")	\
+	OPTION(hdd_dir, "hdd-dir", DIRS, "",				\
+	       "HDD pool directory; repeat to stripe (none: the SSD pool holds tails)") \
+	OPTION(ssd_size, "ssd-size", SIZE, "1G",				\
+	       "SSD pool capacity, preallocated and split over its directories") \
+	OPTION(hdd_size, "hdd-size", SIZE, "4G",				\
+	       "HDD pool capacity, preallocated and split over its directories") \
+	OPTION(stripe_unit, "stripe-unit", SIZE, "1M",			\
+	       "striping unit across the directories of one pool")	\
+	OPTION(io_buffers, "io-buffers", UINT, "4",			\
+	       "read-ahead window per request, in chunks (1M buffers)")	\
+	OPTION(io_streams, "io-streams", UINT, "8",			\
+	       "requests per serving thread that can hold a full window at once") \
+	OPTION(no_mlock, "no-mlock", BOOL, "false",			\
+	       "do not lock the RAM region in memory")			\
+	OPTION(cores, "cores", UINT, "1",					\
+	       "serving threads, each with its own io_uring, pinned to a CPU") \
+	OPTION(memcache_port, "memcache-port", UINT, "11211",		\
+	       "TCP port of the memcache text protocol (0: none)")	\
+	OPTION(listen, "listen", STR, "127.0.0.1",			\
+	       "address the memcache port binds to")			\
+	OPTION(socket, "socket", STR, "/tmp/goblin-store.sock",		\
+	       "unix socket nginx workers attach to")			\
+	OPTION(no_http, "no-http", BOOL, "false",				\
+	       "no unix socket for nginx workers (memcache only)")	\
+	OPTION(max_object, "max-object", SIZE, "64M",			\
+	       "largest object accepted")				\
+	OPTION(admission_bytes, "admission-bytes", SIZE, "64M",		\
+	       "bytes accepted but not yet on disk before writers are paused") \
+	OPTION(no_evict, "no-evict", BOOL, "false",			\
+	       "fail sets with SERVER_ERROR out of memory instead of evicting") \
+	OPTION(numa, "numa", INT, "-1",					\
+	       "bind serving threads and head memory to this NUMA node (-1: none)")
+
+enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL };
+
+struct options {
+#define OPTION_FIELD_SIZE uint64_t
+#define OPTION_FIELD_UINT uint64_t
+#define OPTION_FIELD_INT int64_t
+#define OPTION_FIELD_STR const char *
+#define OPTION_FIELD_BOOL bool
+#define OPTION_FIELD(name, flag, kind, def, desc) OPTION_FIELD_##kind name;
+#define OPTION_FIELD_DIRS struct { const char *v[GS_MAX_DIRS]; unsigned n; }
+	OPTIONS(OPTION_FIELD)
+#undef OPTION_FIELD
+	int verbose;
+};
+
+/*
+ * Parses <argv> into <o> (defaults first).  Returns 0 to run, 1 when
+ * --help or --version was answered, or 2 after printing a one-line error
+ * for a bad option.
+ */
+int options_parse(struct options *o, int argc, char **argv);
+
+/* Fills the engine's config from <o>. */
+void options_to_config(const struct options *o, struct gs_config *cfg);
+
+/* Calls <emit>(<arg>, name, value) for every option ("stats settings"). */
+void options_each(const struct options *o,
+		  void (*emit)(void *arg, const char *name, const char *value),
+		  void *arg);
+
+#endif

@@ -1,0 +1,491 @@
+/*
+ * The memcache text protocol on top of libgoblin: command lines are parsed
+ * by proto_parse.c and turned into engine calls; values stream from the
+ * socket straight into the writer's buffers (head slot, then chunk
+ * buffers); replies go to the connection's output queue.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server.h"
+
+#define REPLY(c, s) conn_reply((c), s, sizeof(s) - 1)
+
+static bool is_storage(enum mc_op op)
+{
+	return op >= MC_SET && op <= MC_CAS;
+}
+
+static void reply_unless(struct conn *c, bool noreply, const char *s)
+{
+	if (!noreply)
+		conn_reply(c, s, strlen(s));
+}
+
+/* ---- storage ---- */
+
+static const char *store_reply(enum mc_op op, int res)
+{
+	switch (res) {
+	case 0:
+		return "STORED\r\n";
+	case -EEXIST:
+		return op == MC_CAS ? "EXISTS\r\n" : "NOT_STORED\r\n";
+	case -ENOENT:
+		return op == MC_CAS ? "NOT_FOUND\r\n" : "NOT_STORED\r\n";
+	case -ENOMEM:
+		return "SERVER_ERROR out of memory storing object\r\n";
+	case -E2BIG:
+		return "SERVER_ERROR object too large for cache\r\n";
+	default:
+		return "SERVER_ERROR I/O error storing object\r\n";
+	}
+}
+
+static void store_done(void *arg, int res)
+{
+	struct conn *c = arg;
+	struct pending_store *st = &c->store;
+
+	free(st->data);
+	st->data = NULL;
+	if (c->dead) {
+		conn_release(c);
+		return;
+	}
+	if (st->op == MC_CAS)
+		SRV_ADD(c->srv, cas_hits, res == 0);
+	if (st->op == MC_CAS && res == -EEXIST)
+		SRV_ADD(c->srv, cas_badval, 1);
+	if (st->op == MC_CAS && res == -ENOENT)
+		SRV_ADD(c->srv, cas_misses, 1);
+	if (res == -ENOMEM)
+		SRV_ADD(c->srv, out_of_memory, 1);
+	reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
+		     store_reply(st->op, res));
+	c->state = CONN_CMD;
+	conn_schedule(c);
+}
+
+static void value_wake(void *arg)
+{
+	conn_pause_input(arg, false);
+}
+
+static bool start_store(struct conn *c, const struct mc_cmd *cmd)
+{
+	struct pending_store *st = &c->store;
+	struct gs_engine *e = c->srv->e;
+	int ret;
+
+	SRV_ADD(c->srv, cmd_set, 1);
+	*st = (struct pending_store){ .op = cmd->op, .klen = cmd->key.len,
+				      .flags = cmd->flags,
+				      .exptime = gs_exptime(cmd->exptime),
+				      .cas = cmd->cas, .noreply = cmd->noreply,
+				      .len = cmd->bytes };
+	memcpy(st->key, cmd->key.p, cmd->key.len);
+	if (cmd->bytes > gs_engine_config(e)->max_object) {
+		ret = -E2BIG;
+	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
+		st->data = malloc(cmd->bytes ? cmd->bytes : 1);
+		ret = st->data ? 0 : -ENOMEM;
+		c->state = CONN_VALUE_BUF;
+	} else {
+		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
+				     cmd->flags, st->exptime, &st->writer);
+		c->state = CONN_VALUE;
+	}
+	if (ret == 0)
+		return true;
+	/* refused: say so, swallow the value; like memcached, a refused set
+	 * also drops the key's old value */
+	if (ret == -E2BIG) {
+		SRV_ADD(c->srv, too_large, 1);
+		if (cmd->op == MC_SET)
+			gs_delete(e, st->key, st->klen);
+	} else {
+		SRV_ADD(c->srv, out_of_memory, 1);
+	}
+	reply_unless(c, cmd->noreply && ret == -E2BIG, store_reply(cmd->op, ret));
+	c->swallow = cmd->bytes + 2;
+	c->state = CONN_SWALLOW;
+	return true;
+}
+
+static void end_value(struct conn *c)
+{
+	struct pending_store *st = &c->store;
+	enum gs_mode mode;
+	int ret;
+
+	c->state = CONN_WAIT;
+	if (st->bad_chunk) {
+		gs_writer_abort(&st->writer);
+		free(st->data);
+		st->data = NULL;
+		SRV_ADD(c->srv, protocol_errors, 1);
+		reply_unless(c, st->noreply, "CLIENT_ERROR bad data chunk\r\n");
+		c->state = CONN_CMD;
+		return;
+	}
+	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
+		ret = gs_concat(conn_io(c), st->key, st->klen, st->op == MC_PREPEND,
+				st->data, st->len, store_done, c);
+	} else {
+		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
+		       st->op == MC_CAS ? GS_CAS : GS_SET;
+		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
+	}
+	if (ret < 0) {
+		free(st->data);
+		st->data = NULL;
+		gs_writer_abort(&st->writer);
+		if (st->op == MC_CAS && ret == -ENOENT)
+			SRV_ADD(c->srv, cas_misses, 1);
+		reply_unless(c, st->noreply && ret == -ENOENT, store_reply(st->op, ret));
+		c->state = CONN_CMD;
+	}
+}
+
+void proto_abort(struct conn *c)
+{
+	if (c->state == CONN_VALUE || c->state == CONN_VALUE_BUF ||
+	    c->state == CONN_VALUE_END) {
+		SRV_ADD(c->srv, aborted_values, 1);
+		gs_writer_abort(&c->store.writer);
+		free(c->store.data);
+		c->store.data = NULL;
+	}
+}
+
+/* ---- retrieval ---- */
+
+static void do_get(struct conn *c, const struct mc_cmd *cmd)
+{
+	struct gs_engine *e = c->srv->e;
+	bool with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS;
+	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
+	int64_t exptime = touch ? gs_exptime(cmd->exptime) : 0;
+
+	for (unsigned i = 0; i < cmd->nkeys; i++) {
+		const struct mc_key *k = &cmd->keys[i];
+		const struct gs_meta *m;
+		struct gs_obj *obj;
+
+		SRV_ADD(c->srv, cmd_get, 1);
+		if (touch) {
+			int ret = gs_touch(e, k->p, k->len, exptime, NULL);
+
+			SRV_ADD(c->srv, cmd_touch, 1);
+			SRV_ADD(c->srv, touch_hits, ret == 0);
+			SRV_ADD(c->srv, touch_misses, ret != 0);
+		}
+		if (gs_lookup(e, k->p, k->len, &obj) < 0)
+			continue;
+		m = gs_obj_meta(obj);
+		if (with_cas)
+			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 " %" PRIu64 "\r\n",
+				    k->len, k->p, m->flags, m->size, m->cas);
+		else
+			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 "\r\n",
+				    k->len, k->p, m->flags, m->size);
+		conn_reply_obj(c, obj);
+		REPLY(c, "\r\n");
+	}
+	REPLY(c, "END\r\n");
+}
+
+/* ---- the rest ---- */
+
+static void do_delete(struct conn *c, const struct mc_cmd *cmd)
+{
+	int ret = gs_delete(c->srv->e, cmd->key.p, cmd->key.len);
+
+	SRV_ADD(c->srv, delete_hits, ret == 0);
+	SRV_ADD(c->srv, delete_misses, ret != 0);
+	reply_unless(c, cmd->noreply, ret == 0 ? "DELETED\r\n" : "NOT_FOUND\r\n");
+}
+
+static void do_incr(struct conn *c, const struct mc_cmd *cmd)
+{
+	bool decr = cmd->op == MC_DECR;
+	uint64_t v;
+	int ret = gs_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+
+	if (decr) {
+		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
+		SRV_ADD(c->srv, decr_misses, ret == -ENOENT);
+	} else {
+		SRV_ADD(c->srv, incr_hits, ret != -ENOENT);
+		SRV_ADD(c->srv, incr_misses, ret == -ENOENT);
+	}
+	if (cmd->noreply)
+		return;
+	if (ret == 0)
+		conn_replyf(c, "%" PRIu64 "\r\n", v);
+	else if (ret == -ENOENT)
+		REPLY(c, "NOT_FOUND\r\n");
+	else if (ret == -EINVAL)
+		REPLY(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+	else
+		REPLY(c, "SERVER_ERROR out of memory\r\n");
+}
+
+static void do_touch(struct conn *c, const struct mc_cmd *cmd)
+{
+	int ret = gs_touch(c->srv->e, cmd->key.p, cmd->key.len,
+			   gs_exptime(cmd->exptime), NULL);
+
+	SRV_ADD(c->srv, cmd_touch, 1);
+	SRV_ADD(c->srv, touch_hits, ret == 0);
+	SRV_ADD(c->srv, touch_misses, ret != 0);
+	reply_unless(c, cmd->noreply, ret == 0 ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
+}
+
+static bool run_command(struct conn *c, const char *line, size_t len)
+{
+	struct mc_cmd cmd;
+	int ret = mc_parse(line, len, &cmd, c->keys, MC_KEYS_MAX);
+
+	if (ret == MC_PARSE_ERROR) {
+		SRV_ADD(c->srv, protocol_errors, 1);
+		REPLY(c, "ERROR\r\n");
+		return true;
+	}
+	if (ret == MC_PARSE_CLIENT_ERROR) {
+		SRV_ADD(c->srv, protocol_errors, 1);
+		if (!cmd.noreply)
+			conn_replyf(c, "CLIENT_ERROR %s\r\n", cmd.error);
+		return true;
+	}
+	if (is_storage(cmd.op))
+		return start_store(c, &cmd);
+	switch (cmd.op) {
+	case MC_GET:
+	case MC_GETS:
+	case MC_GAT:
+	case MC_GATS:
+		do_get(c, &cmd);
+		break;
+	case MC_DELETE:
+		do_delete(c, &cmd);
+		break;
+	case MC_INCR:
+	case MC_DECR:
+		do_incr(c, &cmd);
+		break;
+	case MC_TOUCH:
+		do_touch(c, &cmd);
+		break;
+	case MC_FLUSH_ALL:
+		SRV_ADD(c->srv, cmd_flush, 1);
+		gs_flush(c->srv->e, cmd.delay > 0 ? time(NULL) + cmd.delay : 0);
+		reply_unless(c, cmd.noreply, "OK\r\n");
+		break;
+	case MC_STATS:
+		proto_stats(c, cmd.arg, cmd.arg ? cmd.arg_len : 0);
+		break;
+	case MC_VERSION:
+		REPLY(c, "VERSION " GOBLIN_VERSION "\r\n");
+		break;
+	case MC_VERBOSITY:
+		log_level = cmd.level > LOG_DEBUG ? LOG_DEBUG :
+			    cmd.level < LOG_INFO ? LOG_INFO : (int)cmd.level;
+		reply_unless(c, cmd.noreply, "OK\r\n");
+		break;
+	case MC_QUIT:
+		c->state = CONN_CLOSING;	/* after what is queued */
+		break;
+	default:
+		REPLY(c, "ERROR\r\n");
+		break;
+	}
+	return true;
+}
+
+/* ---- the input state machine ---- */
+
+/* Bytes buffered in rbuf; reads more when empty.  -1: the peer is gone. */
+static ssize_t buffered(struct conn *c)
+{
+	if (c->rend > c->rstart)
+		return c->rend - c->rstart;
+	return conn_fill(c);
+}
+
+static bool step_value(struct conn *c)
+{
+	struct pending_store *st = &c->store;
+	void *p;
+	size_t n;
+	ssize_t got;
+
+	if (c->state == CONN_VALUE_BUF) {
+		p = st->data + st->got;
+		n = st->len - st->got;
+	} else if (gs_writer_buf(st->writer, &p, &n, value_wake, c) == -EAGAIN) {
+		conn_pause_input(c, true);
+		return true;
+	}
+	if (n > st->len - st->got)
+		n = st->len - st->got;
+	if (c->rend > c->rstart) {
+		got = c->rend - c->rstart < n ? c->rend - c->rstart : n;
+		memcpy(p, c->rbuf + c->rstart, got);
+		c->rstart += got;
+	} else {
+		got = conn_recv(c, p, n);
+		if (got <= 0)
+			return got == 0;
+	}
+	if (c->state == CONN_VALUE)
+		gs_writer_advance(st->writer, got);
+	st->got += got;
+	return true;
+}
+
+bool proto_process(struct conn *c)
+{
+	for (;;) {
+		ssize_t avail;
+		char *line, *nl;
+		size_t len;
+
+		if (c->state == CONN_WAIT || c->state == CONN_CLOSING ||
+		    c->input_paused || c->out_items >= 64 || c->out_bytes >= (4u << 20))
+			return true;
+		switch (c->state) {
+		case CONN_VALUE:
+		case CONN_VALUE_BUF:
+			if (c->store.got == c->store.len) {
+				c->state = CONN_VALUE_END;
+				continue;
+			}
+			if (!step_value(c))
+				return false;
+			if (c->store.got < c->store.len && c->rend == c->rstart)
+				return true;	/* wait for the socket */
+			continue;
+		case CONN_VALUE_END:
+			if (c->rend - c->rstart < 2) {
+				avail = conn_fill(c);
+				if (avail < 0)
+					return false;
+				if (c->rend - c->rstart < 2)
+					return true;
+			}
+			c->store.bad_chunk = memcmp(c->rbuf + c->rstart, "\r\n", 2) != 0;
+			c->rstart += 2;
+			end_value(c);
+			continue;
+		case CONN_SWALLOW:
+			avail = buffered(c);
+			if (avail < 0)
+				return false;
+			if (avail == 0)
+				return true;
+			if ((uint64_t)avail > c->swallow)
+				avail = c->swallow;
+			c->rstart += avail;
+			c->swallow -= avail;
+			if (!c->swallow)
+				c->state = CONN_CMD;
+			continue;
+		case CONN_CMD:
+			nl = memchr(c->rbuf + c->rstart, '\n', c->rend - c->rstart);
+			if (!nl) {
+				if (c->rend - c->rstart > MC_LINE_MAX + 1) {
+					SRV_ADD(c->srv, protocol_errors, 1);
+					REPLY(c, "CLIENT_ERROR line too long\r\n");
+					c->state = CONN_CLOSING;
+					return true;
+				}
+				avail = conn_fill(c);
+				if (avail < 0)
+					return false;
+				if (avail == 0)
+					return true;
+				continue;
+			}
+			line = c->rbuf + c->rstart;
+			len = nl - line;
+			if (len && line[len - 1] == '\r')
+				len--;
+			c->rstart = nl + 1 - c->rbuf;
+			if (!run_command(c, line, len))
+				return false;
+			continue;
+		default:
+			return true;
+		}
+	}
+}
+
+/* ---- stats ---- */
+
+static void stat_u64(struct conn *c, const char *name, uint64_t v)
+{
+	conn_replyf(c, "STAT %s %" PRIu64 "\r\n", name, v);
+}
+
+static void stat_setting(void *arg, const char *name, const char *value)
+{
+	conn_replyf(arg, "STAT %s %s\r\n", name, value);
+}
+
+void proto_stats(struct conn *c, const char *arg, size_t len)
+{
+	struct server *srv = c->srv;
+	struct gs_stats st;
+	struct rusage ru;
+
+	gs_stats(srv->e, &st);
+	if (len == 0) {
+		getrusage(RUSAGE_SELF, &ru);
+		stat_u64(c, "pid", getpid());
+		stat_u64(c, "uptime", time(NULL) - srv->started);
+		stat_u64(c, "time", time(NULL));
+		conn_replyf(c, "STAT version %s\r\n", GOBLIN_VERSION);
+		stat_u64(c, "pointer_size", 8 * sizeof(void *));
+		conn_replyf(c, "STAT rusage_user %ld.%06ld\r\n",
+			    (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
+		conn_replyf(c, "STAT rusage_system %ld.%06ld\r\n",
+			    (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
+		stat_u64(c, "threads", srv->nworkers);
+#define SERVER_STAT_EMIT(name, desc) \
+		stat_u64(c, #name, __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED));
+		SERVER_STATS(SERVER_STAT_EMIT)
+#undef SERVER_STAT_EMIT
+		stat_u64(c, "get_hits", st.get_hits);
+		stat_u64(c, "get_misses", st.get_misses);
+		stat_u64(c, "get_expired", st.get_expired);
+		stat_u64(c, "curr_items", st.curr_items);
+		stat_u64(c, "total_items", st.total_items);
+		stat_u64(c, "bytes", st.bytes);
+		stat_u64(c, "evictions", st.evictions);
+		stat_u64(c, "limit_maxbytes", srv->opt->memory);
+	} else if (len == 8 && !memcmp(arg, "settings", 8)) {
+		options_each(srv->opt, stat_setting, c);
+	} else if (len == 6 && !memcmp(arg, "goblin", 6)) {
+#define GS_STAT_EMIT(name, desc) stat_u64(c, #name, st.name);
+		GS_STATS(GS_STAT_EMIT)
+#undef GS_STAT_EMIT
+		stat_u64(c, "index_bytes_per_object",
+			 st.curr_items ? st.index_bytes / st.curr_items : 0);
+		stat_u64(c, "ssd_dirs", srv->opt->ssd_dir.n);
+		stat_u64(c, "hdd_dirs", srv->opt->hdd_dir.n);
+	} else {
+		SRV_ADD(srv, protocol_errors, 1);
+		REPLY(c, "ERROR\r\n");
+		return;
+	}
+	REPLY(c, "END\r\n");
+}

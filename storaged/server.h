@@ -1,0 +1,148 @@
+/*
+ * The memcache front: serving threads (one epoll loop and one gs_io each,
+ * SO_REUSEPORT listeners) and their connections.  server.c owns sockets and
+ * the output queue; proto_text.c turns input lines into engine calls and
+ * replies.  A connection belongs to one thread for its whole life.
+ */
+#ifndef GOBLIN_SERVER_H
+#define GOBLIN_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "goblin.h"
+#include "options.h"
+#include "proto_parse.h"
+
+/* SERVER_STAT(name, description): front-end counters, `stats`. */
+#define SERVER_STATS(ACTION)						\
+	ACTION(curr_connections, "open connections")			\
+	ACTION(total_connections, "connections accepted since start")	\
+	ACTION(rejected_connections, "connections refused (too many or no memory)") \
+	ACTION(cmd_get, "keys asked for by get, gets, gat, gats")		\
+	ACTION(cmd_set, "storage commands")				\
+	ACTION(cmd_flush, "flush_all commands")				\
+	ACTION(cmd_touch, "touch, gat and gats keys")			\
+	ACTION(delete_hits, "delete of a present key")			\
+	ACTION(delete_misses, "delete of an absent key")			\
+	ACTION(incr_hits, "incr of a present key")			\
+	ACTION(incr_misses, "incr of an absent key")			\
+	ACTION(decr_hits, "decr of a present key")			\
+	ACTION(decr_misses, "decr of an absent key")			\
+	ACTION(cas_hits, "cas that stored")				\
+	ACTION(cas_misses, "cas of an absent key")			\
+	ACTION(cas_badval, "cas with a stale unique")			\
+	ACTION(touch_hits, "touch of a present key")			\
+	ACTION(touch_misses, "touch of an absent key")			\
+	ACTION(bytes_read, "bytes read from clients")			\
+	ACTION(bytes_written, "bytes sent to clients")			\
+	ACTION(protocol_errors, "lines answered ERROR or CLIENT_ERROR")	\
+	ACTION(too_large, "values refused as larger than --max-object")	\
+	ACTION(out_of_memory, "values refused for lack of room")		\
+	ACTION(aborted_values, "values cut short by a closed connection")	\
+	ACTION(aborted_responses, "responses cut short by a broken object or a closed connection")
+
+struct server_stats {
+#define SERVER_STAT_FIELD(name, desc) uint64_t name;
+	SERVER_STATS(SERVER_STAT_FIELD)
+#undef SERVER_STAT_FIELD
+};
+
+#define SRV_ADD(srv, name, n) \
+	__atomic_fetch_add(&(srv)->st.name, (n), __ATOMIC_RELAXED)
+
+struct worker;
+struct conn;
+
+struct server {
+	struct gs_engine *e;
+	const struct options *opt;
+	struct worker *workers;
+	unsigned nworkers;
+	time_t started;
+	struct server_stats st;
+};
+
+/* Opens the listeners and starts --cores threads.  0 or -errno with a
+ * reason in <err>. */
+int server_start(struct server *srv, struct gs_engine *e,
+		 const struct options *opt, char *err, size_t errlen);
+/* Stops every thread, closes every connection. */
+void server_stop(struct server *srv);
+
+/* ---- what proto_text.c uses ---- */
+
+struct out;
+
+enum conn_state {
+	CONN_CMD,		/* reading command lines */
+	CONN_VALUE,		/* reading a value into a writer */
+	CONN_VALUE_BUF,		/* reading an append/prepend value into memory */
+	CONN_VALUE_END,		/* expecting the "\r\n" after a value */
+	CONN_SWALLOW,		/* discarding a refused value */
+	CONN_WAIT,		/* an engine call will answer */
+	CONN_CLOSING,		/* flush what is queued, then close */
+};
+
+struct pending_store {
+	enum mc_op op;
+	char key[GS_KEY_MAX];
+	uint8_t klen;
+	uint32_t flags;
+	int64_t exptime;
+	uint64_t cas;
+	bool noreply;
+	bool bad_chunk;
+	struct gs_writer *writer;
+	char *data;		/* append/prepend value */
+	uint64_t len, got;
+};
+
+struct conn {
+	struct worker *w;
+	struct server *srv;
+	int fd;
+	uint32_t events;
+	enum conn_state state;
+	bool dead, scheduled, input_paused;
+	struct conn *next_sched;
+	struct conn *all_prev, *all_next;	/* the worker's connections */
+	char *rbuf;
+	size_t rcap, rstart, rend;
+	uint64_t swallow;
+	struct pending_store store;
+	struct out *out_head, *out_tail;
+	unsigned out_items;
+	size_t out_bytes;
+	struct mc_key keys[MC_KEYS_MAX];
+};
+
+struct gs_io *conn_io(struct conn *c);
+/* Queues reply bytes. */
+int conn_reply(struct conn *c, const char *s, size_t len);
+int conn_replyf(struct conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Queues the bytes [0, size) of the pinned <obj>; takes over the pin. */
+int conn_reply_obj(struct conn *c, struct gs_obj *obj);
+/* Reads what the socket has into rbuf: bytes read, 0 when it would
+ * block, -1 when the peer is gone or rbuf can't grow. */
+ssize_t conn_fill(struct conn *c);
+/* Reads straight into <p>; same returns as conn_fill(). */
+ssize_t conn_recv(struct conn *c, void *p, size_t len);
+/* Frees a closed connection (proto_text.c, after its last callback). */
+void conn_release(struct conn *c);
+/* Marks <c> to be looked at again from its thread's loop. */
+void conn_schedule(struct conn *c);
+/* Stops or resumes reading from <c>'s socket (writer backpressure). */
+void conn_pause_input(struct conn *c, bool pause);
+
+/* proto_text.c: runs as many buffered commands as it can; returns false
+ * when the connection must close. */
+bool proto_process(struct conn *c);
+/* Ends a pending store (connection closing). */
+void proto_abort(struct conn *c);
+void proto_stats(struct conn *c, const char *arg, size_t len);
+
+#endif
