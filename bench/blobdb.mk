@@ -1,0 +1,32 @@
+# goblin-blobdb (bench/blobdb/): Goblin's engine against RocksDB BlobDB.
+# Opt-in: `make bench-blobdb` installs librocksdb-dev and builds it; `make all`
+# and `make asan` build it only where librocksdb-dev is already installed.
+
+BLOBDB_SRCS := $(wildcard bench/blobdb/*.c)
+BLOBDB_HDRS := $(wildcard bench/blobdb/*.h) storaged/goblin.h
+BLOBDB_LIBS  = -lrocksdb -ljansson $(LDLIBS)
+BLOBDB_DEFS  = -DROCKSDB_VERSION='"$(shell dpkg-query -W -f='$${Version}' librocksdb-dev 2>/dev/null)"'
+
+ifneq ($(wildcard /usr/include/rocksdb/c.h),)
+PROGRAMS += goblin-blobdb
+endif
+
+build/goblin-blobdb: $(BLOBDB_SRCS) $(BLOBDB_HDRS) build/libgoblin.a
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(OPTFLAGS) $(BLOBDB_DEFS) -o $@ $(BLOBDB_SRCS) \
+		build/libgoblin.a $(BLOBDB_LIBS)
+
+build/asan/goblin-blobdb: $(BLOBDB_SRCS) $(BLOBDB_HDRS) build/asan/libgoblin.a
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(ASANFLAGS) $(BLOBDB_DEFS) -o $@ $(BLOBDB_SRCS) \
+		build/asan/libgoblin.a $(BLOBDB_LIBS)
+
+.PHONY: bench-blobdb
+bench-blobdb:
+	@dpkg-query -W -f='$${Status}' librocksdb-dev 2>/dev/null | \
+		grep -q "install ok installed" || { \
+		[ "$$(id -u)" = 0 ] || { echo "make bench-blobdb: run as root to install librocksdb-dev" >&2; exit 1; }; \
+		echo "make bench-blobdb: installing librocksdb-dev"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends librocksdb-dev; }
+	$(MAKE) build/goblin-blobdb
