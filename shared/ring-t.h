@@ -1,0 +1,194 @@
+/*
+ * The ring between nginx workers and goblin-store: types, constants, wire
+ * layout.  No nginx or engine types here; both sides compile this.
+ *
+ * A worker connects to goblin-store's unix socket and sends a ring_hello.
+ * The daemon answers with a ring_welcome carrying two descriptors over
+ * SCM_RIGHTS: the RAM-head region (mapped read-only by the worker) and a
+ * memfd holding this worker's ring.  From then on the socket only carries
+ * one-byte doorbells: whoever publishes entries writes one byte, whoever
+ * reads a byte drains the queue it consumes.  Both sides sleep in their
+ * own event loops (epoll).
+ *
+ *   ring memfd                                   nginx          storaged
+ *   +-----------------------------+
+ *   | ring_hdr (geometry, indices)|
+ *   +-----------------------------+
+ *   | SQ: sq_entries x ring_sqe   |   ------>  producer  ---->  consumer
+ *   +-----------------------------+
+ *   | CQ: cq_entries x ring_cqe   |   <------  consumer  <----  producer
+ *   +-----------------------------+
+ *   | rx buffers: n_rx x buf_size |   disk bytes, filled by storaged, sent
+ *   |                             |   by nginx straight from here
+ *   +-----------------------------+
+ *   | tx buffers: n_tx x buf_size |   PUT bodies, filled by nginx
+ *   +-----------------------------+
+ *
+ *   head region memfd (read-only in nginx): object heads at ring_meta.head_off
+ *
+ * Each queue is single-producer single-consumer: the producer writes an
+ * entry, then stores its tail with release; the consumer loads the tail
+ * with acquire, reads entries, then stores its head with release.  A
+ * producer that finds its queue full sets the queue's *_wait flag and
+ * re-checks; the consumer, after moving head, rings the doorbell when it
+ * finds the flag set.  So neither side ever polls.
+ *
+ * Buffer ownership moves with entries: an rx buffer is the daemon's until
+ * a RING_OP_DATA (or RING_OP_STATS) completion hands it to nginx, which
+ * gives it back with RING_OP_BUFREL once the bytes are on the wire.  A tx buffer is nginx's
+ * until RING_OP_WDATA hands it over, and comes back with RING_OP_TXDONE.
+ *
+ * Pins: LOOKUP pins the object (its head and extents stay valid whatever
+ * happens to the key) until RELEASE.  When the socket closes, the daemon
+ * releases every pin, stream and writer of that worker.
+ */
+#ifndef GOBLIN_RING_T_H
+#define GOBLIN_RING_T_H
+
+#include <stdint.h>
+
+#define RING_MAGIC		0x474f424cu	/* "GOBL" */
+#define RING_VERSION		1
+#define RING_KEY_MAX		250		/* = GS_KEY_MAX */
+#define RING_ALIGN		4096u
+
+/* Geometry limits; a hello asking outside them is clamped. */
+#define RING_SQ_MIN		16u
+#define RING_SQ_MAX		4096u
+#define RING_SQ_DEFAULT		256u
+#define RING_BUF_SIZE		(256u << 10)
+#define RING_RX_DEFAULT		32u
+#define RING_TX_DEFAULT		16u
+#define RING_BUFS_MAX		256u
+
+/* Submission opcodes (nginx -> storaged). */
+enum ring_op {
+	RING_OP_LOOKUP = 1,	/* key -> CQE: handle + meta; pins */
+	RING_OP_READ,		/* handle, off, len -> DATA..., then READ */
+	RING_OP_BUFREL,		/* buf: an rx buffer comes back; no CQE */
+	RING_OP_RELEASE,	/* handle: unpin, stop its READ; no CQE */
+	RING_OP_WOPEN,		/* key, len (size), flags, exptime -> handle */
+	RING_OP_WDATA,		/* handle, buf, len -> TXDONE once copied */
+	RING_OP_WFINISH,	/* handle -> WFINISH once stored (or not) */
+	RING_OP_WABORT,		/* handle: drop the writer; no CQE */
+	RING_OP_DELETE,		/* key -> DELETE */
+	RING_OP_STATS,		/* -> STATS: "name value\n" lines in an rx buf */
+	/* completion-only opcodes */
+	RING_OP_DATA,		/* buf holds len bytes at object offset off */
+	RING_OP_TXDONE,		/* tx buffer buf is free again */
+	RING_OP_MAX
+};
+
+/* An object's metadata as LOOKUP returns it. */
+struct ring_meta {
+	uint64_t size;
+	uint64_t cas;
+	int64_t mtime;			/* unix time it was stored */
+	int64_t exptime;		/* absolute, 0 = never */
+	uint64_t head_off;		/* bytes [0, head_len) are here in */
+	uint64_t head_len;		/*   the head region */
+	uint32_t flags;
+	uint32_t pad;
+};
+
+/* Submission entry: 320 bytes. */
+struct ring_sqe {
+	uint64_t user_data;		/* echoed in every completion */
+	uint8_t op;			/* enum ring_op */
+	uint8_t pad0;
+	uint16_t klen;
+	uint32_t handle;		/* from LOOKUP or WOPEN */
+	uint64_t off;			/* READ: first byte */
+	uint64_t len;			/* READ: bytes; WOPEN: size; WDATA: bytes */
+	uint32_t buf;			/* BUFREL, WDATA: buffer index */
+	uint32_t flags;			/* WOPEN: the object's flags */
+	int64_t exptime;		/* WOPEN: memcache-style exptime */
+	char key[256];
+	uint8_t pad1[16];
+};
+
+/*
+ * Completion entry: 96 bytes.  <res> is 0 or -errno.  LOOKUP fills
+ * <handle> and <meta>; WOPEN fills <handle>; DATA, STATS and TXDONE fill
+ * <buf> (and DATA <off>, <len>); WFINISH sets <len> to 1 when it replaced
+ * an object, 0 when it created one, and <meta.cas>.
+ */
+struct ring_cqe {
+	uint64_t user_data;
+	uint32_t op;
+	int32_t res;
+	uint32_t handle;
+	uint32_t buf;
+	uint64_t off;
+	uint64_t len;
+	struct ring_meta meta;
+};
+
+/* First message on the socket, worker -> daemon.  Zero fields: defaults. */
+struct ring_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t sq_entries;		/* power of two */
+	uint32_t n_rx;
+	uint32_t n_tx;
+	uint32_t pid;
+};
+
+/* Daemon -> worker, with [region fd, ring fd] as SCM_RIGHTS when res is 0. */
+struct ring_welcome {
+	uint32_t magic;
+	uint32_t version;
+	int32_t res;			/* 0 or -errno */
+	uint32_t pad;
+	uint64_t ring_size;
+	uint64_t region_size;
+};
+
+/* One queue's indices, each on its own cache line. */
+struct ring_queue_idx {
+	_Alignas(64) uint32_t head;	/* consumer-owned */
+	_Alignas(64) uint32_t tail;	/* producer-owned */
+	_Alignas(64) uint32_t wait;	/* producer found it full */
+};
+
+/* Start of the ring memfd. */
+struct ring_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+	uint32_t n_rx;
+	uint32_t n_tx;
+	uint32_t buf_size;
+	uint32_t pad;
+	uint64_t sq_off;
+	uint64_t cq_off;
+	uint64_t buf_off;		/* rx buffers, then tx buffers */
+	uint64_t size;
+	struct ring_queue_idx sq;
+	struct ring_queue_idx cq;
+};
+
+/*
+ * A mapped ring as one side sees it.  The geometry is a private copy, so
+ * a peer scribbling on the shared header cannot move our bounds.  <mapped>
+ * flags memory that must go back with ring_unmap(), never free();
+ * <owned> is set on the side that created it.
+ */
+struct ring {
+	struct ring_hdr *hdr;
+	struct ring_sqe *sqes;
+	struct ring_cqe *cqes;
+	char *bufs;
+	uint64_t size;
+	uint32_t sq_entries;
+	uint32_t cq_entries;
+	uint32_t n_rx;
+	uint32_t n_tx;
+	uint32_t buf_size;
+	int fd;
+	unsigned mapped:1;
+	unsigned owned:1;
+};
+
+#endif /* GOBLIN_RING_T_H */
