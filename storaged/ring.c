@@ -1,0 +1,1271 @@
+/*
+ * The ring server: nginx workers attach over a unix socket, get the head
+ * region and a ring of their own (shared/ring-t.h), and from then on talk
+ * through the ring with one-byte doorbells.  One thread with its own gs_io
+ * serves them all, sleeping in epoll on the listener, the workers' sockets
+ * and the gs_io descriptor.
+ *
+ * A handle is what a worker holds: a pinned object (LOOKUP, until
+ * RELEASE), possibly streaming its disk part into rx buffers (READ), or a
+ * writer (WOPEN .. WFINISH).  Handles, buffers and completions that do not
+ * fit the CQ live in the worker's struct conn; when its socket closes every
+ * pin is dropped and every writer aborted.  A writer whose commit is in
+ * flight keeps the conn's memory until its done callback has run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "goblin.h"
+#include "log.h"
+#include "ring.h"
+#include "../shared/ring.h"
+
+#define MAX_CONNS	1024
+#define MAX_OVERFLOW	65536u		/* completions held back per worker */
+
+/* RING_STAT(name, description): the ring's counters, in STATS replies. */
+#define RING_STATS(ACTION)						\
+	ACTION(ring_connections, "nginx workers attached now")		\
+	ACTION(ring_total_connections, "nginx workers attached since start") \
+	ACTION(ring_lookups, "LOOKUPs (each pins on a hit)")		\
+	ACTION(ring_lookup_hits, "LOOKUPs that found the object")		\
+	ACTION(ring_pins, "objects pinned by nginx workers now")		\
+	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
+	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
+	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
+	ACTION(ring_stores, "PUTs stored")				\
+	ACTION(ring_store_bytes, "PUT bytes taken from tx buffers")	\
+	ACTION(ring_store_errors, "PUTs that failed or were aborted")	\
+	ACTION(ring_deletes, "DELETEs that removed an object")		\
+	ACTION(ring_cq_overflows, "completions held back by a full CQ")	\
+	ACTION(ring_protocol_errors, "workers dropped for a bad submission")
+
+enum ring_stat {
+#define RING_STAT_ENUM(name, desc) ST_##name,
+	RING_STATS(RING_STAT_ENUM)
+#undef RING_STAT_ENUM
+	ST_MAX
+};
+
+struct list {
+	struct list *next, *prev;
+};
+
+static void list_init(struct list *l)
+{
+	l->next = l->prev = l;
+}
+
+static bool list_empty(const struct list *l)
+{
+	return l->next == l;
+}
+
+static void list_add_tail(struct list *l, struct list *n)
+{
+	n->prev = l->prev;
+	n->next = l;
+	l->prev->next = n;
+	l->prev = n;
+}
+
+static void list_del(struct list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	list_init(n);
+}
+
+#define list_entry(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+
+enum handle_kind { H_FREE, H_OBJ, H_WRITER, H_STATS };
+enum rx_state { RX_FREE, RX_FILLING, RX_NGINX };
+
+/* A WDATA waiting to be copied into the writer. */
+struct wdata {
+	uint64_t ud;
+	uint32_t buf;
+	uint32_t len;
+	uint32_t done;
+};
+
+struct conn;
+
+struct handle {
+	struct conn *c;
+	uint32_t id;			/* gen << 16 | index, 0 when free */
+	uint16_t gen;
+	uint8_t kind;
+	bool on_ready;
+	struct list ready_link;		/* srv->ready */
+	struct list wait_link;		/* c->buf_waiters */
+	uint64_t ud;			/* READ or STATS user_data */
+
+	/* H_OBJ */
+	struct gs_obj *obj;
+	struct gs_stream *s;
+	uint64_t pos;			/* object offset of the next byte */
+	uint64_t fill_off;
+	int fill;			/* rx buffer being filled, or -1 */
+	uint32_t fill_len;
+	uint32_t nbufs;			/* rx buffers out with nginx */
+
+	/* H_WRITER */
+	struct gs_writer *w;
+	struct wdata *q;		/* n_tx slots */
+	uint32_t qhead, qlen;
+	uint64_t size, given;
+	int error;
+	bool finish, finishing, existed, orphan;
+	uint64_t finish_ud;
+	uint16_t klen;
+	char key[RING_KEY_MAX];
+
+	struct handle *next_free;
+};
+
+struct server;
+
+struct conn {
+	struct server *srv;
+	int fd;
+	pid_t pid;
+	bool welcomed, dead, bell;
+	unsigned busy;			/* writer commits in flight */
+	struct ring ring;
+	struct handle *h;
+	uint32_t nh;
+	struct handle *free_h;
+	uint32_t *rx_free;
+	uint32_t nrx_free;
+	uint8_t *rx_state;
+	uint32_t *rx_owner;		/* handle id, 0 for STATS */
+	uint8_t *tx_daemon;		/* tx buffer handed to us */
+	uint32_t per_stream;		/* rx buffers one READ may hold */
+	struct list buf_waiters;
+	struct ring_cqe *over;		/* CQ overflow, a FIFO */
+	uint32_t over_head, over_len, over_cap;
+	struct list link;		/* srv->conns */
+};
+
+struct server {
+	struct gs_engine *e;
+	struct gs_io *io;
+	int lfd, epfd, stopfd;
+	int region_fd;
+	uint64_t region_size;
+	pthread_t thread;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct list conns;
+	struct list ready;
+	unsigned nconns;
+	uint64_t st[ST_MAX];
+
+	/* start-up handshake with the thread */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int start_res;
+	bool started;
+};
+
+static struct server *the_server;
+
+/* epoll tags for the descriptors that are not workers */
+static char tag_listen, tag_stop, tag_io;
+
+static void conn_kill(struct conn *c, const char *why);
+
+/* ---- handles ---- */
+
+static struct handle *handle_get(struct conn *c, enum handle_kind kind)
+{
+	struct handle *h = c->free_h;
+
+	if (!h)
+		return NULL;
+	c->free_h = h->next_free;
+	h->kind = kind;
+	h->gen = h->gen == 0xffff ? 1 : h->gen + 1;
+	h->id = (uint32_t)h->gen << 16 | (uint32_t)(h - c->h);
+	h->fill = -1;
+	return h;
+}
+
+static void handle_put(struct handle *h)
+{
+	struct conn *c = h->c;
+	uint16_t gen = h->gen;
+
+	if (h->on_ready)
+		list_del(&h->ready_link);
+	list_del(&h->wait_link);
+	free(h->q);
+	memset(h, 0, sizeof(*h));
+	h->c = c;
+	h->gen = gen;
+	list_init(&h->ready_link);
+	list_init(&h->wait_link);
+	h->next_free = c->free_h;
+	c->free_h = h;
+}
+
+/* The live handle <id> of <kind>, or NULL. */
+static struct handle *handle_find(struct conn *c, uint32_t id,
+				  enum handle_kind kind)
+{
+	uint32_t idx = id & 0xffff;
+
+	if (!id || idx >= c->nh || c->h[idx].id != id || c->h[idx].kind != kind)
+		return NULL;
+	return &c->h[idx];
+}
+
+static void mark_ready(struct handle *h)
+{
+	if (h->on_ready)
+		return;
+	h->on_ready = true;
+	list_add_tail(&h->c->srv->ready, &h->ready_link);
+}
+
+/* Engine wake callbacks (from gs_io_run): come back to the handle later. */
+static void handle_wake(void *arg)
+{
+	mark_ready(arg);
+}
+
+/* ---- completions and buffers ---- */
+
+static void post_cqe(struct conn *c, const struct ring_cqe *cqe)
+{
+	struct ring_cqe *grown;
+	uint32_t cap;
+
+	if (c->dead)
+		return;
+	c->bell = true;
+	if (!c->over_len && ring_cq_push(&c->ring, cqe) == 0)
+		return;
+	if (c->over_len == c->over_cap) {
+		cap = c->over_cap ? 2 * c->over_cap : 64;
+		if (cap > MAX_OVERFLOW) {
+			conn_kill(c, "completion queue overflow");
+			return;
+		}
+		grown = malloc(cap * sizeof(*grown));
+		if (!grown) {
+			conn_kill(c, "out of memory for completions");
+			return;
+		}
+		for (uint32_t i = 0; i < c->over_len; i++)
+			grown[i] = c->over[(c->over_head + i) % c->over_cap];
+		free(c->over);
+		c->over = grown;
+		c->over_head = 0;
+		c->over_cap = cap;
+	}
+	c->over[(c->over_head + c->over_len) % c->over_cap] = *cqe;
+	c->over_len++;
+	c->srv->st[ST_ring_cq_overflows]++;
+}
+
+static void flush_overflow(struct conn *c)
+{
+	while (c->over_len &&
+	       ring_cq_push(&c->ring, &c->over[c->over_head]) == 0) {
+		c->over_head = (c->over_head + 1) % c->over_cap;
+		c->over_len--;
+		c->bell = true;
+	}
+}
+
+static int rx_take(struct conn *c)
+{
+	uint32_t b;
+
+	if (!c->nrx_free)
+		return -1;
+	b = c->rx_free[--c->nrx_free];
+	c->rx_state[b] = RX_FILLING;
+	return (int)b;
+}
+
+/* An rx buffer is free again: the first READ waiting for one gets a go. */
+static void rx_give(struct conn *c, uint32_t b)
+{
+	c->rx_state[b] = RX_FREE;
+	c->rx_owner[b] = 0;
+	c->rx_free[c->nrx_free++] = b;
+	if (!list_empty(&c->buf_waiters)) {
+		struct handle *h = list_entry(c->buf_waiters.next,
+					      struct handle, wait_link);
+
+		list_del(&h->wait_link);
+		mark_ready(h);
+	}
+}
+
+static void wait_for_buffer(struct handle *h)
+{
+	if (list_empty(&h->wait_link)) {
+		list_add_tail(&h->c->buf_waiters, &h->wait_link);
+		h->c->srv->st[ST_ring_buffer_waits]++;
+	}
+}
+
+/* ---- objects: LOOKUP, READ, RELEASE ---- */
+
+static bool key_ok(const struct ring_sqe *sqe)
+{
+	return sqe->klen > 0 && sqe->klen <= RING_KEY_MAX;
+}
+
+static void op_lookup(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct ring_cqe cqe = { .user_data = sqe->user_data,
+				.op = RING_OP_LOOKUP };
+	struct server *srv = c->srv;
+	const struct gs_meta *m;
+	struct handle *h;
+	struct gs_obj *obj;
+
+	srv->st[ST_ring_lookups]++;
+	if (!key_ok(sqe)) {
+		cqe.res = -EINVAL;
+		goto out;
+	}
+	h = handle_get(c, H_OBJ);
+	if (!h) {
+		cqe.res = -EBUSY;
+		goto out;
+	}
+	cqe.res = gs_lookup(srv->e, sqe->key, sqe->klen, &obj);
+	if (cqe.res) {
+		handle_put(h);
+		goto out;
+	}
+	h->obj = obj;
+	srv->st[ST_ring_lookup_hits]++;
+	srv->st[ST_ring_pins]++;
+	m = gs_obj_meta(obj);
+	cqe.handle = h->id;
+	cqe.meta = (struct ring_meta){
+		.size = m->size, .cas = m->cas, .mtime = m->mtime,
+		.exptime = m->exptime, .head_off = m->head_off,
+		.head_len = m->head_len, .flags = m->flags,
+	};
+out:
+	post_cqe(c, &cqe);
+}
+
+/* Hands the buffer being filled to nginx. */
+static void stage(struct handle *h)
+{
+	struct conn *c = h->c;
+	struct ring_cqe cqe = {
+		.user_data = h->ud, .op = RING_OP_DATA, .handle = h->id,
+		.buf = (uint32_t)h->fill, .off = h->fill_off, .len = h->fill_len,
+	};
+
+	c->rx_state[h->fill] = RX_NGINX;
+	c->rx_owner[h->fill] = h->id;
+	c->srv->st[ST_ring_read_bytes] += h->fill_len;
+	h->nbufs++;
+	h->fill = -1;
+	h->fill_len = 0;
+	post_cqe(c, &cqe);
+}
+
+/* Ends the READ of <h> with <res>; the pin stays until RELEASE. */
+static void read_end(struct handle *h, int res)
+{
+	struct ring_cqe cqe = { .user_data = h->ud, .op = RING_OP_READ,
+				.res = res, .handle = h->id };
+
+	if (h->fill >= 0)
+		rx_give(h->c, (uint32_t)h->fill);
+	h->fill = -1;
+	gs_stream_close(&h->s);
+	list_del(&h->wait_link);
+	post_cqe(h->c, &cqe);
+}
+
+/* Copies what the stream has into rx buffers, in offset order. */
+static void pump_read(struct handle *h)
+{
+	struct conn *c = h->c;
+	const void *data;
+	size_t len, n;
+	int ret;
+
+	while (h->s && !c->dead) {
+		if (h->fill < 0) {
+			/* a BUFREL of one of ours, or any, brings us back */
+			if (h->nbufs >= c->per_stream)
+				return;
+			h->fill = rx_take(c);
+			if (h->fill < 0) {
+				wait_for_buffer(h);
+				return;
+			}
+			h->fill_off = h->pos;
+		}
+		ret = gs_stream_peek(h->s, &data, &len);
+		if (ret == -EAGAIN) {
+			if (h->fill_len)
+				stage(h);	/* what has landed goes now */
+			return;
+		}
+		if (ret < 0 || !len) {
+			if (!ret && h->fill_len)
+				stage(h);
+			read_end(h, ret);
+			return;
+		}
+		n = c->ring.buf_size - h->fill_len;
+		if (n > len)
+			n = len;
+		memcpy(ring_rx_buf(&c->ring, (uint32_t)h->fill) + h->fill_len,
+		       data, n);
+		gs_stream_consume(h->s, n);
+		h->fill_len += n;
+		h->pos += n;
+		if (h->fill_len == c->ring.buf_size)
+			stage(h);
+	}
+}
+
+static void op_read(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_find(c, sqe->handle, H_OBJ);
+	struct ring_cqe cqe = { .user_data = sqe->user_data,
+				.op = RING_OP_READ, .handle = sqe->handle };
+	uint64_t size;
+
+	if (!h || h->s) {
+		cqe.res = -EINVAL;
+		post_cqe(c, &cqe);
+		return;
+	}
+	size = gs_obj_meta(h->obj)->size;
+	h->ud = sqe->user_data;
+	h->pos = sqe->off < size ? sqe->off : size;
+	cqe.res = gs_stream_open(c->srv->io, h->obj, sqe->off, sqe->len,
+				 handle_wake, h, &h->s);
+	if (cqe.res) {
+		post_cqe(c, &cqe);
+		return;
+	}
+	c->srv->st[ST_ring_reads]++;
+	mark_ready(h);
+}
+
+static void release_obj(struct handle *h)
+{
+	if (h->s)
+		gs_stream_close(&h->s);
+	if (h->fill >= 0)
+		rx_give(h->c, (uint32_t)h->fill);
+	gs_obj_put(h->c->srv->e, &h->obj);
+	h->c->srv->st[ST_ring_pins]--;
+	handle_put(h);
+}
+
+static void op_bufrel(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h;
+	uint32_t b = sqe->buf;
+
+	if (b >= c->ring.n_rx || c->rx_state[b] != RX_NGINX) {
+		conn_kill(c, "BUFREL of a buffer nginx does not hold");
+		return;
+	}
+	h = handle_find(c, c->rx_owner[b], H_OBJ);
+	if (h && h->nbufs) {
+		h->nbufs--;
+		if (h->s)
+			mark_ready(h);
+	}
+	rx_give(c, b);
+}
+
+/* ---- writers: WOPEN, WDATA, WFINISH, WABORT ---- */
+
+static void op_wopen(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct ring_cqe cqe = { .user_data = sqe->user_data,
+				.op = RING_OP_WOPEN };
+	struct handle *h;
+
+	if (!key_ok(sqe)) {
+		cqe.res = -EINVAL;
+		goto out;
+	}
+	h = handle_get(c, H_WRITER);
+	if (!h) {
+		cqe.res = -EBUSY;
+		goto out;
+	}
+	h->q = calloc(c->ring.n_tx, sizeof(*h->q));
+	if (!h->q) {
+		cqe.res = -ENOMEM;
+		goto out_put;
+	}
+	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
+				 sqe->flags, gs_exptime(sqe->exptime), &h->w);
+	if (cqe.res)
+		goto out_put;
+	h->size = sqe->len;
+	h->klen = sqe->klen;
+	memcpy(h->key, sqe->key, sqe->klen);
+	cqe.handle = h->id;
+	goto out;
+
+out_put:
+	c->srv->st[ST_ring_store_errors]++;
+	handle_put(h);
+out:
+	post_cqe(c, &cqe);
+}
+
+static void txdone(struct conn *c, const struct wdata *q)
+{
+	struct ring_cqe cqe = { .user_data = q->ud, .op = RING_OP_TXDONE,
+				.buf = q->buf };
+
+	c->tx_daemon[q->buf] = 0;
+	post_cqe(c, &cqe);
+}
+
+/* Gives every queued tx buffer back. */
+static void writer_drain(struct handle *h)
+{
+	while (h->qlen) {
+		txdone(h->c, &h->q[h->qhead]);
+		h->qhead = (h->qhead + 1) % h->c->ring.n_tx;
+		h->qlen--;
+	}
+}
+
+static void writer_done(void *arg, int res)
+{
+	struct handle *h = arg;
+	struct conn *c = h->c;
+	struct ring_cqe cqe = { .user_data = h->finish_ud,
+				.op = RING_OP_WFINISH, .res = res,
+				.handle = h->id, .len = h->existed };
+
+	c->busy--;
+	if (res == 0) {
+		cqe.meta.cas = gs_last_cas(c->srv->io);
+		c->srv->st[ST_ring_stores]++;
+	} else {
+		c->srv->st[ST_ring_store_errors]++;
+	}
+	if (!h->orphan)
+		post_cqe(c, &cqe);
+	handle_put(h);
+}
+
+/* Every byte given: link the object (created or replaced, for 201/204). */
+static void writer_finish(struct handle *h)
+{
+	struct ring_cqe cqe = { .user_data = h->finish_ud,
+				.op = RING_OP_WFINISH, .handle = h->id };
+	struct conn *c = h->c;
+	struct gs_obj *old;
+	int ret = h->error;
+
+	if (!ret) {
+		h->existed = gs_lookup(c->srv->e, h->key, h->klen, &old) == 0;
+		if (h->existed)
+			gs_obj_put(c->srv->e, &old);
+		ret = gs_writer_finish(&h->w, GS_SET, 0, writer_done, h);
+	}
+	if (!ret) {
+		h->finishing = true;
+		c->busy++;
+		return;
+	}
+	gs_writer_abort(&h->w);
+	c->srv->st[ST_ring_store_errors]++;
+	cqe.res = ret;
+	post_cqe(c, &cqe);
+	handle_put(h);
+}
+
+/* Copies queued tx buffers into the writer, in order. */
+static void pump_write(struct handle *h)
+{
+	struct conn *c = h->c;
+	struct wdata *q;
+	size_t len, n;
+	void *p;
+	int ret;
+
+	while (h->qlen && !c->dead) {
+		q = &h->q[h->qhead];
+		if (!h->error) {
+			ret = gs_writer_buf(h->w, &p, &len, handle_wake, h);
+			if (ret == -EAGAIN)
+				return;
+			if (ret < 0 || !len)
+				h->error = ret ? ret : -EINVAL;
+		}
+		if (!h->error) {
+			n = q->len - q->done;
+			if (n > len)
+				n = len;
+			memcpy(p, ring_tx_buf(&c->ring, q->buf) + q->done, n);
+			gs_writer_advance(h->w, n);
+			q->done += n;
+			c->srv->st[ST_ring_store_bytes] += n;
+		}
+		if (h->error || q->done == q->len) {
+			txdone(c, q);
+			h->qhead = (h->qhead + 1) % c->ring.n_tx;
+			h->qlen--;
+		}
+	}
+	if (h->finish && !h->finishing && !h->qlen && !c->dead)
+		writer_finish(h);
+}
+
+static void op_wdata(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+	uint32_t b = sqe->buf;
+
+	if (!h || h->finish || b >= c->ring.n_tx || c->tx_daemon[b] ||
+	    !sqe->len || sqe->len > c->ring.buf_size ||
+	    h->given + sqe->len > h->size || h->qlen >= c->ring.n_tx) {
+		conn_kill(c, "bad WDATA");
+		return;
+	}
+	c->tx_daemon[b] = 1;
+	h->q[(h->qhead + h->qlen) % c->ring.n_tx] = (struct wdata){
+		.ud = sqe->user_data, .buf = b, .len = (uint32_t)sqe->len,
+	};
+	h->qlen++;
+	h->given += sqe->len;
+	mark_ready(h);
+}
+
+static void op_wfinish(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+
+	if (!h || h->finish) {
+		conn_kill(c, "bad WFINISH");
+		return;
+	}
+	h->finish = true;
+	h->finish_ud = sqe->user_data;
+	mark_ready(h);
+}
+
+/* Drops a writer: nothing stored, its tx buffers back to nginx. */
+static void writer_drop(struct handle *h)
+{
+	writer_drain(h);
+	if (h->finishing) {
+		h->orphan = true;	/* writer_done frees it */
+		return;
+	}
+	gs_writer_abort(&h->w);
+	h->c->srv->st[ST_ring_store_errors]++;
+	handle_put(h);
+}
+
+static void op_wabort(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+
+	if (!h) {
+		conn_kill(c, "WABORT of an unknown writer");
+		return;
+	}
+	writer_drop(h);
+}
+
+/* ---- DELETE, STATS ---- */
+
+static void op_delete(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct ring_cqe cqe = { .user_data = sqe->user_data,
+				.op = RING_OP_DELETE };
+
+	cqe.res = key_ok(sqe) ? gs_delete(c->srv->e, sqe->key, sqe->klen)
+			      : -EINVAL;
+	if (!cqe.res)
+		c->srv->st[ST_ring_deletes]++;
+	post_cqe(c, &cqe);
+}
+
+static const char *const ring_stat_names[] = {
+#define RING_STAT_NAME(name, desc) #name,
+	RING_STATS(RING_STAT_NAME)
+#undef RING_STAT_NAME
+};
+
+/* "name value\n" for every engine and ring counter into <buf>. */
+static size_t format_stats(struct server *srv, char *buf, size_t size)
+{
+	struct gs_stats st;
+	size_t n = 0;
+
+	gs_stats(srv->e, &st);
+#define FMT_STAT(name, desc)						\
+	n += snprintf(buf + n, size - n, "%s %llu\n", #name,		\
+		      (unsigned long long)st.name);			\
+	if (n >= size)							\
+		return size;
+	GS_STATS(FMT_STAT)
+#undef FMT_STAT
+	for (int i = 0; i < ST_MAX; i++) {
+		n += snprintf(buf + n, size - n, "%s %llu\n",
+			      ring_stat_names[i],
+			      (unsigned long long)srv->st[i]);
+		if (n >= size)
+			return size;
+	}
+	return n;
+}
+
+static void pump_stats(struct handle *h)
+{
+	struct conn *c = h->c;
+	struct ring_cqe cqe = { .user_data = h->ud, .op = RING_OP_STATS };
+	int b = rx_take(c);
+
+	if (b < 0) {
+		wait_for_buffer(h);
+		return;
+	}
+	cqe.buf = (uint32_t)b;
+	cqe.len = format_stats(c->srv, ring_rx_buf(&c->ring, (uint32_t)b),
+			       c->ring.buf_size);
+	c->rx_state[b] = RX_NGINX;
+	handle_put(h);
+	post_cqe(c, &cqe);
+}
+
+static void op_stats(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_get(c, H_STATS);
+	struct ring_cqe cqe = { .user_data = sqe->user_data,
+				.op = RING_OP_STATS, .res = -EBUSY };
+
+	if (!h) {
+		post_cqe(c, &cqe);
+		return;
+	}
+	h->ud = sqe->user_data;
+	mark_ready(h);
+}
+
+/* ---- a worker's connection ---- */
+
+static void dispatch(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h;
+
+	switch (sqe->op) {
+	case RING_OP_LOOKUP:
+		op_lookup(c, sqe);
+		break;
+	case RING_OP_READ:
+		op_read(c, sqe);
+		break;
+	case RING_OP_BUFREL:
+		op_bufrel(c, sqe);
+		break;
+	case RING_OP_RELEASE:
+		h = handle_find(c, sqe->handle, H_OBJ);
+		if (h)
+			release_obj(h);
+		else
+			conn_kill(c, "RELEASE of an unknown handle");
+		break;
+	case RING_OP_WOPEN:
+		op_wopen(c, sqe);
+		break;
+	case RING_OP_WDATA:
+		op_wdata(c, sqe);
+		break;
+	case RING_OP_WFINISH:
+		op_wfinish(c, sqe);
+		break;
+	case RING_OP_WABORT:
+		op_wabort(c, sqe);
+		break;
+	case RING_OP_DELETE:
+		op_delete(c, sqe);
+		break;
+	case RING_OP_STATS:
+		op_stats(c, sqe);
+		break;
+	default:
+		conn_kill(c, "unknown opcode");
+	}
+}
+
+static void conn_drain_sq(struct conn *c)
+{
+	struct ring_sqe sqe;
+	int ret;
+
+	flush_overflow(c);
+	while (!c->dead && (ret = ring_sq_pop(&c->ring, &sqe)) == 1)
+		dispatch(c, &sqe);
+	if (c->dead)
+		return;
+	if (ret < 0)
+		conn_kill(c, "submission queue indices corrupt");
+	else if (ring_sq_wants_doorbell(&c->ring))
+		c->bell = true;
+}
+
+/* Answers the worker's hello with the head region and a fresh ring. */
+static int conn_welcome(struct conn *c)
+{
+	struct server *srv = c->srv;
+	struct ring_welcome w = { .magic = RING_MAGIC,
+				  .version = RING_VERSION };
+	struct ring_hello hello;
+	uint32_t i, nh;
+	int ret;
+
+	ret = ring_recv_hello(c->fd, &hello);
+	if (ret)
+		return ret;
+	c->pid = (pid_t)hello.pid;
+	ret = ring_create(&c->ring, &hello);
+	if (ret)
+		goto out_refuse;
+	nh = 4 * c->ring.sq_entries < 256 ? 256 : 4 * c->ring.sq_entries;
+	c->h = calloc(nh, sizeof(*c->h));
+	c->rx_free = calloc(c->ring.n_rx, sizeof(*c->rx_free));
+	c->rx_state = calloc(c->ring.n_rx, 1);
+	c->rx_owner = calloc(c->ring.n_rx, sizeof(*c->rx_owner));
+	c->tx_daemon = calloc(c->ring.n_tx, 1);
+	if (!c->h || !c->rx_free || !c->rx_state || !c->rx_owner ||
+	    !c->tx_daemon) {
+		ret = -ENOMEM;
+		goto out_refuse;
+	}
+	c->nh = nh;
+	for (i = c->nh; i-- > 0;) {
+		c->h[i].c = c;
+		list_init(&c->h[i].ready_link);
+		list_init(&c->h[i].wait_link);
+		c->h[i].next_free = c->free_h;
+		c->free_h = &c->h[i];
+	}
+	for (i = c->ring.n_rx; i-- > 0;)
+		c->rx_free[c->nrx_free++] = i;
+	c->per_stream = c->ring.n_rx / 4 < 2 ? 2 : c->ring.n_rx / 4;
+
+	w.ring_size = c->ring.size;
+	w.region_size = srv->region_size;
+	ret = ring_send_welcome(c->fd, &w, srv->region_fd, c->ring.fd);
+	if (ret)
+		return ret;
+	/* the worker holds its own descriptor now; the mapping is enough */
+	close(c->ring.fd);
+	c->ring.fd = -1;
+	c->welcomed = true;
+	srv->st[ST_ring_connections]++;
+	srv->st[ST_ring_total_connections]++;
+	log_info("nginx worker %d attached (sq %u, rx %u, tx %u buffers of %u KiB)",
+		 (int)c->pid, c->ring.sq_entries, c->ring.n_rx, c->ring.n_tx,
+		 c->ring.buf_size >> 10);
+	return 0;
+
+out_refuse:
+	w.res = ret;
+	ring_send_welcome(c->fd, &w, -1, -1);
+	return ret;
+}
+
+static void conn_event(struct conn *c)
+{
+	int ret;
+
+	if (c->dead)
+		return;
+	if (!c->welcomed) {
+		ret = conn_welcome(c);
+		if (ret == -ECONNRESET)
+			conn_kill(c, NULL);
+		else if (ret && ret != -EAGAIN)
+			conn_kill(c, ret == -EPROTO ? "bad hello" : strerror(-ret));
+		return;
+	}
+	ret = ring_doorbell_drain(c->fd);
+	if (ret < 0) {
+		conn_kill(c, NULL);
+		return;
+	}
+	conn_drain_sq(c);
+}
+
+/*
+ * Drops a worker: every pin released, every writer aborted, the socket
+ * closed.  The memory goes at the end of the round (conn_reap), once no
+ * writer commit is in flight.  <why> NULL: the worker went away.
+ */
+static void conn_kill(struct conn *c, const char *why)
+{
+	struct server *srv = c->srv;
+	unsigned pins = 0;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (why) {
+		log_warn("nginx worker %d dropped: %s", (int)c->pid, why);
+		srv->st[ST_ring_protocol_errors]++;
+	}
+	for (uint32_t i = 0; i < c->nh; i++) {
+		struct handle *h = &c->h[i];
+
+		switch (h->kind) {
+		case H_OBJ:
+			pins++;
+			release_obj(h);
+			break;
+		case H_WRITER:
+			writer_drop(h);
+			break;
+		case H_STATS:
+			handle_put(h);
+			break;
+		}
+	}
+	if (c->welcomed) {
+		srv->st[ST_ring_connections]--;
+		log_info("nginx worker %d detached, %u pin(s) released",
+			 (int)c->pid, pins);
+	}
+	close(c->fd);
+	c->fd = -1;
+	ring_unmap(&c->ring);
+}
+
+static void conn_free(struct conn *c)
+{
+	list_del(&c->link);
+	c->srv->nconns--;
+	free(c->h);
+	free(c->rx_free);
+	free(c->rx_state);
+	free(c->rx_owner);
+	free(c->tx_daemon);
+	free(c->over);
+	free(c);
+}
+
+static void accept_conns(struct server *srv)
+{
+	struct epoll_event ev;
+	struct conn *c;
+	int fd;
+
+	for (;;) {
+		fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("ring: accept: %s", strerror(errno));
+			return;
+		}
+		c = srv->nconns < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			log_warn("ring: refusing a worker (%u attached)",
+				 srv->nconns);
+			close(fd);
+			continue;
+		}
+		c->srv = srv;
+		c->fd = fd;
+		c->ring.fd = -1;
+		list_init(&c->buf_waiters);
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			log_warn("ring: epoll_ctl: %s", strerror(errno));
+			close(fd);
+			free(c);
+			continue;
+		}
+		list_add_tail(&srv->conns, &c->link);
+		srv->nconns++;
+	}
+}
+
+/* ---- the thread ---- */
+
+static void run_ready(struct server *srv)
+{
+	struct handle *h;
+
+	while (!list_empty(&srv->ready)) {
+		h = list_entry(srv->ready.next, struct handle, ready_link);
+		list_del(&h->ready_link);
+		h->on_ready = false;
+		if (h->c->dead)
+			continue;
+		switch (h->kind) {
+		case H_OBJ:
+			pump_read(h);
+			break;
+		case H_WRITER:
+			pump_write(h);
+			break;
+		case H_STATS:
+			pump_stats(h);
+			break;
+		}
+	}
+}
+
+/* End of a round: queued completions out, doorbells rung, dead workers
+ * freed once nothing refers to them. */
+static void end_round(struct server *srv)
+{
+	struct list *p, *n;
+
+	for (p = srv->conns.next; p != &srv->conns; p = n) {
+		struct conn *c = list_entry(p, struct conn, link);
+
+		n = p->next;
+		if (!c->dead) {
+			flush_overflow(c);
+			if (c->bell && ring_doorbell(c->fd) < 0)
+				conn_kill(c, NULL);
+			c->bell = false;
+		}
+		if (c->dead && !c->busy)
+			conn_free(c);
+	}
+}
+
+static int thread_setup(struct server *srv)
+{
+	struct epoll_event ev;
+	int ret;
+
+	ret = gs_io_create(srv->e, &srv->io);
+	if (ret)
+		return ret;
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_io };
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, gs_io_fd(srv->io), &ev) < 0) {
+		ret = -errno;
+		gs_io_destroy(&srv->io);
+		return ret;
+	}
+	return 0;
+}
+
+static void *ring_thread(void *arg)
+{
+	struct server *srv = arg;
+	struct epoll_event evs[64];
+	bool stop = false;
+	int n, ret;
+
+	ret = thread_setup(srv);
+	pthread_mutex_lock(&srv->lock);
+	srv->start_res = ret;
+	srv->started = true;
+	pthread_cond_signal(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+	if (ret)
+		return NULL;
+
+	while (!stop) {
+		n = epoll_wait(srv->epfd, evs, 64, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("ring: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+
+			if (p == &tag_stop)
+				stop = true;
+			else if (p == &tag_listen)
+				accept_conns(srv);
+			else if (p == &tag_io)
+				gs_io_run(srv->io, false);
+			else
+				conn_event(p);
+		}
+		run_ready(srv);
+		end_round(srv);
+	}
+
+	/* drop every worker, then let in-flight commits finish */
+	for (struct list *p = srv->conns.next; p != &srv->conns; p = p->next)
+		conn_kill(list_entry(p, struct conn, link), NULL);
+	end_round(srv);
+	while (!list_empty(&srv->conns) && gs_io_run(srv->io, true) >= 0)
+		end_round(srv);
+	gs_io_destroy(&srv->io);
+	return NULL;
+}
+
+/* Refuses a path another live server listens on; removes a stale socket. */
+static int claim_path(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat stb;
+	int fd, ret;
+
+	if (lstat(path, &stb) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(stb.st_mode)) {
+		snprintf(err, errlen, "--socket %s: exists and is not a socket",
+			 path);
+		return -EEXIST;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (ret == 0) {
+		snprintf(err, errlen, "--socket %s: another server is listening there",
+			 path);
+		return -EADDRINUSE;
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+static void server_free(struct server *srv)
+{
+	if (srv->epfd >= 0)
+		close(srv->epfd);
+	if (srv->stopfd >= 0)
+		close(srv->stopfd);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->cond);
+	free(srv);
+}
+
+int ring_server_start(struct gs_engine *e, const char *socket_path,
+		     char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev;
+	struct server *srv;
+	int ret;
+
+	if (the_server) {
+		snprintf(err, errlen, "ring server already started");
+		return -EBUSY;
+	}
+	if (!socket_path || !*socket_path ||
+	    strlen(socket_path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "--socket: a path of 1 to %zu bytes",
+			 sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	srv = calloc(1, sizeof(*srv));
+	if (!srv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	srv->e = e;
+	srv->lfd = srv->epfd = srv->stopfd = -1;
+	srv->region_fd = gs_engine_region_fd(e);
+	srv->region_size = gs_engine_region_size(e);
+	strcpy(srv->path, socket_path);
+	list_init(&srv->conns);
+	list_init(&srv->ready);
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->cond, NULL);
+	err[0] = 0;
+
+	ret = claim_path(socket_path, err, errlen);
+	if (ret)
+		goto out_free;
+	strcpy(sa.sun_path, socket_path);
+	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->lfd < 0 ||
+	    bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	/* nginx workers run as another user */
+	if (chmod(socket_path, 0666) < 0 || listen(srv->lfd, 128) < 0) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	srv->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->epfd < 0 || srv->stopfd < 0) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_listen };
+	epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_stop };
+	epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->stopfd, &ev);
+
+	ret = -pthread_create(&srv->thread, NULL, ring_thread, srv);
+	if (ret)
+		goto out_unlink;
+	pthread_mutex_lock(&srv->lock);
+	while (!srv->started)
+		pthread_cond_wait(&srv->cond, &srv->lock);
+	pthread_mutex_unlock(&srv->lock);
+	ret = srv->start_res;
+	if (ret) {
+		pthread_join(srv->thread, NULL);
+		goto out_unlink;
+	}
+	the_server = srv;
+	return 0;
+
+out_unlink:
+	unlink(socket_path);
+out_free:
+	if (!err[0])
+		snprintf(err, errlen, "--socket %s: %s", socket_path,
+			 strerror(-ret));
+	server_free(srv);
+	return ret;
+}
+
+void ring_server_stop(void)
+{
+	struct server *srv = the_server;
+	uint64_t one = 1;
+
+	if (!srv)
+		return;
+	if (write(srv->stopfd, &one, sizeof(one)) < 0)
+		log_warn("ring: stop: %s", strerror(errno));
+	pthread_join(srv->thread, NULL);
+	unlink(srv->path);
+	server_free(srv);
+	the_server = NULL;
+}
