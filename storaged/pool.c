@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -111,10 +113,30 @@ static uint32_t dio_alignment(int fd)
 	return 4096;
 }
 
+/* One aligned O_DIRECT read: some file systems accept the open flag and
+ * fail the I/O. */
+static int probe_direct(struct pool_dir *d, uint32_t align, char *err,
+			size_t errlen)
+{
+	void *buf = aligned_alloc(align, align);
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = pread(d->fd, buf, align, 0);
+	free(buf);
+	if (n == (ssize_t)align)
+		return 0;
+	snprintf(err, errlen, "%s: O_DIRECT read failed: %s", d->path,
+		 n < 0 ? strerror(errno) : "short read");
+	return n < 0 ? -errno : -EIO;
+}
+
 static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 {
 	struct pool_dir *d = &p->dirs[i];
 	char want[128], path[4200];
+	struct statfs sfs;
 	int ret;
 
 	ret = mkdir_p(d->path);
@@ -122,6 +144,12 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: cannot create: %s", d->path,
 			 strerror(-ret));
 		return ret;
+	}
+	if (statfs(d->path, &sfs) == 0 &&
+	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+		snprintf(err, errlen, "%s: is on tmpfs, which keeps no data on disk and does not support O_DIRECT as a disk does: put pools on a disk file system, e.g. under /var/tmp",
+			 d->path);
+		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "%s/" MARKER_NAME, d->path);
 	if (access(path, F_OK) < 0) {
@@ -163,7 +191,7 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 	}
 	if (dio_alignment(d->fd) > p->align)
 		p->align = dio_alignment(d->fd);
-	return 0;
+	return probe_direct(d, p->align, err, errlen);
 }
 
 int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
