@@ -99,6 +99,7 @@ struct bd_result {
 	uint64_t disk_used_bytes;	/* bytes its own counters say are live */
 	uint64_t engine_write_bytes;	/* bytes written, its own counters */
 	uint64_t peak_rss;		/* VmHWM of the child */
+	uint64_t done;			/* requests with valid samples */
 	uint64_t verified_bytes;
 	uint64_t mismatches;
 	uint64_t misses;

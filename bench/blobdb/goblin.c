@@ -154,6 +154,7 @@ static int read_one(struct gs_engine *e, struct gs_io *io,
 	if (rc < 0) {
 		r->samples[i].ttfb_ns = r->samples[i].complete_ns =
 			bd_now_ns() - t0;
+		r->done++;
 		r->misses++;
 		bd_fail(r, "gs_lookup(%s): %s", key, strerror(-rc));
 		return 0;
@@ -184,6 +185,7 @@ static int read_one(struct gs_engine *e, struct gs_io *io,
 	}
 	r->samples[i].ttfb_ns = t1 - t0;
 	r->samples[i].complete_ns = dn.t_ns - t0;
+	r->done++;
 	bd_verify(cfg, s, idx, *buf, size, r);
 	return 0;
 }

@@ -46,8 +46,9 @@ const char *const bd_dataset_names[BD_DATASETS] = {
 	       "Goblin: bytes of each object kept in RAM")		\
 	ACTION(blob-file-size, 1, "SIZE", "256M", "RocksDB blob_file_size") \
 	ACTION(min-blob-size, 1, "SIZE", "4K", "RocksDB min_blob_size")	\
-	ACTION(cgroup-slack, 1, "SIZE", "0",				\
-	       "memory cgroup limit above --memory (for the process itself)") \
+	ACTION(cgroup-slack, 1, "SIZE", "64M",				\
+	       "the buffered run's memory cgroup limit above --memory, "	\
+	       "for the process itself")				\
 	ACTION(no-cgroup, 0, "", "", "run buffered BlobDB without a memory cgroup") \
 	ACTION(check-seed, 1, "N", "--seed",				\
 	       "check values against seed N: a different N must fail "	\
@@ -176,6 +177,7 @@ static int parse_args(struct bd_config *cfg, int argc, char **argv)
 	cfg->min_blob_size = 4 * KIB;
 	cfg->device = "/var/tmp";
 	cfg->cgroup = true;
+	cfg->cgroup_slack = 64 * MIB;
 	parse_datasets(cfg, "goblin,blobdb-buffered,blobdb-direct");
 
 	while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
@@ -207,8 +209,8 @@ static int parse_args(struct bd_config *cfg, int argc, char **argv)
 	}
 	if (!cfg->check_seed_set)
 		cfg->check_seed = cfg->seed;
-	/* RocksDB's share: two memtables of 1/8 each, the rest is cache. */
-	cfg->write_buffer = cfg->memory / 8;
+	/* RocksDB's share: two memtables of 1/16 each, the rest is cache. */
+	cfg->write_buffer = cfg->memory / 16;
 	cfg->block_cache = cfg->memory - 2 * cfg->write_buffer;
 	return 0;
 }

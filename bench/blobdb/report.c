@@ -71,7 +71,7 @@ static int summarize(const struct bd_schedule *s, const struct bd_result *r,
 		return -ENOMEM;
 	}
 	for (big = 0; big < 2; big++) {
-		for (i = n = 0; i < s->n_reads; i++) {
+		for (i = n = 0; i < r->done; i++) {
 			if (big && s->sizes[s->reads[i]] < CLAIM_MIN_SIZE)
 				continue;
 			t[n] = r->samples[i].ttfb_ns;
@@ -92,6 +92,17 @@ static const char *fmt_ns(char *buf, size_t len, uint64_t ns)
 	else
 		snprintf(buf, len, "%.2f ms", ns / 1e6);
 	return buf;
+}
+
+/* The <q>th percentile of <p>, or a dash when there were no requests. */
+static const char *fmt_pct(char *buf, size_t len, const struct pct *p,
+			   unsigned q)
+{
+	if (!p->n) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	return fmt_ns(buf, len, p->v[q]);
 }
 
 static double mib_per_s(const struct bd_result *r)
@@ -142,7 +153,7 @@ static int write_csv(const char *path, const struct bd_config *cfg,
 	for (d = 0; d < BD_DATASETS; d++) {
 		if (!cfg->datasets[d] || !res[d].ran)
 			continue;
-		for (i = 0; i < s->n_reads; i++) {
+		for (i = 0; i < res[d].done; i++) {
 			bd_key(key, s->reads[i]);
 			fprintf(f, "%s,%llu,%s,%llu,%llu,%llu\n",
 				bd_dataset_names[d], (unsigned long long)i, key,
@@ -252,6 +263,7 @@ static json_t *dataset_json(int d, const struct bd_result *r,
 		"bytes_used", (json_int_t)r->disk_used_bytes,
 		"engine_write_bytes", (json_int_t)r->engine_write_bytes,
 		"write_amplification", write_amp(r)));
+	json_object_set_new(o, "requests", json_integer(r->done));
 	json_object_set_new(o, "peak_rss", json_integer(r->peak_rss));
 	json_object_set_new(o, "memory", kv_json(&r->memory));
 	if (r->cgroup.n)
@@ -368,11 +380,11 @@ static void write_md(FILE *f, const struct bd_config *cfg,
 						  r->disk_used_bytes),
 			write_amp(r), bd_fmt_size(b, sizeof(b), r->peak_rss));
 		for (q = 0; q < NQ; q++)
-			fprintf(f, " %s |", fmt_ns(a, sizeof(a),
-						    sm[d].ttfb[0].v[q]));
+			fprintf(f, " %s |", fmt_pct(a, sizeof(a),
+						     &sm[d].ttfb[0], q));
 		for (q = 0; q < NQ; q++)
-			fprintf(f, " %s |", fmt_ns(a, sizeof(a),
-						    sm[d].complete[0].v[q]));
+			fprintf(f, " %s |", fmt_pct(a, sizeof(a),
+						     &sm[d].complete[0], q));
 		fprintf(f, "\n");
 	}
 	fprintf(f, "\nObjects of 1 MiB and more:\n\n"
@@ -384,10 +396,10 @@ static void write_md(FILE *f, const struct bd_config *cfg,
 		fprintf(f, "| %s | %llu | %s | %s | %s | %s |\n",
 			bd_dataset_names[d],
 			(unsigned long long)sm[d].ttfb[1].n,
-			fmt_ns(a, sizeof(a), sm[d].ttfb[1].v[0]),
-			fmt_ns(b, sizeof(b), sm[d].ttfb[1].v[2]),
-			fmt_ns(e, sizeof(e), sm[d].complete[1].v[0]),
-			fmt_ns(g, sizeof(g), sm[d].complete[1].v[2]));
+			fmt_pct(a, sizeof(a), &sm[d].ttfb[1], 0),
+			fmt_pct(b, sizeof(b), &sm[d].ttfb[1], 2),
+			fmt_pct(e, sizeof(e), &sm[d].complete[1], 0),
+			fmt_pct(g, sizeof(g), &sm[d].complete[1], 2));
 	}
 	fprintf(f, "\n");
 	if (cfg->datasets[BD_BUFFERED]) {
