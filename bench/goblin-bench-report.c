@@ -1,0 +1,258 @@
+/* goblin-bench reports: the human table on stdout and the --json file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "goblin-bench.h"
+
+void gb_sizes_compute(const struct gb_opts *o, const struct gb_sizer *z,
+		      struct gb_sizes *s)
+{
+	uint64_t hot = 0;
+
+	s->min = UINT64_MAX;
+	s->max = s->total = 0;
+	for (uint64_t k = 0; k < o->keys; k++) {
+		uint64_t n = gb_size_of(z, k);
+
+		s->total += n;
+		if (n < s->min)
+			s->min = n;
+		if (n > s->max)
+			s->max = n;
+		if (k >= o->hot_start && k < o->hot_start + o->hot_keys)
+			hot += n;
+	}
+	s->mean = (double)s->total / (double)o->keys;
+	s->mean_hot = (double)hot / (double)o->hot_keys;
+	s->target = gb_sizer_mean(z);
+}
+
+bool gb_result_ok(const struct gb_result *res)
+{
+	const struct gb_stats *p = &res->populate, *r = &res->run;
+
+	return !res->connect_failed && !p->conn_failures && !r->conn_failures &&
+	       !r->verify_errors && gb_gets(r) == r->hits + r->misses;
+}
+
+static const char *human_bytes(char *buf, size_t cap, double n)
+{
+	if (n >= 1 << 30)
+		snprintf(buf, cap, "%.2f GiB", n / (1 << 30));
+	else if (n >= 1 << 20)
+		snprintf(buf, cap, "%.2f MiB", n / (1 << 20));
+	else if (n >= 1 << 10)
+		snprintf(buf, cap, "%.1f KiB", n / (1 << 10));
+	else
+		snprintf(buf, cap, "%.0f B", n);
+	return buf;
+}
+
+static double per_s(uint64_t n, double secs)
+{
+	return secs > 0 ? (double)n / secs : 0;
+}
+
+static const double pcts[] = { 50, 90, 99, 99.9 };
+
+static void table_row(FILE *f, const char *name, const struct gb_hist *h)
+{
+	if (!h->count)
+		return;
+	fprintf(f, "  %-20s %10" PRIu64, name, h->count);
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+		fprintf(f, " %10.1f", gb_hist_percentile(h, pcts[i]) / 1e3);
+	fprintf(f, " %10.1f\n", h->max / 1e3);
+}
+
+void gb_report_table(FILE *f, const struct gb_opts *o,
+		     const struct gb_sizes *s, const struct gb_result *res)
+{
+	const struct gb_stats *p = &res->populate, *r = &res->run;
+	char b1[32], b2[32], b3[32], b4[32];
+	uint64_t gets = gb_gets(r);
+
+	fprintf(f, "goblin-bench %s: %s %s:%u, %u conns, seed %" PRIu64 "\n",
+		GB_VERSION, o->proto == GB_PROTO_HTTP ? "http" : "memcache",
+		o->host, o->port, o->conns, o->seed);
+	fprintf(f, "sizes     %s: mean %s over %" PRIu64 " keys (min %s, max %s; "
+		"distribution mean %s)\n", gb_dist_name(o->dist),
+		human_bytes(b1, sizeof(b1), s->mean), o->keys,
+		human_bytes(b2, sizeof(b2), (double)s->min),
+		human_bytes(b3, sizeof(b3), (double)s->max),
+		human_bytes(b4, sizeof(b4), s->target));
+	if (res->populated)
+		fprintf(f, "populate  %" PRIu64 " keys stored, %s in %.2f s: "
+			"%.0f keys/s, %.1f MB/s; %" PRIu64 " errors, %" PRIu64
+			" lost\n", p->sets,
+			human_bytes(b1, sizeof(b1), (double)p->set_bytes),
+			p->seconds, per_s(p->sets, p->seconds),
+			gb_mbps(p->set_bytes, p->seconds), p->set_errors,
+			p->set_failed);
+	if (res->measured) {
+		fprintf(f, "run       %.2f s on keys [%" PRIu64 ", %" PRIu64
+			") %s (mean %s), set ratio %g\n", r->seconds,
+			o->hot_start, o->hot_start + o->hot_keys,
+			o->key_dist == GB_KEYS_ZIPF ? "zipf" : "uniform",
+			human_bytes(b1, sizeof(b1), s->mean_hot), o->set_ratio);
+		fprintf(f, "          %.0f req/s, payload %.1f MB/s (get %.1f MB/s, "
+			"set %.1f MB/s)\n", per_s(gets + r->sets, r->seconds),
+			gb_mbps(r->get_bytes + r->set_bytes, r->seconds),
+			gb_mbps(r->get_bytes, r->seconds),
+			gb_mbps(r->set_bytes, r->seconds));
+		fprintf(f, "          gets %" PRIu64 ": hits %" PRIu64 ", misses %"
+			PRIu64 "; sets %" PRIu64 "; errors %" PRIu64
+			" (get %" PRIu64 ", set %" PRIu64 "); lost %" PRIu64 "\n",
+			gets, r->hits, r->misses, r->sets,
+			r->get_errors + r->set_errors, r->get_errors,
+			r->set_errors, r->get_failed + r->set_failed);
+		fprintf(f, "          verify errors %" PRIu64 "%s\n",
+			r->verify_errors, o->verify ? "" : " (--no-verify)");
+	}
+	fprintf(f, "          connection failures %" PRIu64 ", reconnects %"
+		PRIu64 "\n", p->conn_failures + r->conn_failures,
+		p->reconnects + r->reconnects);
+	fprintf(f, "latency (us)           %10s %10s %10s %10s %10s %10s\n",
+		"count", "p50", "p90", "p99", "p99.9", "max");
+	if (res->populated)
+		table_row(f, "populate set", &p->set_complete);
+	if (res->measured) {
+		table_row(f, "get first byte", &r->ttfb);
+		table_row(f, "get first payload", &r->payload);
+		table_row(f, "get complete", &r->complete);
+		table_row(f, "set complete", &r->set_complete);
+		fprintf(f, "check     gets = hits + misses: %" PRIu64 " = %" PRIu64
+			" + %" PRIu64 ": %s\n", gets, r->hits, r->misses,
+			gets == r->hits + r->misses ? "ok" : "FAILED");
+	}
+	fprintf(f, "result    %s\n", gb_result_ok(res) ? "ok" : "FAILED");
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_hist(FILE *f, const char *name, const struct gb_hist *h,
+		      bool last)
+{
+	fprintf(f, "      \"%s\": {\"count\": %" PRIu64 ", \"mean\": %.3f, "
+		"\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, "
+		"\"max\": %.3f}%s\n", name, h->count, gb_hist_mean(h) / 1e3,
+		gb_hist_percentile(h, 50) / 1e3, gb_hist_percentile(h, 90) / 1e3,
+		gb_hist_percentile(h, 99) / 1e3,
+		gb_hist_percentile(h, 99.9) / 1e3, h->max / 1e3, last ? "" : ",");
+}
+
+static void json_counters(FILE *f, const struct gb_stats *st)
+{
+	uint64_t gets = gb_gets(st);
+
+	fprintf(f, "    \"seconds\": %.6f,\n", st->seconds);
+	fprintf(f, "    \"requests\": %" PRIu64 ",\n", gets + st->sets);
+	fprintf(f, "    \"qps\": %.3f,\n", per_s(gets + st->sets, st->seconds));
+	fprintf(f, "    \"gets\": %" PRIu64 ",\n", gets);
+	fprintf(f, "    \"hits\": %" PRIu64 ",\n", st->hits);
+	fprintf(f, "    \"misses\": %" PRIu64 ",\n", st->misses);
+	fprintf(f, "    \"sets\": %" PRIu64 ",\n", st->sets);
+	fprintf(f, "    \"errors\": %" PRIu64 ",\n",
+		st->get_errors + st->set_errors);
+	fprintf(f, "    \"get_errors\": %" PRIu64 ",\n", st->get_errors);
+	fprintf(f, "    \"set_errors\": %" PRIu64 ",\n", st->set_errors);
+	fprintf(f, "    \"lost\": %" PRIu64 ",\n",
+		st->get_failed + st->set_failed);
+	fprintf(f, "    \"verify_errors\": %" PRIu64 ",\n", st->verify_errors);
+	fprintf(f, "    \"conn_failures\": %" PRIu64 ",\n", st->conn_failures);
+	fprintf(f, "    \"reconnects\": %" PRIu64 ",\n", st->reconnects);
+	fprintf(f, "    \"get_bytes\": %" PRIu64 ",\n", st->get_bytes);
+	fprintf(f, "    \"set_bytes\": %" PRIu64 ",\n", st->set_bytes);
+	fprintf(f, "    \"payload_mb_per_s\": %.3f,\n",
+		gb_mbps(st->get_bytes + st->set_bytes, st->seconds));
+	fprintf(f, "    \"get_mb_per_s\": %.3f,\n",
+		gb_mbps(st->get_bytes, st->seconds));
+	fprintf(f, "    \"gets_eq_hits_plus_misses\": %s,\n",
+		gets == st->hits + st->misses ? "true" : "false");
+	fprintf(f, "    \"latency_us\": {\n");
+	json_hist(f, "ttfb", &st->ttfb, false);
+	json_hist(f, "first_payload", &st->payload, false);
+	json_hist(f, "complete", &st->complete, false);
+	json_hist(f, "set_complete", &st->set_complete, true);
+	fprintf(f, "    }\n");
+}
+
+static void json_params(FILE *f, const struct gb_opts *o)
+{
+	fprintf(f, "  \"params\": {\n    \"host\": ");
+	json_str(f, o->host);
+	fprintf(f, ",\n    \"port\": %u,\n", o->port);
+	fprintf(f, "    \"proto\": \"%s\",\n",
+		o->proto == GB_PROTO_HTTP ? "http" : "memcache");
+	fprintf(f, "    \"http_prefix\": ");
+	json_str(f, o->http_prefix);
+	fprintf(f, ",\n    \"dist\": \"%s\",\n", gb_dist_name(o->dist));
+	fprintf(f, "    \"size\": %" PRIu64 ",\n", o->size);
+	fprintf(f, "    \"keys\": %" PRIu64 ",\n", o->keys);
+	fprintf(f, "    \"hot_start\": %" PRIu64 ",\n", o->hot_start);
+	fprintf(f, "    \"hot_keys\": %" PRIu64 ",\n", o->hot_keys);
+	fprintf(f, "    \"key_dist\": \"%s\",\n",
+		o->key_dist == GB_KEYS_ZIPF ? "zipf" : "uniform");
+	fprintf(f, "    \"zipf_theta\": %g,\n", o->zipf_theta);
+	fprintf(f, "    \"seed\": %" PRIu64 ",\n", o->seed);
+	fprintf(f, "    \"set_ratio\": %g,\n", o->set_ratio);
+	fprintf(f, "    \"conns\": %u,\n", o->conns);
+	fprintf(f, "    \"duration_s\": %g,\n", o->duration);
+	fprintf(f, "    \"timeout_s\": %g,\n", o->timeout);
+	fprintf(f, "    \"populate_only\": %s,\n", o->populate_only ? "true" : "false");
+	fprintf(f, "    \"no_store\": %s,\n", o->no_store ? "true" : "false");
+	fprintf(f, "    \"verify\": %s\n  },\n", o->verify ? "true" : "false");
+}
+
+int gb_report_json(const char *path, const struct gb_opts *o,
+		   const struct gb_sizes *s, const struct gb_result *res)
+{
+	FILE *f = fopen(path, "w");
+	int bad;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"version\": \"%s\",\n", GB_VERSION);
+	json_params(f, o);
+	fprintf(f, "  \"sizes\": {\"mean_bytes\": %.3f, \"mean_bytes_measured\": "
+		"%.3f, \"dist_mean_bytes\": %.3f, \"min_bytes\": %" PRIu64
+		", \"max_bytes\": %" PRIu64 ", \"total_bytes\": %" PRIu64 "},\n",
+		s->mean, s->mean_hot, s->target, s->min, s->max, s->total);
+	fprintf(f, "  \"populate\": ");
+	if (res->populated) {
+		fprintf(f, "{\n    \"keys\": %" PRIu64 ",\n", o->keys);
+		json_counters(f, &res->populate);
+		fprintf(f, "  },\n");
+	} else {
+		fprintf(f, "null,\n");
+	}
+	fprintf(f, "  \"run\": ");
+	if (res->measured) {
+		fprintf(f, "{\n");
+		json_counters(f, &res->run);
+		fprintf(f, "  },\n");
+	} else {
+		fprintf(f, "null,\n");
+	}
+	fprintf(f, "  \"ok\": %s\n}\n", gb_result_ok(res) ? "true" : "false");
+	bad = ferror(f);
+	if (fclose(f) || bad)
+		return -EIO;
+	return 0;
+}

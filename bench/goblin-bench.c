@@ -1,0 +1,344 @@
+/*
+ * usage: goblin-bench [--host H] [--port P] [--size N] [--keys N] [options]
+ *
+ * Closed-loop load generator for Goblin Store and its peers (memcache text
+ * protocol or HTTP/1.1): populates keys "gb:0" .. "gb:<keys-1>", then
+ * measures gets (and sets, --set-ratio) on a key window, verifying every
+ * byte read.  See --help.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "goblin-bench.h"
+#include "size.h"
+
+#define MAX_SIZE	(1ULL << 30)
+#define MAX_KEYS	(1ULL << 31)
+#define MAX_CONNS	1024
+
+static const char usage[] =
+"usage: goblin-bench [options]\n"
+"Closed-loop load generator: populates keys gb:0 .. gb:<keys-1> with sets,\n"
+"then runs gets (and sets) on a key window for --duration seconds, verifying\n"
+"every byte; values depend only on (seed, key, version), so a later\n"
+"--no-store run verifies what an earlier --populate-only run stored.\n"
+"\n"
+"  --host H            server host (127.0.0.1)\n"
+"  --port P            server port (11211; 80 with --proto http)\n"
+"  --proto memcache|http   memcache text protocol, or HTTP/1.1 GET/PUT\n"
+"                      on <prefix><key> with keep-alive (memcache)\n"
+"  --http-prefix PATH  URL path before the key, starting with / (/)\n"
+"  --size N            value size for --dist fixed: bytes or K/M/G (256K)\n"
+"  --dist fixed|gpd|fb_value   value sizes (fixed):\n"
+"                      gpd: generalized Pareto over 256 KiB - 8 MiB,\n"
+"                        location 256 KiB, scale 487588, shape 0.5, mean 1 MiB\n"
+"                      fb_value: generalized Pareto, location 15, scale\n"
+"                        214.476, shape 0.348238 (mutilate), capped at 1 MiB\n"
+"  --keys N            keys gb:0 .. gb:N-1 (1024)\n"
+"  --hot-start S       measured phase uses keys [S, S+H) (0)\n"
+"  --hot-keys H        (keys - S)\n"
+"  --key-dist uniform|zipf   key popularity in the window (uniform)\n"
+"  --zipf-theta T      zipf exponent in (0, 1); rank 0 = key S (0.99)\n"
+"  --seed N            seed for sizes, values and request choice (1)\n"
+"  --set-ratio R       fraction of measured requests that are sets (0)\n"
+"  --conns N           connections, one request in flight each, up to 1024 (4)\n"
+"  --duration T        measured phase length: 500ms, 2s, 1m (10s)\n"
+"  --timeout T         give up on a request without progress for T (10s)\n"
+"  --populate-only     populate all keys, then stop\n"
+"  --no-store          skip populating: keys were stored by an earlier run\n"
+"                      with the same --seed, --size and --dist\n"
+"  --verify            check every byte of every value read (default)\n"
+"  --no-verify         do not check values\n"
+"  --json FILE         write parameters and results as JSON to FILE\n"
+"  --quiet             no progress lines on stderr\n"
+"  --self-test         check histograms, generators and parsers, then exit\n"
+"  --help, --version\n"
+"\n"
+"Exit status: 0 ok, 1 verify errors or connection failures, 2 bad usage.\n";
+
+enum {
+	OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_PREFIX, OPT_SIZE, OPT_DIST,
+	OPT_KEYS, OPT_HOT_START, OPT_HOT_KEYS, OPT_KEY_DIST, OPT_THETA,
+	OPT_SEED, OPT_SET_RATIO, OPT_CONNS, OPT_DURATION, OPT_TIMEOUT,
+	OPT_POPULATE_ONLY, OPT_NO_STORE, OPT_VERIFY, OPT_NO_VERIFY, OPT_JSON,
+	OPT_QUIET, OPT_SELF_TEST, OPT_HELP, OPT_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "host", required_argument, NULL, OPT_HOST },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "proto", required_argument, NULL, OPT_PROTO },
+	{ "http-prefix", required_argument, NULL, OPT_PREFIX },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "dist", required_argument, NULL, OPT_DIST },
+	{ "keys", required_argument, NULL, OPT_KEYS },
+	{ "hot-start", required_argument, NULL, OPT_HOT_START },
+	{ "hot-keys", required_argument, NULL, OPT_HOT_KEYS },
+	{ "key-dist", required_argument, NULL, OPT_KEY_DIST },
+	{ "zipf-theta", required_argument, NULL, OPT_THETA },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "set-ratio", required_argument, NULL, OPT_SET_RATIO },
+	{ "conns", required_argument, NULL, OPT_CONNS },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "populate-only", no_argument, NULL, OPT_POPULATE_ONLY },
+	{ "no-store", no_argument, NULL, OPT_NO_STORE },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "self-test", no_argument, NULL, OPT_SELF_TEST },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *opt_name(int val)
+{
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
+
+static _Noreturn __attribute__((format(printf, 1, 2)))
+void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "goblin-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'goblin-bench --help'.\n");
+	exit(2);
+}
+
+static uint64_t parse_count(const char *opt, const char *s)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!*s || *s == '-' || *end || errno)
+		bad_usage("--%s: '%s' is not a whole number", opt, s);
+	return v;
+}
+
+static double parse_real(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || *end || errno || !isfinite(v))
+		bad_usage("--%s: '%s' is not a number", opt, s);
+	return v;
+}
+
+/* shared/size.h durations: "10", "2s", "500ms", "1m"; returns seconds. */
+static double parse_seconds(const char *opt, const char *s)
+{
+	uint64_t ms;
+
+	if (duration_parse(s, &ms) || ms == 0)
+		bad_usage("--%s: '%s' is not a positive duration (500ms, 2s, "
+			  "1m)", opt, s);
+	return (double)ms / 1e3;
+}
+
+static int pick(const char *opt, const char *s, const char *const *names)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	bad_usage("--%s: unknown value '%s'", opt, s);
+}
+
+static void parse(int argc, char **argv, struct gb_opts *o)
+{
+	static const char *const protos[] = { "memcache", "http", NULL };
+	static const char *const dists[] = { "fixed", "gpd", "fb_value", NULL };
+	static const char *const kdists[] = { "uniform", "zipf", NULL };
+	bool have_port = false, have_size = false, have_hot_keys = false;
+	uint64_t port = 0, conns;
+	int c;
+
+	*o = (struct gb_opts){
+		.host = "127.0.0.1", .proto = GB_PROTO_MEMCACHE,
+		.dist = GB_DIST_FIXED, .size = 256 * 1024, .keys = 1024,
+		.key_dist = GB_KEYS_UNIFORM, .zipf_theta = 0.99, .seed = 1,
+		.conns = 4, .duration = 10, .timeout = 10, .http_prefix = "/",
+		.verify = true,
+	};
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		const char *name = opt_name(c);
+
+		switch (c) {
+		case OPT_HOST:
+			if (!*optarg)
+				bad_usage("--%s: empty host", name);
+			o->host = optarg;
+			break;
+		case OPT_PORT:
+			port = parse_count(name, optarg);
+			if (port < 1 || port > 65535)
+				bad_usage("--%s: %s is not a TCP port", name, optarg);
+			have_port = true;
+			break;
+		case OPT_PROTO:
+			o->proto = (enum gb_proto)pick(name, optarg, protos);
+			break;
+		case OPT_PREFIX:
+			if (optarg[0] != '/' || strpbrk(optarg, " \r\n"))
+				bad_usage("--%s: '%s' must start with / and hold "
+					  "no spaces", name, optarg);
+			o->http_prefix = optarg;
+			break;
+		case OPT_SIZE:
+			if (size_parse(optarg, &o->size))
+				bad_usage("--%s: '%s' is not a size (bytes, or "
+					  "with a K, M or G suffix)", name, optarg);
+			if (o->size < 1 || o->size > MAX_SIZE)
+				bad_usage("--%s: %s is not in [1, 1G]", name, optarg);
+			have_size = true;
+			break;
+		case OPT_DIST:
+			o->dist = (enum gb_dist)pick(name, optarg, dists);
+			break;
+		case OPT_KEYS:
+			o->keys = parse_count(name, optarg);
+			break;
+		case OPT_HOT_START:
+			o->hot_start = parse_count(name, optarg);
+			break;
+		case OPT_HOT_KEYS:
+			o->hot_keys = parse_count(name, optarg);
+			have_hot_keys = true;
+			break;
+		case OPT_KEY_DIST:
+			o->key_dist = (enum gb_key_dist)pick(name, optarg, kdists);
+			break;
+		case OPT_THETA:
+			o->zipf_theta = parse_real(name, optarg);
+			if (o->zipf_theta <= 0 || o->zipf_theta >= 1)
+				bad_usage("--%s: %s is not in (0, 1)", name, optarg);
+			break;
+		case OPT_SEED:
+			o->seed = parse_count(name, optarg);
+			break;
+		case OPT_SET_RATIO:
+			o->set_ratio = parse_real(name, optarg);
+			if (o->set_ratio < 0 || o->set_ratio > 1)
+				bad_usage("--%s: %s is not in [0, 1]", name, optarg);
+			break;
+		case OPT_CONNS:
+			conns = parse_count(name, optarg);
+			if (conns < 1 || conns > MAX_CONNS)
+				bad_usage("--%s: %s is not in [1, 1024]", name, optarg);
+			o->conns = (unsigned)conns;
+			break;
+		case OPT_DURATION:
+			o->duration = parse_seconds(name, optarg);
+			break;
+		case OPT_TIMEOUT:
+			o->timeout = parse_seconds(name, optarg);
+			break;
+		case OPT_POPULATE_ONLY:
+			o->populate_only = true;
+			break;
+		case OPT_NO_STORE:
+			o->no_store = true;
+			break;
+		case OPT_VERIFY:
+			o->verify = true;
+			break;
+		case OPT_NO_VERIFY:
+			o->verify = false;
+			break;
+		case OPT_JSON:
+			if (!*optarg)
+				bad_usage("--%s: empty file name", name);
+			o->json = optarg;
+			break;
+		case OPT_QUIET:
+			o->quiet = true;
+			break;
+		case OPT_SELF_TEST:
+			exit(gb_self_test() ? 1 : 0);
+		case OPT_HELP:
+			fputs(usage, stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("goblin-bench %s\n", GB_VERSION);
+			exit(0);
+		default:
+			if (optopt)
+				bad_usage("--%s needs a value", opt_name(optopt));
+			bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument '%s'", argv[optind]);
+	o->port = have_port ? (unsigned)port :
+		  o->proto == GB_PROTO_HTTP ? 80 : 11211;
+	if (have_size && o->dist != GB_DIST_FIXED)
+		bad_usage("--size applies to --dist fixed only, not %s",
+			  gb_dist_name(o->dist));
+	if (o->keys < 1 || o->keys > MAX_KEYS)
+		bad_usage("--keys: must be in [1, 2^31]");
+	if (o->hot_start >= o->keys)
+		bad_usage("--hot-start: must be below --keys");
+	if (!have_hot_keys)
+		o->hot_keys = o->keys - o->hot_start;
+	if (o->hot_keys < 1 || o->hot_keys > o->keys - o->hot_start)
+		bad_usage("--hot-keys: --hot-start + --hot-keys must be in "
+			  "[1, --keys]");
+	if (o->populate_only && o->no_store)
+		bad_usage("--populate-only and --no-store exclude each other");
+}
+
+int main(int argc, char **argv)
+{
+	struct gb_opts o;
+	struct gb_sizer sizer;
+	struct gb_sizes sizes;
+	struct gb_result *res;
+	int rc;
+
+	parse(argc, argv, &o);
+	gb_sizer_init(&sizer, o.dist, o.size, o.seed);
+	gb_sizes_compute(&o, &sizer, &sizes);
+	res = calloc(1, sizeof(*res));
+	if (!res) {
+		fprintf(stderr, "goblin-bench: out of memory\n");
+		return 1;
+	}
+	if (gb_run(&o, &sizer, res)) {
+		free(res);
+		return 1;
+	}
+	gb_report_table(stdout, &o, &sizes, res);
+	fflush(stdout);
+	if (o.json) {
+		rc = gb_report_json(o.json, &o, &sizes, res);
+		if (rc) {
+			fprintf(stderr, "goblin-bench: cannot write %s: %s\n",
+				o.json, strerror(-rc));
+			free(res);
+			return 1;
+		}
+	}
+	rc = gb_result_ok(res) ? 0 : 1;
+	free(res);
+	return rc;
+}

@@ -1,0 +1,101 @@
+/*
+ * goblin-bench: closed-loop load generator for Goblin Store and its peers.
+ *
+ *   main/options ─> populate phase ─> measured phase ─> report (table, JSON)
+ *                   (sets of keys      (gets + sets on [hot_start,
+ *                    [0, keys))         hot_start+hot_keys))
+ *
+ * All connections live on one epoll loop, one request in flight each.
+ */
+#ifndef GOBLIN_BENCH_H
+#define GOBLIN_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "goblin-bench-gen.h"
+#include "goblin-bench-hist.h"
+#include "goblin-bench-proto.h"
+
+#define GB_VERSION	"0.1.0"
+
+enum gb_key_dist {
+	GB_KEYS_UNIFORM,
+	GB_KEYS_ZIPF,
+};
+
+struct gb_opts {
+	const char *host;
+	unsigned port;
+	enum gb_proto proto;
+	enum gb_dist dist;
+	uint64_t size;
+	uint64_t keys;
+	uint64_t hot_start, hot_keys;
+	enum gb_key_dist key_dist;
+	double zipf_theta;
+	uint64_t seed;
+	double set_ratio;
+	unsigned conns;
+	double duration;	/* seconds */
+	double timeout;		/* seconds without progress on a request */
+	const char *json;
+	const char *http_prefix;
+	bool populate_only, no_store, verify, quiet;
+};
+
+struct gb_stats {
+	uint64_t get_issued, hits, misses, get_errors, get_failed;
+	uint64_t set_issued, sets, set_errors, set_failed;
+	uint64_t verify_errors;		/* GETs whose bytes were wrong */
+	uint64_t conn_failures;		/* closes, resets, timeouts, bad framing */
+	uint64_t reconnects;
+	uint64_t get_bytes, set_bytes;	/* value bytes moved */
+	double seconds;
+	struct gb_hist ttfb, payload, complete, set_complete;
+};
+
+/* gets = GETs answered with a hit or a miss (issued minus errors and
+ * failures); the report checks it against hits + misses. */
+static inline uint64_t gb_gets(const struct gb_stats *s)
+{
+	return s->get_issued - s->get_errors - s->get_failed;
+}
+
+struct gb_sizes {
+	uint64_t min, max, total;	/* over keys [0, keys) */
+	double mean, mean_hot, target;
+};
+
+struct gb_result {
+	bool populated, measured;
+	bool connect_failed;		/* could not connect at all */
+	struct gb_stats populate, run;
+};
+
+/* goblin-bench-loop.c: runs the phases <o> asks for into <res>; returns 0,
+ * or -1 when no connection could be made (message printed). */
+int gb_run(const struct gb_opts *o, const struct gb_sizer *sizer,
+	   struct gb_result *res);
+
+/* goblin-bench-report.c */
+void gb_sizes_compute(const struct gb_opts *o, const struct gb_sizer *z,
+		      struct gb_sizes *s);
+void gb_report_table(FILE *f, const struct gb_opts *o,
+		     const struct gb_sizes *s, const struct gb_result *res);
+/* Returns 0, or -errno when <path> cannot be written. */
+int gb_report_json(const char *path, const struct gb_opts *o,
+		   const struct gb_sizes *s, const struct gb_result *res);
+bool gb_result_ok(const struct gb_result *res);
+
+/* goblin-bench-selftest.c: returns the number of failed checks. */
+int gb_self_test(void);
+
+/* Values of <n> bytes/s as MB/s (10^6). */
+static inline double gb_mbps(uint64_t bytes, double secs)
+{
+	return secs > 0 ? (double)bytes / secs / 1e6 : 0;
+}
+
+#endif
