@@ -15,7 +15,7 @@
 
 #include "goblin.h"
 
-#define GOBLIN_VERSION "0.1.0"
+#define GOBLIN_VERSION "1.0.0"
 
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M",				\
