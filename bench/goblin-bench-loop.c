@@ -597,7 +597,7 @@ static void tick(struct bench *b)
 	for (unsigned i = 0; i < b->o->conns; i++) {
 		struct conn *c = &b->conns[i];
 
-		if (c->busy && now - c->t_active > limit)
+		if (c->busy && now > c->t_active && now - c->t_active > limit)
 			conn_reset(b, c, "no progress within --timeout");
 	}
 }

@@ -1,6 +1,6 @@
 # goblin-bench: the load generator (bench/goblin-bench*.c).
 PROGRAMS     += goblin-bench
-DEB_PACKAGES += memcached nginx-core
+DEB_PACKAGES += memcached nginx-core python3
 
 GOBLIN_BENCH_SRC := bench/goblin-bench.c bench/goblin-bench-gen.c \
 	bench/goblin-bench-hist.c bench/goblin-bench-proto.c \
