@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "server.h"
 #include "size.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
@@ -101,7 +102,7 @@ static void usage(FILE *f)
 		fputc('\n', f);
 	}
 	fprintf(f, "  %-24s %s\n", "-v, --verbose", "more log lines (repeat for debug)");
-	fprintf(f, "  %-24s %s\n", "--help", "this text (--help=markdown: the README table)");
+	fprintf(f, "  %-24s %s\n", "--help", "this text (=markdown: options, =stats: stats, as README tables)");
 	fprintf(f, "  %-24s %s\n", "--version", "print the version");
 	fprintf(f, "\nSIZE takes K, M, G, T suffixes (binary): 256K, 64M.\n");
 }
@@ -117,6 +118,23 @@ static void usage_markdown(void)
 		       *descs[i].def ? descs[i].def : "none",
 		       descs[i].desc);
 	printf("| `-v` | | more log lines; `-vv` debug |\n");
+}
+
+static void stats_markdown(void)
+{
+	printf("`stats` (memcached's general fields plus the front end's counters):\n\n"
+	       "| stat | meaning |\n|---|---|\n"
+	       "| `pid`, `uptime`, `time`, `version`, `pointer_size`, `rusage_user`, `rusage_system`, `threads` | as in memcached |\n");
+#define STAT_ROW(name, desc) printf("| `%s` | %s |\n", #name, desc);
+	SERVER_STATS(STAT_ROW)
+	printf("| `get_hits`, `get_misses`, `get_expired`, `curr_items`, `total_items`, `bytes`, `evictions` | engine counters, as in `stats goblin` |\n"
+	       "| `limit_maxbytes` | `--memory` |\n");
+	printf("\n`stats goblin` (the engine):\n\n| stat | meaning |\n|---|---|\n");
+	GS_STATS(STAT_ROW)
+#undef STAT_ROW
+	printf("| `index_bytes_per_object` | `index_bytes` / `curr_items` |\n"
+	       "| `ssd_dirs`, `hdd_dirs` | directories in each pool |\n");
+	printf("\n`stats settings`: every option above by its flag name, with its value.\n");
 }
 
 int options_parse(struct options *o, int argc, char **argv)
@@ -141,6 +159,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		} else if (c == 'h' || c == OPT_HELP) {
 			if (optarg && !strcmp(optarg, "markdown"))
 				usage_markdown();
+			else if (optarg && !strcmp(optarg, "stats"))
+				stats_markdown();
 			else
 				usage(stdout);
 			return 1;
