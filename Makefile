@@ -4,7 +4,7 @@
 # (ASan+UBSan).  Folder fragments (*/*.mk) add programs and packages:
 #   PROGRAMS      += name          -> build/name and build/asan/name
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
-# and a rule for $(B)/name for each flavour via the BUILD_PROGRAM macro.
+# and rules of their own for build/name and build/asan/name.
 
 CC        ?= cc
 WARN      := -Wall -Wextra -Werror

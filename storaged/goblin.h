@@ -162,6 +162,8 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len);
 /* <n> bytes of what peek returned have been used. */
 void gs_stream_consume(struct gs_stream *s, size_t n);
+/* Bytes of the range not yet consumed. */
+uint64_t gs_stream_left(const struct gs_stream *s);
 /* Abandons or finishes the stream and clears <*sp>. */
 void gs_stream_close(struct gs_stream **sp);
 

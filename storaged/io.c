@@ -768,6 +768,11 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 	stream_refill(s);
 }
 
+uint64_t gs_stream_left(const struct gs_stream *s)
+{
+	return s->end - s->pos;
+}
+
 void gs_stream_close(struct gs_stream **sp)
 {
 	struct gs_stream *s = *sp;

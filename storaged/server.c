@@ -187,11 +187,12 @@ static int conn_send(struct conn *c)
 				o = c->out_head;
 				continue;
 			}
-			if (len) {
-				iov[n++] = (struct iovec){ (void *)p, len };
-				total += len;
-			}
-			break;
+			iov[n++] = (struct iovec){ (void *)p, len };
+			total += len;
+			o->len = len;		/* the piece in this writev */
+			if (len < gs_stream_left(o->stream))
+				break;
+			o = o->next;		/* its last piece: "\r\n" may follow */
 		}
 		if (n == 0)
 			return 0;
@@ -203,13 +204,18 @@ static int conn_send(struct conn *c)
 		}
 		SRV_ADD(c->srv, bytes_written, sent);
 		for (size_t left = sent; left;) {
+			size_t k;
+
 			o = c->out_head;
 			if (o->is_obj) {
-				gs_stream_consume(o->stream, left);
-				break;
+				k = o->len < left ? o->len : left;
+				gs_stream_consume(o->stream, k);
+				left -= k;
+				if (!gs_stream_left(o->stream))
+					out_pop(c);
+				continue;
 			}
-			size_t k = o->len - o->off < left ? o->len - o->off : left;
-
+			k = o->len - o->off < left ? o->len - o->off : left;
 			o->off += k;
 			c->out_bytes -= k;
 			left -= k;

@@ -14,14 +14,17 @@ define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
 $(1)/obj/%.o: %.c $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) -c -o $$@ $$<
+	@echo "  CC      $$@"
+	@$$(CC) $(2) -c -o $$@ $$<
 
 $(1)/libgoblin.a: $(patsubst %.c,$(1)/obj/%.o,$(LIBGOBLIN_SRCS))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@echo "  AR      $$@"
+	@ar rcs $$@ $$^
 
 $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
-	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+	@echo "  LD      $$@"
+	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 endef
 
 $(eval $(call BUILD_FLAVOUR,build,$(BASEFLAGS) $(OPTFLAGS)))
@@ -32,7 +35,8 @@ ENGINE_TESTS := test_engine test_region test_pool
 define ENGINE_TEST
 $(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(3) -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
+	@echo "  LD      $$@"
+	@$$(CC) $(3) -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
 endef
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))
