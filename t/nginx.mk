@@ -1,6 +1,7 @@
-# The HTTP face: nginx, the Test::Nginx-format suites (t/*.t, run by prove)
-# and the Perl modules t/lib/Test/Nginx/Socket.pm needs.
-DEB_PACKAGES += nginx-core nginx-dev libnginx-mod-stream \
+# The HTTP suites (t/*.t, run by prove) and the Perl modules that
+# t/lib/Test/Nginx/Socket.pm needs; the stream module is loaded by
+# t/000-harness.t to check main_config/load_module.
+DEB_PACKAGES += libnginx-mod-stream \
 	libtest-base-perl libtext-diff-perl libtest-longstring-perl \
 	liblist-moreutils-perl liburi-perl libipc-run-perl
 

@@ -1,0 +1,14 @@
+# ngx_http_goblin_module, built as a dynamic module against Debian's nginx
+# (nginx-dev's source tree and conf_flags) into build/; `make module`.
+DEB_PACKAGES += nginx-core nginx-dev libjansson-dev
+
+NGX_MODULE_SRCS := config ngx_goblin_module/build-module \
+	$(wildcard ngx_goblin_module/*.c ngx_goblin_module/*.h) \
+	shared/ring.c shared/ring.h shared/ring-t.h
+
+.PHONY: module
+all: module
+module: build/ngx_http_goblin_module.so
+
+build/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
+	ngx_goblin_module/build-module $@

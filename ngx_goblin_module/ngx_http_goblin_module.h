@@ -1,0 +1,193 @@
+
+/*
+ * ngx_http_goblin_module: HTTP from goblin-store.  Heads are sent straight
+ * from the daemon's RAM-head region (mapped read-only), disk parts come
+ * through a per-worker shared-memory ring (shared/ring-t.h).
+ *
+ *   ngx_http_goblin_module.c   directives, configuration, worker init
+ *   ngx_http_goblin_handler.c  GET/HEAD/PUT/DELETE, ranges, goblin_status
+ *   ngx_http_goblin_ring.c     the link to storaged: connect, hand-over,
+ *                              doorbells, submissions, completions
+ */
+
+
+#ifndef _NGX_HTTP_GOBLIN_MODULE_H_INCLUDED_
+#define _NGX_HTTP_GOBLIN_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ring.h"
+
+
+/* per-worker counters: NGX_HTTP_GOBLIN_STAT(name) */
+#define NGX_HTTP_GOBLIN_STATS(STAT)                                           \
+    STAT(requests)                                                            \
+    STAT(hits)                                                                \
+    STAT(misses)                                                              \
+    STAT(not_modified)                                                        \
+    STAT(ranges)                                                              \
+    STAT(unsatisfiable)                                                       \
+    STAT(head_bytes)                                                          \
+    STAT(staged_bytes)                                                        \
+    STAT(puts_created)                                                        \
+    STAT(puts_replaced)                                                       \
+    STAT(put_bytes)                                                           \
+    STAT(put_errors)                                                          \
+    STAT(deletes)                                                             \
+    STAT(delete_misses)                                                       \
+    STAT(bad_gateway)                                                         \
+    STAT(unavailable)                                                         \
+    STAT(timeouts)                                                            \
+    STAT(cut_responses)                                                       \
+    STAT(reconnects)                                                          \
+    STAT(backlog_waits)                                                       \
+    STAT(tx_waits)
+
+
+typedef struct {
+#define NGX_HTTP_GOBLIN_STAT_FIELD(name)  uint64_t  name;
+    NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_FIELD)
+#undef NGX_HTTP_GOBLIN_STAT_FIELD
+} ngx_http_goblin_stats_t;
+
+
+typedef struct {
+    ngx_url_t                     *storaged;
+    ngx_uint_t                     ring_entries;
+    ngx_msec_t                     connect_timeout;
+    ngx_flag_t                     used;
+} ngx_http_goblin_main_conf_t;
+
+
+typedef struct {
+    ngx_http_complex_value_t      *key;
+    ngx_uint_t                     methods;
+    off_t                          max_object;
+    ngx_msec_t                     read_timeout;
+} ngx_http_goblin_loc_conf_t;
+
+
+/* The two mappings a worker got from one attach; requests still sending
+ * from them hold a reference, so a lost daemon never unmaps under them. */
+typedef struct {
+    struct ring                    ring;
+    u_char                        *region;
+    size_t                         region_size;
+    ngx_uint_t                     refs;
+} ngx_http_goblin_map_t;
+
+
+typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
+
+
+typedef struct {
+    ngx_http_goblin_ctx_t         *ctx;     /* NULL: free, or orphaned */
+    uint32_t                       gen;
+    uint32_t                       next_free;
+} ngx_http_goblin_slot_t;
+
+
+typedef enum {
+    NGX_HTTP_GOBLIN_DOWN = 0,
+    NGX_HTTP_GOBLIN_CONNECTING,
+    NGX_HTTP_GOBLIN_HELLO,
+    NGX_HTTP_GOBLIN_UP
+} ngx_http_goblin_link_state_e;
+
+
+/* A worker's link to storaged (one per worker process). */
+typedef struct {
+    ngx_http_goblin_main_conf_t   *conf;
+    ngx_log_t                     *log;
+    ngx_connection_t              *connection;
+    ngx_http_goblin_link_state_e   state;
+    ngx_uint_t                     gen;     /* bumped at every attach */
+    ngx_http_goblin_map_t         *map;
+
+    ngx_event_t                    reconnect;
+    ngx_msec_t                     backoff;
+    ngx_event_t                    bell;
+    ngx_event_t                    tx_kick;
+
+    ngx_queue_t                    backlog; /* submissions the SQ refused */
+    ngx_queue_t                    spare;   /* free backlog entries */
+
+    ngx_http_goblin_slot_t        *slots;
+    uint32_t                       nslots;
+    uint32_t                       free_slot;
+
+    uint32_t                      *tx_free;
+    ngx_uint_t                     ntx_free;
+    ngx_queue_t                    tx_waiters;
+
+    ngx_http_goblin_stats_t        stats;
+} ngx_http_goblin_link_t;
+
+
+struct ngx_http_goblin_ctx_s {
+    ngx_http_request_t            *request;
+    ngx_http_goblin_map_t         *map;
+    ngx_uint_t                     link_gen;
+    uint64_t                       ud;      /* slot: gen << 32 | index */
+    ngx_str_t                      key;
+    ngx_event_t                    timer;   /* goblin_read_timeout */
+
+    uint32_t                       handle;
+    struct ring_meta               meta;
+    off_t                          start;   /* bytes [start, end) go out */
+    off_t                          end;
+    off_t                          next;    /* next offset a DATA brings */
+
+    ngx_chain_t                   *out;
+    ngx_chain_t                   *busy;
+    ngx_chain_t                   *free;
+
+    /* PUT */
+    off_t                          body_size;
+    off_t                          body_copied;
+    ngx_chain_t                   *body;
+    ngx_int_t                      tx_buf;
+    size_t                         tx_len;
+    ngx_queue_t                    tx_wait;
+
+    unsigned                       registered:1;
+    unsigned                       pinned:1;
+    unsigned                       writer:1;
+    unsigned                       finishing:1;
+    unsigned                       header_sent:1;
+    unsigned                       last_passed:1;
+    unsigned                       done:1;
+    unsigned                       waiting_tx:1;
+    unsigned                       status:1;
+};
+
+
+extern ngx_module_t                ngx_http_goblin_module;
+extern ngx_http_goblin_link_t     *ngx_http_goblin_link;
+
+
+/* ngx_http_goblin_ring.c */
+ngx_int_t ngx_http_goblin_link_init(ngx_cycle_t *cycle,
+    ngx_http_goblin_main_conf_t *gmcf);
+void ngx_http_goblin_link_exit(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_goblin_register(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe);
+ngx_int_t ngx_http_goblin_linked(ngx_http_goblin_ctx_t *ctx);
+ngx_int_t ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_tx_put(uint32_t buf);
+void ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map);
+
+/* ngx_http_goblin_handler.c */
+ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);
+void ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
+
+
+#endif /* _NGX_HTTP_GOBLIN_MODULE_H_INCLUDED_ */
