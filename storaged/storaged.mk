@@ -5,7 +5,7 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
                   storaged/proto_text.c storaged/proto_parse.c shared/size.c \
                   $(wildcard storaged/ring.c shared/ring.c)
-GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h)
+GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a
 BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
@@ -36,7 +36,7 @@ define ENGINE_TEST
 $(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	@$$(CC) $(3) -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
+	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
 endef
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))

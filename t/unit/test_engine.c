@@ -12,19 +12,9 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "check.h"
 #include "log.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			failures++;					\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
 
@@ -407,6 +397,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
 		failures++;
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	return check_result();
 }

@@ -10,19 +10,9 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "check.h"
 #include "log.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			failures++;					\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 static char tmp[] = "/var/tmp/goblin-test-pool.XXXXXX";
 
@@ -116,6 +106,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd))
 		failures++;
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	return check_result();
 }

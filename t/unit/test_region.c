@@ -9,19 +9,9 @@
 #include <string.h>
 
 #include "engine.h"
+#include "check.h"
 #include "log.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			failures++;					\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 static struct gs_config config(uint64_t memory, uint64_t sub)
 {
@@ -106,6 +96,5 @@ int main(void)
 	log_level = LOG_WARN;
 	heads();
 	small();
-	printf("%s\n", failures ? "FAILED" : "ok");
-	return failures ? 1 : 0;
+	return check_result();
 }
