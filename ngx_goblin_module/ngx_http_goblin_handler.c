@@ -531,14 +531,6 @@ ngx_http_goblin_not_allowed(ngx_http_request_t *r,
     ngx_str_t            allow;
     ngx_conf_bitmask_t  *m;
 
-    static ngx_conf_bitmask_t  methods[] = {
-        { ngx_string("GET"), NGX_HTTP_GET },
-        { ngx_string("HEAD"), NGX_HTTP_HEAD },
-        { ngx_string("PUT"), NGX_HTTP_PUT },
-        { ngx_string("DELETE"), NGX_HTTP_DELETE },
-        { ngx_null_string, 0 }
-    };
-
     p = ngx_pnalloc(r->pool, sizeof("GET, HEAD, PUT, DELETE") - 1);
     if (p == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -546,7 +538,7 @@ ngx_http_goblin_not_allowed(ngx_http_request_t *r,
 
     allow.data = p;
 
-    for (m = methods; m->name.len; m++) {
+    for (m = ngx_http_goblin_methods_mask; m->name.len; m++) {
         if (glcf->methods & m->mask) {
             if (p != allow.data) {
                 *p++ = ','; *p++ = ' ';

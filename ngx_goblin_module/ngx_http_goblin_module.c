@@ -12,6 +12,8 @@ static char *ngx_http_goblin_storaged(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_goblin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_goblin_set_handler(ngx_conf_t *cf,
+    ngx_http_handler_pt handler);
 static char *ngx_http_goblin_check_ring_entries(ngx_conf_t *cf, void *post,
     void *data);
 static void *ngx_http_goblin_create_main_conf(ngx_conf_t *cf);
@@ -23,7 +25,7 @@ static ngx_int_t ngx_http_goblin_init_process(ngx_cycle_t *cycle);
 static void ngx_http_goblin_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_conf_bitmask_t  ngx_http_goblin_methods_mask[] = {
+ngx_conf_bitmask_t  ngx_http_goblin_methods_mask[] = {
     { ngx_string("GET"), NGX_HTTP_GET },
     { ngx_string("HEAD"), NGX_HTTP_HEAD },
     { ngx_string("PUT"), NGX_HTTP_PUT },
@@ -185,26 +187,20 @@ ngx_http_goblin_storaged(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_goblin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t     *clcf;
-    ngx_http_goblin_main_conf_t  *gmcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-
-    if (clcf->handler) {
-        return "is duplicate, or the location has another content handler";
-    }
-
-    clcf->handler = ngx_http_goblin_handler;
-
-    gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_goblin_module);
-    gmcf->used = 1;
-
-    return NGX_CONF_OK;
+    return ngx_http_goblin_set_handler(cf, ngx_http_goblin_handler);
 }
 
 
 static char *
 ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_goblin_set_handler(cf, ngx_http_goblin_status_handler);
+}
+
+
+/* "goblin" and "goblin_status" make the location's content handler. */
+static char *
+ngx_http_goblin_set_handler(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
     ngx_http_core_loc_conf_t     *clcf;
     ngx_http_goblin_main_conf_t  *gmcf;
@@ -215,7 +211,7 @@ ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "is duplicate, or the location has another content handler";
     }
 
-    clcf->handler = ngx_http_goblin_status_handler;
+    clcf->handler = handler;
 
     gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_goblin_module);
     gmcf->used = 1;

@@ -166,6 +166,7 @@ struct ngx_http_goblin_ctx_s {
 
 
 extern ngx_module_t                ngx_http_goblin_module;
+extern ngx_conf_bitmask_t          ngx_http_goblin_methods_mask[];
 extern ngx_http_goblin_link_t     *ngx_http_goblin_link;
 
 
