@@ -11,15 +11,17 @@ ifneq ($(wildcard /usr/include/rocksdb/c.h),)
 PROGRAMS += goblin-blobdb
 endif
 
-build/goblin-blobdb: $(BLOBDB_SRCS) $(BLOBDB_HDRS) build/libgoblin.a
-	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(OPTFLAGS) $(BLOBDB_DEFS) -o $@ $(BLOBDB_SRCS) \
-		build/libgoblin.a $(BLOBDB_LIBS)
+define BLOBDB_FLAVOUR
+# $(1): output dir, $(2): flags
+$(1)/goblin-blobdb: $$(BLOBDB_SRCS) $$(BLOBDB_HDRS) $(1)/libgoblin.a
+	@mkdir -p $$(@D)
+	@echo "  LD      $$@"
+	@$$(CC) $(2) $$(BLOBDB_DEFS) -o $$@ $$(BLOBDB_SRCS) $(1)/libgoblin.a \
+		$$(BLOBDB_LIBS)
+endef
 
-build/asan/goblin-blobdb: $(BLOBDB_SRCS) $(BLOBDB_HDRS) build/asan/libgoblin.a
-	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(ASANFLAGS) $(BLOBDB_DEFS) -o $@ $(BLOBDB_SRCS) \
-		build/asan/libgoblin.a $(BLOBDB_LIBS)
+$(eval $(call BLOBDB_FLAVOUR,build,$$(BASEFLAGS) $$(OPTFLAGS)))
+$(eval $(call BLOBDB_FLAVOUR,build/asan,$$(BASEFLAGS) $$(ASANFLAGS)))
 
 .PHONY: bench-blobdb
 bench-blobdb:
@@ -29,4 +31,4 @@ bench-blobdb:
 		echo "make bench-blobdb: installing librocksdb-dev"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends librocksdb-dev; }
-	$(MAKE) build/goblin-blobdb
+	@$(MAKE) --no-print-directory build/goblin-blobdb

@@ -134,6 +134,7 @@ int bd_parse_size(const char *s, uint64_t *out);
 int bd_parse_u64(const char *s, uint64_t *out);
 const char *bd_fmt_size(char *buf, size_t len, uint64_t bytes);
 void bd_kv_add(struct bd_kvlist *l, const char *name, uint64_t value);
+uint64_t bd_kv_get(const struct bd_kvlist *l, const char *name);
 uint64_t bd_peak_rss(void);
 uint64_t bd_du(const char *path);
 int bd_rm_rf(const char *path);

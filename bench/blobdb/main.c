@@ -278,10 +278,12 @@ static int run_dataset(const struct bd_config *cfg,
 	child_pid = 0;
 	if (cg && r->cgroup.n == 0)
 		bd_cgroup_collect(cg, &r->cgroup);
-	if (WIFSIGNALED(status))
-		bd_fail(r, "killed by signal %d%s", WTERMSIG(status),
-			cg && WTERMSIG(status) == SIGKILL ?
-			" (memory cgroup OOM?)" : "");
+	if (WIFSIGNALED(status) && bd_kv_get(&r->cgroup, "oom_kill"))
+		bd_fail(r, "killed by the OOM killer in its memory cgroup "
+			"(limit %llu bytes): raise --cgroup-slack or --memory",
+			(unsigned long long)cg->limit);
+	else if (WIFSIGNALED(status))
+		bd_fail(r, "killed by signal %d", WTERMSIG(status));
 	else if (WEXITSTATUS(status) != 0 || !r->ok)
 		bd_fail(r, "failed");
 	if (!cfg->keep && bd_rm_rf(dir) < 0)
@@ -353,6 +355,8 @@ int main(int argc, char **argv)
 	}
 	if (!cfg.keep)
 		rmdir(base);
+	else
+		fprintf(stderr, "goblin-blobdb: kept %s\n", base);
 	if (stop_signal) {
 		fprintf(stderr, "goblin-blobdb: stopped by signal %d\n",
 			(int)stop_signal);

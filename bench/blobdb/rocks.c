@@ -201,16 +201,6 @@ static void rocks_counters(struct rocks *rk, struct bd_result *r)
 	rocksdb_free(dump);
 }
 
-static uint64_t counter(const struct bd_kvlist *l, const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < l->n; i++)
-		if (strcmp(l->kv[i].name, name) == 0)
-			return l->kv[i].value;
-	return 0;
-}
-
 static void rocks_memory(struct rocks *rk, const struct bd_config *cfg,
 			 struct bd_result *r)
 {
@@ -257,9 +247,9 @@ int bd_run_rocks(const struct bd_config *cfg, const struct bd_schedule *s,
 		goto out;
 	rocks_memory(&rk, cfg, r);
 	rocks_counters(&rk, r);
-	r->engine_write_bytes = counter(&r->counters, "flush.write.bytes") +
-				counter(&r->counters, "compact.write.bytes") +
-				counter(&r->counters, "wal.bytes");
+	r->engine_write_bytes = bd_kv_get(&r->counters, "flush.write.bytes") +
+				bd_kv_get(&r->counters, "compact.write.bytes") +
+				bd_kv_get(&r->counters, "wal.bytes");
 	rc = r->error[0] ? -1 : 0;
 out:
 	rocks_close(&rk);

@@ -83,6 +83,17 @@ void bd_kv_add(struct bd_kvlist *l, const char *name, uint64_t value)
 	l->n++;
 }
 
+/* The value named <name> in <l>, or 0. */
+uint64_t bd_kv_get(const struct bd_kvlist *l, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->kv[i].name, name) == 0)
+			return l->kv[i].value;
+	return 0;
+}
+
 /* VmHWM of this process, bytes; 0 when /proc says nothing. */
 uint64_t bd_peak_rss(void)
 {
@@ -141,22 +152,20 @@ int bd_rm_rf(const char *path)
 int bd_mkdir_p(const char *path)
 {
 	char buf[PATH_MAX];
-	char *p;
+	char *p = buf;
 
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	for (p = buf + 1; ; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-
-		*p = '\0';
+	do {
+		p = strchr(p + 1, '/');
+		if (p)
+			*p = '\0';
 		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
 			return -errno;
-		*p = c;
-		if (!c)
-			return 0;
-	}
+		if (p)
+			*p = '/';
+	} while (p);
+	return 0;
 }
 
 void bd_fail(struct bd_result *r, const char *fmt, ...)
