@@ -518,13 +518,26 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		dev_io(req, false, NULL, size, off);
 		return;
 	}
+	/*
+	 * Reply from the worker's own buffer: once the reply is written the
+	 * reader may close, and another worker free the snapshot, before
+	 * writev() has returned here.
+	 */
 	text = (const char *)(uintptr_t)fi->fh;
 	len = strlen(text);
-	if (off < 0 || (size_t)off >= len)
+	if (off < 0 || (size_t)off >= len) {
 		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, text + off,
-			       size < len - (size_t)off ? size : len - (size_t)off);
+		return;
+	}
+	len -= (size_t)off;
+	if (size < len)
+		len = size;
+	if (bounce_reserve(self, len)) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(self->bounce, text + off, len);
+	fuse_reply_buf(req, self->bounce, len);
 }
 
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
