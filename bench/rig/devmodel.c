@@ -720,9 +720,10 @@ static const char usage[] =
 "MOUNTPOINT/stats shows the parameters and counters.  Runs in the foreground;\n"
 "SIGTERM or SIGINT detaches the mount and exits once the last user closed\n"
 "it (a second signal exits at once).\n"
-"\n"
-"  --profile hdd|ssd    defaults: hdd = 5040 us, 210 MB/s, 1 channel;\n"
-"                       ssd = 580 us, 250 MB/s, 4 channels (default hdd)\n"
+"\n";
+
+static const char usage_options[] =
+"  --profile hdd|ssd    parameter defaults (below); default hdd\n"
 "  --access-us US       access time of an I/O that does not continue the\n"
 "                       previous one on its channel, microseconds\n"
 "  --bandwidth MBPS     transfer rate of the device, 10^6 bytes/s\n"
@@ -870,6 +871,16 @@ static void parse_args(struct model *m, int argc, char **argv,
 			break;
 		case O_HELP:
 			fputs(usage, stdout);
+			fputs(usage_options, stdout);
+			printf("\nProfiles:\n");
+			for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+				printf("  %s  --access-us %g --bandwidth %g --channels %u\n",
+				       profiles[i].name, profiles[i].access_us,
+				       profiles[i].bandwidth_mbps, profiles[i].channels);
+			printf("\nCounters in MOUNTPOINT/stats (after the parameters):\n");
+#define X(name, desc) printf("  %-20s %s\n", #name, desc);
+			DEVMODEL_STATS(X)
+#undef X
 			exit(0);
 		default:
 			fputs("Try 'goblin-devmodel --help'.\n", stderr);
@@ -906,7 +917,7 @@ int main(int argc, char **argv)
 	const char *mountpoint;
 	struct worker *workers;
 	unsigned nthreads, started = 0;
-	char opts[PATH_MAX + 128];
+	char opts[128];
 	sigset_t sigs;
 	int sig, ret = 1;
 	bool stopping = false;
