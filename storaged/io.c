@@ -259,8 +259,7 @@ static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		}
 	}
 	io->inflight++;
-	io_uring_submit(&io->ring);
-	return 0;
+	return 0;			/* the caller submits, once for all it arms */
 }
 
 static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
@@ -635,7 +634,7 @@ static void stream_refill(struct gs_stream *s)
 			s->window[s->nwindow++] = idx;
 			s->error = -EIO;
 			STAT_ADD(e, io_errors, 1);
-			return;
+			break;
 		}
 		sl->buf = idx;
 		sl->state = CH_INFLIGHT;
@@ -645,6 +644,7 @@ static void stream_refill(struct gs_stream *s)
 			STAT_ADD(e, readahead_chunks, 1);
 		STAT_MAX(e, readahead_max_depth, s->inflight);
 	}
+	io_uring_submit(&s->io->ring);
 }
 
 int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
@@ -841,13 +841,6 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	}
 	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
 	pin(io->e, obj);
-	if (obj->meta.head_len)
-		memcpy(buf, obj->head, obj->meta.head_len);
-	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (obj->chunks[c].tier == GS_TIER_RAM)
-			memcpy((char *)buf + engine_chunk_start(obj, c),
-			       (char *)io->e->region.base + obj->chunks[c].addr,
-			       obj->chunks[c].len);
 	n = read_order(obj, 0, obj->nchunks, order);
 	r->pending = 1;			/* held until every read is armed */
 	for (uint32_t i = 0; i < n && ret == 0; i++) {
@@ -862,6 +855,14 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		}
 	}
 	free(order);
+	io_uring_submit(&io->ring);	/* the disk starts while we copy */
+	if (obj->meta.head_len)
+		memcpy(buf, obj->head, obj->meta.head_len);
+	for (uint32_t c = 0; c < obj->nchunks; c++)
+		if (obj->chunks[c].tier == GS_TIER_RAM)
+			memcpy((char *)buf + engine_chunk_start(obj, c),
+			       (char *)io->e->region.base + obj->chunks[c].addr,
+			       obj->chunks[c].len);
 	if (--r->pending == 0)
 		defer(io, read_into_deferred, r, 0);
 	return 0;
@@ -1046,6 +1047,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		w->error = -EIO;
 	} else {
 		w->inflight++;
+		io_uring_submit(&w->io->ring);
 	}
 	w->cur_buf = -1;
 }

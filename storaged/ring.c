@@ -116,6 +116,8 @@ struct handle {
 	struct gs_obj *obj;
 	struct gs_stream *s;
 	uint64_t pos;			/* object offset of the next byte */
+	uint64_t limit;			/* ... and how far nginx lets us stage */
+	uint64_t end;			/* the READ's end */
 	uint64_t fill_off;
 	int fill;			/* rx buffer being filled, or -1 */
 	uint32_t fill_len;
@@ -410,6 +412,12 @@ static void pump_read(struct handle *h)
 	int ret;
 
 	while (h->s && !c->dead) {
+		if (h->pos >= h->limit && h->pos < h->end) {
+			/* a MORE brings us back */
+			if (h->fill_len)
+				stage(h);
+			return;
+		}
 		if (h->fill < 0) {
 			/* a BUFREL of one of ours, or any, brings us back */
 			if (h->nbufs >= c->per_stream)
@@ -436,6 +444,8 @@ static void pump_read(struct handle *h)
 		n = c->ring.buf_size - h->fill_len;
 		if (n > len)
 			n = len;
+		if (n > h->limit - h->pos)
+			n = h->limit - h->pos;
 		memcpy(ring_rx_buf(&c->ring, (uint32_t)h->fill) + h->fill_len,
 		       data, n);
 		gs_stream_consume(h->s, n);
@@ -461,6 +471,10 @@ static void op_read(struct conn *c, const struct ring_sqe *sqe)
 	size = gs_obj_meta(h->obj)->size;
 	h->ud = sqe->user_data;
 	h->pos = sqe->off < size ? sqe->off : size;
+	h->end = sqe->off + sqe->len < sqe->off || sqe->off + sqe->len > size ?
+		 size : sqe->off + sqe->len;
+	h->limit = sqe->window && h->pos + sqe->window > h->pos ?
+		   h->pos + sqe->window : UINT64_MAX;
 	cqe.res = gs_stream_open(c->srv->io, h->obj, sqe->off, sqe->len,
 				 handle_wake, h, &h->s);
 	if (cqe.res) {
@@ -480,6 +494,21 @@ static void release_obj(struct handle *h)
 	gs_obj_put(h->c->srv->e, &h->obj);
 	h->c->srv->st[ST_ring_pins]--;
 	handle_put(h);
+}
+
+/* nginx lets a READ stage <len> more bytes. */
+static void op_more(struct conn *c, const struct ring_sqe *sqe)
+{
+	struct handle *h = handle_find(c, sqe->handle, H_OBJ);
+
+	if (!h) {
+		conn_kill(c, "MORE for an unknown handle");
+		return;
+	}
+	h->limit = h->limit + sqe->len < h->limit ? UINT64_MAX :
+		   h->limit + sqe->len;
+	if (h->s)
+		mark_ready(h);
 }
 
 static void op_bufrel(struct conn *c, const struct ring_sqe *sqe)
@@ -790,6 +819,9 @@ static void dispatch(struct conn *c, const struct ring_sqe *sqe)
 		break;
 	case RING_OP_BUFREL:
 		op_bufrel(c, sqe);
+		break;
+	case RING_OP_MORE:
+		op_more(c, sqe);
 		break;
 	case RING_OP_RELEASE:
 		h = handle_find(c, sqe->handle, H_OBJ);

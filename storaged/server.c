@@ -1,6 +1,6 @@
 /*
- * Serving threads: each has an epoll loop, a SO_REUSEPORT listener on the
- * memcache port, its own gs_io, and the connections it accepted.  Output is
+ * Serving threads: each has an epoll loop watching the shared memcache
+ * listener (EPOLLEXCLUSIVE), its own gs_io, and the connections it accepted.  Output is
  * a queue of byte buffers and objects; an object becomes a stream (and
  * takes a read-ahead window) only when it reaches the head of the queue, so
  * a pipelining client can't hold windows it is not sending from.
@@ -43,7 +43,7 @@ struct worker {
 	struct server *srv;
 	unsigned id;
 	pthread_t tid;
-	int epfd, lfd, stopfd;
+	int epfd, stopfd;
 	struct gs_io *io;
 	struct conn *sched;
 	struct conn *dead;
@@ -369,7 +369,7 @@ ssize_t conn_recv(struct conn *c, void *p, size_t len)
 static void accept_all(struct worker *w)
 {
 	for (;;) {
-		int fd = accept4(w->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(w->srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev;
 		struct conn *c;
 		int one = 1;
@@ -499,7 +499,6 @@ static int listen_socket(const struct options *o, char *err, size_t errlen)
 	if (fd < 0)
 		goto out_err;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
 		close(fd);
 		goto out_err;
@@ -517,11 +516,10 @@ out_err:
 
 static int worker_init(struct worker *w, char *err, size_t errlen)
 {
-	const struct options *o = w->srv->opt;
 	struct epoll_event ev;
 	int ret;
 
-	w->lfd = w->stopfd = -1;
+	w->stopfd = -1;
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->epfd < 0 || w->stopfd < 0) {
@@ -534,12 +532,10 @@ static int worker_init(struct worker *w, char *err, size_t errlen)
 			 w->id, strerror(-ret));
 		return ret;
 	}
-	if (o->memcache_port) {
-		w->lfd = listen_socket(o, err, errlen);
-		if (w->lfd < 0)
-			return w->lfd;
-		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_listen };
-		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->lfd, &ev);
+	if (w->srv->lfd >= 0) {
+		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLEXCLUSIVE,
+					   .data.ptr = &tag_listen };
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev);
 	}
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_stop };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stopfd, &ev);
@@ -560,8 +556,6 @@ static void worker_fini(struct worker *w)
 		w->dead = c->next_sched;
 		conn_release(c);
 	}
-	if (w->lfd >= 0)
-		close(w->lfd);
 	if (w->stopfd >= 0)
 		close(w->stopfd);
 	if (w->epfd >= 0)
@@ -577,9 +571,20 @@ int server_start(struct server *srv, struct gs_engine *e,
 	srv->opt = opt;
 	srv->started = time(NULL);
 	srv->nworkers = opt->cores;
+	srv->lfd = -1;
+	if (opt->memcache_port) {
+		/* one socket shared by the threads: a second goblin-store on the
+		 * same port fails to bind instead of splitting the traffic */
+		srv->lfd = listen_socket(opt, err, errlen);
+		if (srv->lfd < 0)
+			return srv->lfd;
+	}
 	srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
-	if (!srv->workers)
+	if (!srv->workers) {
+		if (srv->lfd >= 0)
+			close(srv->lfd);
 		return -ENOMEM;
+	}
 	for (unsigned i = 0; i < srv->nworkers; i++) {
 		struct worker *w = &srv->workers[i];
 
@@ -621,4 +626,7 @@ void server_stop(struct server *srv)
 	}
 	free(srv->workers);
 	srv->workers = NULL;
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	srv->lfd = -1;
 }

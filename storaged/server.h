@@ -1,6 +1,6 @@
 /*
  * The memcache front: serving threads (one epoll loop and one gs_io each,
- * SO_REUSEPORT listeners) and their connections.  server.c owns sockets and
+ * one shared listener) and their connections.  server.c owns sockets and
  * the output queue; proto_text.c turns input lines into engine calls and
  * replies.  A connection belongs to one thread for its whole life.
  */
@@ -61,6 +61,7 @@ struct server {
 	const struct options *opt;
 	struct worker *workers;
 	unsigned nworkers;
+	int lfd;			/* the memcache listener, shared */
 	time_t started;
 	struct server_stats st;
 };
