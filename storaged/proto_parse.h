@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define MC_KEY_MAX	250		/* bytes in a key */
-#define MC_LINE_MAX	8192		/* bytes in a command line, no "\r\n" */
+#define MC_LINE_MAX	65536		/* bytes in a command line, no "\r\n" */
 #define MC_KEYS_MAX	1024		/* keys in one get/gets/gat/gats */
 #define MC_BYTES_MAX	((uint64_t)INT64_MAX - 2)	/* <bytes> + "\r\n" fits off_t */
 
