@@ -440,16 +440,33 @@ void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
 	*objp = NULL;
 }
 
-int gs_delete(struct gs_engine *e, const void *key, size_t klen)
+static int delete_if(struct gs_engine *e, const void *key, size_t klen,
+		     bool check, uint64_t cas)
 {
 	struct gs_obj *obj;
+	int ret = -ENOENT;
 
 	pthread_mutex_lock(&e->lock);
 	obj = find_live(e, key, klen, false);
-	if (obj)
+	if (obj && check && obj->meta.cas != cas) {
+		ret = -EEXIST;
+	} else if (obj) {
 		unlink_obj(e, obj);
+		ret = 0;
+	}
 	pthread_mutex_unlock(&e->lock);
-	return obj ? 0 : -ENOENT;
+	return ret;
+}
+
+int gs_delete(struct gs_engine *e, const void *key, size_t klen)
+{
+	return delete_if(e, key, klen, false, 0);
+}
+
+int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
+		  uint64_t cas)
+{
+	return delete_if(e, key, klen, true, cas);
 }
 
 int gs_touch(struct gs_engine *e, const void *key, size_t klen,

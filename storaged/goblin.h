@@ -118,6 +118,9 @@ void gs_obj_put(struct gs_engine *e, struct gs_obj **objp);
 
 /* Returns 0 or -ENOENT. */
 int gs_delete(struct gs_engine *e, const void *key, size_t klen);
+/* Deletes only if the object's CAS is <cas>: 0, -ENOENT or -EEXIST. */
+int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
+		  uint64_t cas);
 /* Sets a new absolute <exptime>; fills <meta> if not NULL. 0 or -ENOENT. */
 int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	     int64_t exptime, struct gs_meta *meta);

@@ -50,6 +50,7 @@ static int parse_delete(struct mc_cmd *, const struct tok *, unsigned);
 static int parse_key_number(struct mc_cmd *, const struct tok *, unsigned);
 static int parse_flush_all(struct mc_cmd *, const struct tok *, unsigned);
 static int parse_verbosity(struct mc_cmd *, const struct tok *, unsigned);
+static int parse_meta(struct mc_cmd *, struct cursor *, struct mc_key *, unsigned);
 
 static const struct mc_def mc_defs[] = {
 	[MC_GET]	= { "get",       0, 0, false, NULL, parse_get },
@@ -71,6 +72,10 @@ static const struct mc_def mc_defs[] = {
 	[MC_VERSION]	= { "version",   0, 0, false, NULL, NULL },
 	[MC_VERBOSITY]	= { "verbosity", 1, 2, true, parse_verbosity, NULL },
 	[MC_QUIT]	= { "quit",      0, 0, false, NULL, NULL },
+	[MC_MG]		= { "mg",        0, 0, false, NULL, parse_meta },
+	[MC_MS]		= { "ms",        0, 0, false, NULL, parse_meta },
+	[MC_MD]		= { "md",        0, 0, false, NULL, parse_meta },
+	[MC_MN]		= { "mn",        0, 0, false, NULL, NULL },
 };
 
 #define MC_NDEFS	(sizeof(mc_defs) / sizeof(mc_defs[0]))
@@ -262,6 +267,83 @@ static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
 	if (nargs != 1 || !tok_u64(&arg[0], UINT32_MAX, &level))
 		return client_error(cmd, BAD_FORMAT);
 	cmd->level = level;
+	return MC_PARSE_OK;
+}
+
+/* The flags each meta command takes; the upper-case ones carry a value. */
+static const char *const meta_flags[] = {
+	[MC_MG] = "cfkOqstvT",
+	[MC_MS] = "ckOqCFTM",
+	[MC_MD] = "kOqC",
+};
+
+static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
+{
+	struct tok v = { t->p + 1, t->len - 1 };
+	uint64_t u;
+
+	if (!strchr(meta_flags[cmd->op], t->p[0]))
+		return client_error(cmd, "invalid flag");
+	for (unsigned i = 0; i < cmd->nmeta; i++)
+		if (cmd->meta[i].flag == t->p[0])
+			return client_error(cmd, "duplicate flag");
+	if (cmd->nmeta == MC_META_MAX || v.len > 32)
+		return client_error(cmd, BAD_FORMAT);
+	cmd->meta[cmd->nmeta++] = (struct mc_meta){ t->p[0], v.len, v.p };
+	switch (t->p[0]) {
+	case 'q':
+		cmd->noreply = true;
+		break;
+	case 'T':
+		cmd->has_exptime = true;
+		if (!tok_s64(&v, &cmd->exptime))
+			return client_error(cmd, "bad token in command line format");
+		break;
+	case 'F':
+		if (!tok_u64(&v, UINT32_MAX, &u))
+			return client_error(cmd, "bad token in command line format");
+		cmd->flags = u;
+		break;
+	case 'C':
+		cmd->has_cas = true;
+		if (!tok_u64(&v, UINT64_MAX, &cmd->cas))
+			return client_error(cmd, "bad token in command line format");
+		break;
+	case 'M':
+		if (v.len != 1 || !strchr("EAPRS", v.p[0]))
+			return client_error(cmd, "invalid mode for ms M token");
+		cmd->mode = v.p[0];
+		break;
+	default:
+		if (v.len && t->p[0] != 'O')
+			return client_error(cmd, "invalid flag");
+	}
+	return MC_PARSE_OK;
+}
+
+/* mg|md <key> <flag>*, ms <key> <bytes> <flag>* */
+static int parse_meta(struct mc_cmd *cmd, struct cursor *cur,
+		      struct mc_key *keys, unsigned max_keys)
+{
+	struct tok t;
+	int ret;
+
+	(void)keys;
+	(void)max_keys;
+	cmd->mode = 'S';
+	if (!next_tok(cur, &t))
+		return MC_PARSE_ERROR;
+	if (!tok_key(&t, &cmd->key))
+		return client_error(cmd, BAD_FORMAT);
+	if (cmd->op == MC_MS) {
+		if (!next_tok(cur, &t) || !tok_u64(&t, MC_BYTES_MAX, &cmd->bytes))
+			return client_error(cmd, BAD_FORMAT);
+		cmd->swallow = true;
+	}
+	while (next_tok(cur, &t))
+		if ((ret = meta_flag(cmd, &t)) != MC_PARSE_OK)
+			return ret;
+	cmd->swallow = false;
 	return MC_PARSE_OK;
 }
 

@@ -10,6 +10,11 @@
  *   delete <key> [0] [noreply]       incr|decr <key> <delta> [noreply]
  *   touch <key> <exptime> [noreply]  flush_all [<delay>] [noreply]
  *   verbosity <level> [noreply]      stats [<args>]     version     quit
+ *   mg <key> <flag>*   ms <key> <bytes> <flag>*   md <key> <flag>*   mn
+ *     flags (meta): mg  c f k O q s t v T<ttl>
+ *                   ms  c k O q C<cas> F<flags> T<ttl> M<mode: E A P R S>
+ *                   md  k O q C<cas>
+ *     others (b, h, u, E, I, N, R, l, x, ...) are refused: "invalid flag"
  *
  * Tokens are separated by one or more spaces (only ' ').  Results:
  *   MC_PARSE_ERROR         unknown command or wrong number of tokens: the
@@ -40,6 +45,16 @@ enum mc_op {
 	MC_SET, MC_ADD, MC_REPLACE, MC_APPEND, MC_PREPEND, MC_CAS,
 	MC_DELETE, MC_INCR, MC_DECR, MC_TOUCH,
 	MC_FLUSH_ALL, MC_STATS, MC_VERSION, MC_VERBOSITY, MC_QUIT,
+	MC_MG, MC_MS, MC_MD, MC_MN,	/* meta commands */
+};
+
+#define MC_META_MAX	16		/* flags on one meta command */
+
+/* One meta flag: its letter and what follows it in the token. */
+struct mc_meta {
+	char flag;
+	uint8_t len;
+	const char *v;
 };
 
 enum mc_parse_result {
@@ -70,6 +85,15 @@ struct mc_cmd {
 	uint32_t level;		/* verbosity */
 	int64_t delay;		/* flush_all: seconds, <= 0 means now */
 	const char *error;	/* MC_PARSE_CLIENT_ERROR: text after "CLIENT_ERROR " */
+	/* meta commands: flags in the order sent; their values are also
+	 * parsed into the fields above (F -> flags, T -> exptime, C -> cas,
+	 * q -> noreply) and <mode> ('S' unless M says otherwise) */
+	struct mc_meta meta[MC_META_MAX];
+	unsigned nmeta;
+	bool has_exptime, has_cas;
+	char mode;
+	bool swallow;		/* MC_PARSE_CLIENT_ERROR of an ms whose <bytes>
+				 * were read: the data block must be skipped */
 };
 
 /*

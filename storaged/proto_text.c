@@ -49,6 +49,187 @@ static const char *store_reply(enum mc_op op, int res)
 	}
 }
 
+/* ---- meta commands ---- */
+
+static bool start_store(struct conn *c, const struct mc_cmd *cmd);
+
+/* Appends " <flag><value>" for each flag of <cmd> that a reply echoes:
+ * O and k always; with <m> (a hit), c f s t too. */
+static size_t meta_flags_text(char *buf, size_t len, const struct mc_cmd *cmd,
+			      const struct gs_meta *m)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < cmd->nmeta && n < len; i++) {
+		const struct mc_meta *f = &cmd->meta[i];
+		int64_t ttl;
+
+		switch (f->flag) {
+		case 'O':
+			n += snprintf(buf + n, len - n, " O%.*s", f->len, f->v);
+			break;
+		case 'k':
+			n += snprintf(buf + n, len - n, " k%.*s", cmd->key.len, cmd->key.p);
+			break;
+		case 'c':
+			if (m)
+				n += snprintf(buf + n, len - n, " c%" PRIu64, m->cas);
+			break;
+		case 'f':
+			if (m)
+				n += snprintf(buf + n, len - n, " f%" PRIu32, m->flags);
+			break;
+		case 's':
+			if (m)
+				n += snprintf(buf + n, len - n, " s%" PRIu64, m->size);
+			break;
+		case 't':
+			if (!m)
+				break;
+			ttl = m->exptime ? m->exptime - time(NULL) : -1;
+			n += snprintf(buf + n, len - n, " t%" PRId64,
+				      m->exptime && ttl < 0 ? 0 : ttl);
+			break;
+		}
+	}
+	return n < len ? n : len - 1;
+}
+
+static bool meta_has(const struct mc_cmd *cmd, char flag)
+{
+	for (unsigned i = 0; i < cmd->nmeta; i++)
+		if (cmd->meta[i].flag == flag)
+			return true;
+	return false;
+}
+
+/* mg <key> <flags>: VA <size> <flags> + value with v, else HD <flags>;
+ * EN on a miss (not sent with q). */
+static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
+{
+	struct gs_engine *e = c->srv->e;
+	char flags[600];
+	struct gs_obj *obj;
+	const struct gs_meta *m;
+
+	SRV_ADD(c->srv, cmd_get, 1);
+	if (cmd->has_exptime) {
+		int ret = gs_touch(e, cmd->key.p, cmd->key.len,
+				   gs_exptime(cmd->exptime), NULL);
+
+		SRV_ADD(c->srv, cmd_touch, 1);
+		SRV_ADD(c->srv, touch_hits, ret == 0);
+		SRV_ADD(c->srv, touch_misses, ret != 0);
+	}
+	if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) < 0) {
+		if (!cmd->noreply) {
+			meta_flags_text(flags, sizeof(flags), cmd, NULL);
+			conn_replyf(c, "EN%s\r\n", flags);
+		}
+		return;
+	}
+	m = gs_obj_meta(obj);
+	meta_flags_text(flags, sizeof(flags), cmd, m);
+	if (!meta_has(cmd, 'v')) {
+		conn_replyf(c, "HD%s\r\n", flags);
+		gs_obj_put(e, &obj);
+		return;
+	}
+	conn_replyf(c, "VA %" PRIu64 "%s\r\n", m->size, flags);
+	conn_reply_obj(c, obj);
+	REPLY(c, "\r\n");
+}
+
+/* md <key> <flags>: HD, NF, EX (C<cas> mismatch); q hides HD. */
+static void do_meta_delete(struct conn *c, const struct mc_cmd *cmd)
+{
+	struct gs_engine *e = c->srv->e;
+	char flags[600];
+	int ret = cmd->has_cas ?
+		  gs_delete_cas(e, cmd->key.p, cmd->key.len, cmd->cas) :
+		  gs_delete(e, cmd->key.p, cmd->key.len);
+
+	SRV_ADD(c->srv, delete_hits, ret == 0);
+	SRV_ADD(c->srv, delete_misses, ret == -ENOENT);
+	if (ret == 0 && cmd->noreply)
+		return;
+	meta_flags_text(flags, sizeof(flags), cmd, NULL);
+	conn_replyf(c, "%s%s\r\n", ret == 0 ? "HD" : ret == -EEXIST ? "EX" : "NF",
+		    flags);
+}
+
+static void meta_store_reply(struct conn *c, int res)
+{
+	struct pending_store *st = &c->store;
+	const char *code;
+	char flags[600];
+	size_t n = 0;
+
+	switch (res) {
+	case 0:
+		if (st->noreply)
+			return;
+		code = "HD";
+		break;
+	case -EEXIST:
+		code = st->op == MC_CAS ? "EX" : "NS";
+		break;
+	case -ENOENT:
+		code = st->op == MC_CAS ? "NF" : "NS";
+		break;
+	default:
+		conn_reply(c, store_reply(st->op, res), strlen(store_reply(st->op, res)));
+		return;
+	}
+	for (unsigned i = 0; i < st->necho && n < sizeof(flags); i++) {
+		const struct meta_echo *f = &st->echo[i];
+
+		if (f->flag == 'c')
+			n += snprintf(flags + n, sizeof(flags) - n, " c%" PRIu64,
+				      res == 0 ? gs_last_cas(conn_io(c)) : 0);
+		else if (f->flag == 'k')
+			n += snprintf(flags + n, sizeof(flags) - n, " k%.*s",
+				      st->klen, st->key);
+		else
+			n += snprintf(flags + n, sizeof(flags) - n, " O%s", f->v);
+	}
+	flags[n < sizeof(flags) ? n : sizeof(flags) - 1] = '\0';
+	conn_replyf(c, "%s%s\r\n", code, flags);
+}
+
+/* ms <key> <bytes> <flags>: a storage command in meta form. */
+static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
+{
+	static const enum mc_op modes[] = {
+		['S'] = MC_SET, ['E'] = MC_ADD, ['R'] = MC_REPLACE,
+		['A'] = MC_APPEND, ['P'] = MC_PREPEND,
+	};
+	struct mc_cmd plain = *cmd;
+	struct pending_store *st = &c->store;
+	bool ok;
+
+	plain.op = modes[(unsigned char)cmd->mode];
+	if (cmd->has_cas && (plain.op == MC_SET || plain.op == MC_REPLACE))
+		plain.op = MC_CAS;
+	if (!cmd->has_exptime)
+		plain.exptime = 0;
+	ok = start_store(c, &plain);
+	st->meta = true;
+	st->necho = 0;
+	for (unsigned i = 0; i < cmd->nmeta; i++) {
+		const struct mc_meta *f = &cmd->meta[i];
+
+		if (!strchr("Okc", f->flag))
+			continue;
+		st->echo[st->necho].flag = f->flag;
+		snprintf(st->echo[st->necho].v, sizeof(st->echo[0].v), "%.*s",
+			 f->len, f->v);
+		st->necho++;
+	}
+	return ok;
+}
+
 static void store_done(void *arg, int res)
 {
 	struct conn *c = arg;
@@ -68,8 +249,11 @@ static void store_done(void *arg, int res)
 		SRV_ADD(c->srv, cas_misses, 1);
 	if (res == -ENOMEM)
 		SRV_ADD(c->srv, out_of_memory, 1);
-	reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
-		     store_reply(st->op, res));
+	if (st->meta)
+		meta_store_reply(c, res);
+	else
+		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
+			     store_reply(st->op, res));
 	c->state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -150,7 +334,11 @@ static void end_value(struct conn *c)
 		gs_writer_abort(&st->writer);
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
-		reply_unless(c, st->noreply && ret == -ENOENT, store_reply(st->op, ret));
+		if (st->meta)
+			meta_store_reply(c, ret);
+		else
+			reply_unless(c, st->noreply && ret == -ENOENT,
+				     store_reply(st->op, ret));
 		c->state = CONN_CMD;
 	}
 }
@@ -262,8 +450,12 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	}
 	if (ret == MC_PARSE_CLIENT_ERROR) {
 		SRV_ADD(c->srv, protocol_errors, 1);
-		if (!cmd.noreply)
+		if (!cmd.noreply || cmd.op == MC_MS)
 			conn_replyf(c, "CLIENT_ERROR %s\r\n", cmd.error);
+		if (cmd.swallow) {	/* ms: its data block follows */
+			c->swallow = cmd.bytes + 2;
+			c->state = CONN_SWALLOW;
+		}
 		return true;
 	}
 	if (is_storage(cmd.op))
@@ -303,6 +495,17 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		break;
 	case MC_QUIT:
 		c->state = CONN_CLOSING;	/* after what is queued */
+		break;
+	case MC_MG:
+		do_meta_get(c, &cmd);
+		break;
+	case MC_MS:
+		return start_meta_set(c, &cmd);
+	case MC_MD:
+		do_meta_delete(c, &cmd);
+		break;
+	case MC_MN:
+		REPLY(c, "MN\r\n");
 		break;
 	default:
 		REPLY(c, "ERROR\r\n");

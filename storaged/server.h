@@ -87,8 +87,17 @@ enum conn_state {
 	CONN_CLOSING,		/* flush what is queued, then close */
 };
 
+/* A meta flag kept for the reply. */
+struct meta_echo {
+	char flag;
+	char v[33];
+};
+
 struct pending_store {
 	enum mc_op op;
+	bool meta;		/* ms: reply HD/NS/EX/NF with <echo> */
+	struct meta_echo echo[MC_META_MAX];
+	unsigned necho;
 	char key[GS_KEY_MAX];
 	uint8_t klen;
 	uint32_t flags;

@@ -442,7 +442,7 @@ static void test_misc(void)
 	ERR("foo");
 	ERR("foo bar");
 	ERR("x");
-	ERR("mg foo v");	/* meta commands are not spoken */
+	ERR("mg");		/* meta commands need a key */
 	ERR("\x01get a");
 	expect_at("\0", 1, MC_KEYS_MAX, MC_PARSE_ERROR, NULL, __LINE__);
 	expect_at("get a", 0, MC_KEYS_MAX, MC_PARSE_ERROR, NULL, __LINE__);
@@ -454,19 +454,57 @@ static void test_misc(void)
 		CHECK(!cmd.noreply && cmd.flags == 0 && cmd.bytes == 0);
 }
 
+static void test_meta(void)
+{
+	if (OK("mg foo v f s c k O42 t T30 q")) {
+		CHECK(cmd.op == MC_MG && cmd.key.len == 3 && cmd.nmeta == 9);
+		CHECK(cmd.meta[0].flag == 'v' && cmd.meta[5].flag == 'O' &&
+		      cmd.meta[5].len == 2 && !memcmp(cmd.meta[5].v, "42", 2));
+		CHECK(cmd.has_exptime && cmd.exptime == 30 && cmd.noreply);
+	}
+	if (OK("ms k 5 F7 T-1 C99 MA c k")) {
+		CHECK(cmd.op == MC_MS && cmd.bytes == 5 && cmd.flags == 7);
+		CHECK(cmd.exptime == -1 && cmd.has_cas && cmd.cas == 99);
+		CHECK(cmd.mode == 'A' && !cmd.noreply);
+	}
+	if (OK("ms k 0"))
+		CHECK(cmd.mode == 'S' && !cmd.has_cas && !cmd.has_exptime);
+	if (OK("md k C5 q O1"))
+		CHECK(cmd.op == MC_MD && cmd.cas == 5 && cmd.noreply);
+	if (OK("mn"))
+		CHECK(cmd.op == MC_MN);
+	ERR("mn x");
+	ERR("ms");
+	CERR("ms k", "bad command line format");
+	CERR("ms k x", "bad command line format");
+	CERR("mg k Z", "invalid flag");
+	CERR("mg k b", "invalid flag");		/* base64 keys: not spoken */
+	CERR("mg k v v", "duplicate flag");
+	CERR("md k v", "invalid flag");
+	CERR("mg k v5", "invalid flag");
+	if (CERR("ms k 3 MX", "invalid mode for ms M token"))
+		CHECK(cmd.swallow && cmd.bytes == 3);
+	if (CERR("ms k 3 Tx", "bad token in command line format"))
+		CHECK(cmd.swallow);
+	CERR("ms k 3 F4294967296", "bad token in command line format");
+	if (CERR("ms k x", "bad command line format"))
+		CHECK(!cmd.swallow);
+}
+
 static void test_op_names(void)
 {
 	static const char *const names[] = {
 		"get", "gets", "gat", "gats", "set", "add", "replace",
 		"append", "prepend", "cas", "delete", "incr", "decr", "touch",
 		"flush_all", "stats", "version", "verbosity", "quit",
+		"mg", "ms", "md", "mn",
 	};
 	unsigned i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(!strcmp(mc_op_name(i), names[i]));
-	CHECK(i == MC_QUIT + 1);
-	CHECK(!strcmp(mc_op_name(MC_QUIT + 1), "unknown"));
+	CHECK(i == MC_MN + 1);
+	CHECK(!strcmp(mc_op_name(MC_MN + 1), "unknown"));
 	CHECK(!strcmp(mc_op_name((enum mc_op)-1), "unknown"));
 }
 
@@ -533,6 +571,7 @@ int main(int argc, char **argv)
 	test_touch();
 	test_flush_all();
 	test_misc();
+	test_meta();
 	test_op_names();
 	test_random_lines();
 	printf("test_proto_parse: %d failure(s)\n", failures);
