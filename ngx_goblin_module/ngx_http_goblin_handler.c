@@ -373,6 +373,8 @@ ngx_http_goblin_cleanup(void *data)
 {
     ngx_http_goblin_ctx_t *ctx = data;
 
+    ngx_buf_t    *b;
+    ngx_uint_t    i, linked;
     ngx_chain_t  *cl;
 
     if (ctx->timer.timer_set) {
@@ -382,22 +384,25 @@ ngx_http_goblin_cleanup(void *data)
     ctx->done = 1;
     ngx_http_goblin_unregister(ctx);
 
-    if (ngx_http_goblin_linked(ctx)) {
+    linked = ngx_http_goblin_linked(ctx);
 
-        for (cl = ctx->busy; cl; cl = cl->next) {
-            if (cl->buf->num >= 0) {
-                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL,
-                                              cl->buf->num, 0, 0);
+    for (i = 0; i < 2; i++) {
+        for (cl = i ? ctx->out : ctx->busy; cl; cl = cl->next) {
+            b = cl->buf;
+
+            if (b->num >= 0 && linked) {
+                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num,
+                                              0, 0);
+
+            } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
+                ngx_free(b->start);
             }
-        }
 
-        for (cl = ctx->out; cl; cl = cl->next) {
-            if (cl->buf->num >= 0) {
-                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL,
-                                              cl->buf->num, 0, 0);
-            }
+            b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
         }
+    }
 
+    if (linked) {
         if (ctx->pinned) {
             ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
         }
@@ -601,6 +606,7 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     ngx_int_t                rc;
     ngx_buf_t               *b;
     ngx_chain_t             *cl;
+    struct ring_sqe          sqe;
     struct ring_meta        *m;
     ngx_http_request_t      *r;
     ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
@@ -671,9 +677,17 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     disk = ngx_max(ctx->start, head_end);
 
     if (ctx->end > disk) {
+        ngx_memzero(&sqe, sizeof(struct ring_sqe));
+        sqe.op = RING_OP_READ;
+        sqe.handle = ctx->handle;
+        sqe.off = (uint64_t) disk;
+        sqe.len = (uint64_t) (ctx->end - disk);
+        sqe.window = (uint64_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
+                     * ctx->map->ring.buf_size;
+        ngx_http_goblin_submit(ctx, &sqe);
+
         ctx->next = disk;
-        ngx_http_goblin_submit_handle(ctx, RING_OP_READ, 0, disk,
-                                      ctx->end - disk);
+        ctx->granted = disk + (off_t) sqe.window;
         ngx_http_goblin_wait(ctx);
 
     } else if (ctx->timer.timer_set) {
@@ -689,7 +703,7 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
         b = cl->buf;
         b->memory = 1;
-        b->num = -1;
+        b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
         b->start = ctx->map->region + m->head_off + ctx->start;
         b->pos = b->start;
         b->last = ctx->map->region + m->head_off
@@ -1138,16 +1152,23 @@ ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /*
- * Passes what is queued on, and gives back every rx buffer the socket
- * has taken (the chains are walked as ngx_chain_update_chains() does).
+ * Passes what is queued on and gives back every rx buffer the socket has
+ * taken (the chains are walked as ngx_chain_update_chains() does).  When
+ * the socket is full, what it has not taken is copied aside so the shared
+ * rx buffers never wait on this client; the READ's window bounds that.
  */
 static void
 ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 {
+    u_char                    *p;
+    off_t                      pending, accepted, window, more;
+    size_t                     size;
     ngx_int_t                  rc;
+    ngx_buf_t                 *b;
     ngx_chain_t               *cl, **ll;
     ngx_event_t               *wev;
     ngx_http_request_t        *r;
+    ngx_http_goblin_link_t    *link = ngx_http_goblin_link;
     ngx_http_core_loc_conf_t  *clcf;
 
     r = ctx->request;
@@ -1158,22 +1179,57 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
     *ll = ctx->out;
     ctx->out = NULL;
 
+    pending = 0;
+
+    for (cl = ctx->busy; cl; cl = cl->next) {
+        b = cl->buf;
+        size = ngx_buf_size(b);
+
+        if (b->num == NGX_HTTP_GOBLIN_HEAD_BUF || size == 0) {
+            continue;
+        }
+
+        if (b->num >= 0 && rc == NGX_AGAIN) {
+            p = ngx_alloc(size, r->connection->log);
+            if (p == NULL) {
+                ngx_http_goblin_finalize(ctx, NGX_ERROR);
+                return;
+            }
+
+            ngx_memcpy(p, b->pos, size);
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+
+            b->start = p;
+            b->pos = p;
+            b->last = p + size;
+            b->end = b->last;
+            b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
+
+            link->stats.spilled_bytes += size;
+        }
+
+        pending += size;
+    }
+
     while (ctx->busy && ngx_buf_size(ctx->busy->buf) == 0) {
         cl = ctx->busy;
         ctx->busy = cl->next;
+        b = cl->buf;
 
-        if (cl->buf->num >= 0) {
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cl->buf->num,
-                                          0, 0);
-            cl->buf->num = -1;
+        if (b->num >= 0) {
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+
+        } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
+            ngx_free(b->start);
         }
 
+        b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
         cl->next = ctx->free;
         ctx->free = cl;
     }
 
     if (rc == NGX_ERROR) {
-        ngx_http_goblin_link->stats.cut_responses++;
+        link->stats.cut_responses++;
         ngx_http_goblin_finalize(ctx, NGX_ERROR);
         return;
     }
@@ -1182,6 +1238,20 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
         /* nginx's own writer flushes the rest; cleanup gives back */
         ngx_http_goblin_finalize(ctx, rc);
         return;
+    }
+
+    /* let the READ stage up to a window past what the client took */
+
+    if (ctx->granted < ctx->end) {
+        window = (off_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
+                 * ctx->map->ring.buf_size;
+        accepted = ctx->next - pending;
+
+        if (ctx->granted - accepted <= window / 2) {
+            more = ngx_min(ctx->end, accepted + window) - ctx->granted;
+            ngx_http_goblin_submit_handle(ctx, RING_OP_MORE, 0, 0, more);
+            ctx->granted += more;
+        }
     }
 
     if (rc != NGX_AGAIN) {

@@ -32,6 +32,7 @@
     STAT(unsatisfiable)                                                       \
     STAT(head_bytes)                                                          \
     STAT(staged_bytes)                                                        \
+    STAT(spilled_bytes)                                                       \
     STAT(puts_created)                                                        \
     STAT(puts_replaced)                                                       \
     STAT(put_bytes)                                                           \
@@ -81,6 +82,14 @@ typedef struct {
 
 
 typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
+
+
+/* ngx_buf_t.num of body buffers: an rx buffer index, or one of these */
+#define NGX_HTTP_GOBLIN_HEAD_BUF       -1  /* in the mapped head region */
+#define NGX_HTTP_GOBLIN_HEAP_BUF       -2  /* copied aside for a slow client */
+
+/* bytes a READ may stage ahead of what the client has taken, in buffers */
+#define NGX_HTTP_GOBLIN_WINDOW_BUFS    4
 
 
 typedef struct {
@@ -140,6 +149,7 @@ struct ngx_http_goblin_ctx_s {
     off_t                          start;   /* bytes [start, end) go out */
     off_t                          end;
     off_t                          next;    /* next offset a DATA brings */
+    off_t                          granted; /* the READ may stage this far */
 
     ngx_chain_t                   *out;
     ngx_chain_t                   *busy;

@@ -35,7 +35,11 @@
  *
  * Buffer ownership moves with entries: an rx buffer is the daemon's until
  * a RING_OP_DATA (or RING_OP_STATS) completion hands it to nginx, which
- * gives it back with RING_OP_BUFREL once the bytes are on the wire.  A tx buffer is nginx's
+ * gives it back with RING_OP_BUFREL once the bytes are on the wire, or
+ * once it has copied them aside for a client too slow to take them: rx
+ * buffers are shared by all requests of a worker and must not wait on one
+ * client.  A READ stages at most <window> bytes beyond what nginx has
+ * granted with RING_OP_MORE, which bounds that copying.  A tx buffer is nginx's
  * until RING_OP_WDATA hands it over, and comes back with RING_OP_TXDONE.
  *
  * Pins: LOOKUP pins the object (its head and extents stay valid whatever
@@ -48,7 +52,7 @@
 #include <stdint.h>
 
 #define RING_MAGIC		0x474f424cu	/* "GOBL" */
-#define RING_VERSION		1
+#define RING_VERSION		2
 #define RING_KEY_MAX		250		/* = GS_KEY_MAX */
 #define RING_ALIGN		4096u
 
@@ -64,7 +68,7 @@
 /* Submission opcodes (nginx -> storaged). */
 enum ring_op {
 	RING_OP_LOOKUP = 1,	/* key -> CQE: handle + meta; pins */
-	RING_OP_READ,		/* handle, off, len -> DATA..., then READ */
+	RING_OP_READ,		/* handle, off, len, window -> DATA..., READ */
 	RING_OP_BUFREL,		/* buf: an rx buffer comes back; no CQE */
 	RING_OP_RELEASE,	/* handle: unpin, stop its READ; no CQE */
 	RING_OP_WOPEN,		/* key, len (size), flags, exptime -> handle */
@@ -73,6 +77,7 @@ enum ring_op {
 	RING_OP_WABORT,		/* handle: drop the writer; no CQE */
 	RING_OP_DELETE,		/* key -> DELETE */
 	RING_OP_STATS,		/* -> STATS: "name value\n" lines in an rx buf */
+	RING_OP_MORE,		/* handle, len: the READ may stage len more */
 	/* completion-only opcodes */
 	RING_OP_DATA,		/* buf holds len bytes at object offset off */
 	RING_OP_TXDONE,		/* tx buffer buf is free again */
@@ -104,7 +109,8 @@ struct ring_sqe {
 	uint32_t flags;			/* WOPEN: the object's flags */
 	int64_t exptime;		/* WOPEN: memcache-style exptime */
 	char key[256];
-	uint8_t pad1[16];
+	uint64_t window;		/* READ: bytes it may stage before MORE */
+	uint8_t pad1[8];
 };
 
 /*
