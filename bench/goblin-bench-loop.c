@@ -465,11 +465,20 @@ static uint64_t pick_key(struct bench *b, struct conn *c)
 	return b->o->hot_start + i;
 }
 
+/* --rate: true while the phase has issued its share of requests so far. */
+static bool rate_held(struct bench *b)
+{
+	uint64_t issued = b->st->get_issued + b->st->set_issued;
+
+	return b->o->rate > 0 &&
+	       (double)issued >= b->o->rate * (double)(now_ns() - b->start) / NSEC;
+}
+
 static void issue(struct bench *b, struct conn *c)
 {
 	const struct gb_opts *o = b->o;
 
-	if (b->stopping || c->dead || c->fd < 0 || c->busy)
+	if (b->stopping || c->dead || c->fd < 0 || c->busy || rate_held(b))
 		return;
 	if (b->phase == PH_POPULATE) {
 		if (b->next_key >= o->keys) {
@@ -478,6 +487,14 @@ static void issue(struct bench *b, struct conn *c)
 		}
 		c->key = b->next_key++;
 		c->op = GB_OP_SET;
+	} else if (o->key_dist == GB_KEYS_SEQUENTIAL) {
+		if (b->next_key >= o->hot_start + o->hot_keys) {
+			b->stopping = true;
+			return;
+		}
+		c->key = b->next_key++;
+		c->op = o->set_ratio > 0 && gb_rng_unit(&c->rng) < o->set_ratio ?
+			GB_OP_SET : GB_OP_GET;
 	} else {
 		c->key = pick_key(b, c);
 		c->op = o->set_ratio > 0 && gb_rng_unit(&c->rng) < o->set_ratio &&
@@ -629,10 +646,11 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 	b->start = now_ns();
 	b->deadline = b->start + (uint64_t)(b->o->duration * NSEC);
 	b->next_progress = b->start + NSEC;
+	b->next_key = phase == PH_POPULATE ? 0 : b->o->hot_start;
 	for (unsigned i = 0; i < b->o->conns; i++)
 		issue(b, &b->conns[i]);
 	while (!phase_done(b)) {
-		n = epoll_wait(b->epfd, ev, 64, TICK_MS);
+		n = epoll_wait(b->epfd, ev, 64, b->o->rate > 0 ? 1 : TICK_MS);
 		for (int i = 0; i < n; i++) {
 			struct conn *c = ev[i].data.ptr;
 
@@ -735,7 +753,6 @@ int gb_run(const struct gb_opts *o, const struct gb_sizer *sizer,
 		b.live++;
 	}
 	if (!o->no_store) {
-		b.next_key = 0;
 		run_phase(&b, PH_POPULATE, &res->populate);
 		res->populated = true;
 	}

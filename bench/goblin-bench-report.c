@@ -95,7 +95,7 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 		fprintf(f, "run       %.2f s on keys [%" PRIu64 ", %" PRIu64
 			") %s (mean %s), set ratio %g\n", r->seconds,
 			o->hot_start, o->hot_start + o->hot_keys,
-			o->key_dist == GB_KEYS_ZIPF ? "zipf" : "uniform",
+			gb_key_dist_names[o->key_dist],
 			human_bytes(b1, sizeof(b1), s->mean_hot), o->set_ratio);
 		fprintf(f, "          %.0f req/s, payload %.1f MB/s (get %.1f MB/s, "
 			"set %.1f MB/s)\n", per_s(gets + r->sets, r->seconds),
@@ -146,15 +146,26 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Percentiles at which "cdf" samples the histogram: [percentile, us]. */
+static const double cdf_pcts[] = {
+	0.1, 1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75,
+	80, 85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 100,
+};
+
 static void json_hist(FILE *f, const char *name, const struct gb_hist *h,
 		      bool last)
 {
 	fprintf(f, "      \"%s\": {\"count\": %" PRIu64 ", \"mean\": %.3f, "
 		"\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, "
-		"\"max\": %.3f}%s\n", name, h->count, gb_hist_mean(h) / 1e3,
-		gb_hist_percentile(h, 50) / 1e3, gb_hist_percentile(h, 90) / 1e3,
-		gb_hist_percentile(h, 99) / 1e3,
-		gb_hist_percentile(h, 99.9) / 1e3, h->max / 1e3, last ? "" : ",");
+		"\"max\": %.3f,\n        \"cdf\": [", name, h->count,
+		gb_hist_mean(h) / 1e3, gb_hist_percentile(h, 50) / 1e3,
+		gb_hist_percentile(h, 90) / 1e3, gb_hist_percentile(h, 99) / 1e3,
+		gb_hist_percentile(h, 99.9) / 1e3, h->max / 1e3);
+	for (size_t i = 0; h->count && i < sizeof(cdf_pcts) / sizeof(cdf_pcts[0]);
+	     i++)
+		fprintf(f, "%s[%g, %.3f]", i ? ", " : "", cdf_pcts[i],
+			gb_hist_percentile(h, cdf_pcts[i]) / 1e3);
+	fprintf(f, "]}%s\n", last ? "" : ",");
 }
 
 static void json_counters(FILE *f, const struct gb_stats *st)
@@ -208,13 +219,14 @@ static void json_params(FILE *f, const struct gb_opts *o)
 	fprintf(f, "    \"hot_start\": %" PRIu64 ",\n", o->hot_start);
 	fprintf(f, "    \"hot_keys\": %" PRIu64 ",\n", o->hot_keys);
 	fprintf(f, "    \"key_dist\": \"%s\",\n",
-		o->key_dist == GB_KEYS_ZIPF ? "zipf" : "uniform");
+		gb_key_dist_names[o->key_dist]);
 	fprintf(f, "    \"zipf_theta\": %g,\n", o->zipf_theta);
 	fprintf(f, "    \"seed\": %" PRIu64 ",\n", o->seed);
 	fprintf(f, "    \"set_ratio\": %g,\n", o->set_ratio);
 	fprintf(f, "    \"conns\": %u,\n", o->conns);
 	fprintf(f, "    \"duration_s\": %g,\n", o->duration);
 	fprintf(f, "    \"timeout_s\": %g,\n", o->timeout);
+	fprintf(f, "    \"rate\": %g,\n", o->rate);
 	fprintf(f, "    \"populate_only\": %s,\n", o->populate_only ? "true" : "false");
 	fprintf(f, "    \"no_store\": %s,\n", o->no_store ? "true" : "false");
 	fprintf(f, "    \"verify\": %s\n  },\n", o->verify ? "true" : "false");

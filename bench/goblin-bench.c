@@ -43,13 +43,17 @@ static const char usage[] =
 "  --keys N            keys gb:0 .. gb:N-1 (1024)\n"
 "  --hot-start S       measured phase uses keys [S, S+H) (0)\n"
 "  --hot-keys H        (keys - S)\n"
-"  --key-dist uniform|zipf   key popularity in the window (uniform)\n"
+"  --key-dist uniform|zipf|sequential   key popularity in the window\n"
+"                      (uniform); sequential: each key once, in order, and\n"
+"                      the phase ends after the last (or at --duration)\n"
 "  --zipf-theta T      zipf exponent in (0, 1); rank 0 = key S (0.99)\n"
 "  --seed N            seed for sizes, values and request choice (1)\n"
 "  --set-ratio R       fraction of measured requests that are sets (0)\n"
 "  --conns N           connections, one request in flight each, up to 1024 (4)\n"
 "  --duration T        measured phase length: 500ms, 2s, 1m (10s)\n"
 "  --timeout T         give up on a request without progress for T (10s)\n"
+"  --rate R            issue at most R requests per second, populate and\n"
+"                      measured phase alike (0: as fast as answered) (0)\n"
 "  --populate-only     populate all keys, then stop\n"
 "  --no-store          skip populating: keys were stored by an earlier run\n"
 "                      with the same --seed, --size and --dist\n"
@@ -66,6 +70,7 @@ enum {
 	OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_PREFIX, OPT_SIZE, OPT_DIST,
 	OPT_KEYS, OPT_HOT_START, OPT_HOT_KEYS, OPT_KEY_DIST, OPT_THETA,
 	OPT_SEED, OPT_SET_RATIO, OPT_CONNS, OPT_DURATION, OPT_TIMEOUT,
+	OPT_RATE,
 	OPT_POPULATE_ONLY, OPT_NO_STORE, OPT_VERIFY, OPT_NO_VERIFY, OPT_JSON,
 	OPT_QUIET, OPT_SELF_TEST, OPT_HELP, OPT_VERSION,
 };
@@ -87,6 +92,7 @@ static const struct option longopts[] = {
 	{ "conns", required_argument, NULL, OPT_CONNS },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "populate-only", no_argument, NULL, OPT_POPULATE_ONLY },
 	{ "no-store", no_argument, NULL, OPT_NO_STORE },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
@@ -98,6 +104,9 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+const char *const gb_key_dist_names[] = { "uniform", "zipf", "sequential",
+					   NULL };
 
 static const char *opt_name(int val)
 {
@@ -167,7 +176,6 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 {
 	static const char *const protos[] = { "memcache", "http", NULL };
 	static const char *const dists[] = { "fixed", "gpd", "fb_value", NULL };
-	static const char *const kdists[] = { "uniform", "zipf", NULL };
 	bool have_port = false, have_size = false, have_hot_keys = false;
 	uint64_t port = 0, conns;
 	int c;
@@ -226,7 +234,7 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 			have_hot_keys = true;
 			break;
 		case OPT_KEY_DIST:
-			o->key_dist = (enum gb_key_dist)pick(name, optarg, kdists);
+			o->key_dist = (enum gb_key_dist)pick(name, optarg, gb_key_dist_names);
 			break;
 		case OPT_THETA:
 			o->zipf_theta = parse_real(name, optarg);
@@ -252,6 +260,11 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 			break;
 		case OPT_TIMEOUT:
 			o->timeout = parse_seconds(name, optarg);
+			break;
+		case OPT_RATE:
+			o->rate = parse_real(name, optarg);
+			if (o->rate < 0)
+				bad_usage("--%s: %s is negative", name, optarg);
 			break;
 		case OPT_POPULATE_ONLY:
 			o->populate_only = true;

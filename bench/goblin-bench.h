@@ -23,7 +23,10 @@
 enum gb_key_dist {
 	GB_KEYS_UNIFORM,
 	GB_KEYS_ZIPF,
+	GB_KEYS_SEQUENTIAL,	/* each key of the window once, in order */
 };
+
+extern const char *const gb_key_dist_names[];
 
 struct gb_opts {
 	const char *host;
@@ -40,6 +43,7 @@ struct gb_opts {
 	unsigned conns;
 	double duration;	/* seconds */
 	double timeout;		/* seconds without progress on a request */
+	double rate;		/* requests issued per second at most; 0: no cap */
 	const char *json;
 	const char *http_prefix;
 	bool populate_only, no_store, verify, quiet;
