@@ -1,0 +1,289 @@
+# usage: imported by bench/compare (not run on its own)
+"""Pieces of bench/compare: the rig and its server cgroup, the peers'
+processes, memcache stats, goblin-bench runs.  Everything started here is
+stopped by pid; every failure raises Failure with a one-line reason."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RIG = os.path.join(TOP, "bench", "rig")
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+
+class Failure(Exception):
+    """A peer, the rig or the client misbehaved: the run must stop."""
+
+
+def log(msg):
+    print("compare: " + msg, file=sys.stderr, flush=True)
+
+
+def human(n):
+    n = float(n)
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if abs(n) >= size:
+            return "%.2f %s" % (n / size, unit)
+    return "%d B" % n
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_kv(path):
+    """A 'name value' file (device model stats, memory.stat) as a dict."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.strip().partition(" ")
+            try:
+                out[key] = int(value)
+            except ValueError:
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    out[key] = value
+    return out
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Rig:
+    """bench/rig/up at <state>; down() undoes it."""
+
+    def __init__(self, state, server_ram, hdd_size, ssd_size):
+        self.state = state
+        self.args = ["--state", state, "--server-ram", str(server_ram),
+                     "--hdd-size", hdd_size, "--ssd-size", ssd_size]
+        self.env = None
+
+    def up(self):
+        if os.path.exists(os.path.join(self.state, "state")):
+            log("taking down a rig left at %s" % self.state)
+            self.down()
+        res = subprocess.run([os.path.join(RIG, "up")] + self.args,
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise Failure("bench/rig/up failed: " + res.stderr.strip())
+        env = {}
+        for line in res.stdout.splitlines():
+            if line.startswith("export GOBLIN_RIG_"):
+                key, _, value = line[len("export "):].partition("=")
+                env[key] = value.strip("'\"")
+        self.env = env
+        return env
+
+    def down(self):
+        res = subprocess.run([os.path.join(RIG, "down"), "--state", self.state],
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise Failure("bench/rig/down failed: " + res.stderr.strip())
+        self.env = None
+
+    # ---- the server's memory cgroup (v1) ----
+    def cg(self, name):
+        return os.path.join(self.env["GOBLIN_RIG_CGROUP_DIR"], name)
+
+    def cg_int(self, name):
+        with open(self.cg(name)) as f:
+            return int(f.read().split()[0])
+
+    def cg_write(self, name, value):
+        with open(self.cg(name), "w") as f:
+            f.write(str(value))
+
+    def cg_procs(self):
+        with open(self.cg("cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+
+    def cg_oom_kills(self):
+        return read_kv(self.cg("memory.oom_control")).get("oom_kill", 0)
+
+    def cg_empty(self):
+        """Drops what the last peer left charged (page cache of its deleted
+        files) so the next one starts from zero; fails if it cannot."""
+        if self.cg_procs():
+            raise Failure("processes left in the server cgroup: %s"
+                          % self.cg_procs())
+        self.cg_write("memory.force_empty", 0)
+        self.cg_write("memory.max_usage_in_bytes", 0)
+        used = self.cg_int("memory.usage_in_bytes")
+        if used > 16 * MIB:
+            raise Failure("server cgroup still charges %s after force_empty"
+                          % human(used))
+
+    def cg_memory(self):
+        st = read_kv(self.cg("memory.stat"))
+        return {"usage_bytes": self.cg_int("memory.usage_in_bytes"),
+                "max_usage_bytes": self.cg_int("memory.max_usage_in_bytes"),
+                "limit_bytes": self.cg_int("memory.limit_in_bytes"),
+                "rss_bytes": st.get("rss", 0) + st.get("rss_huge", 0),
+                "cache_bytes": st.get("cache", 0),
+                "shmem_bytes": st.get("shmem", 0),
+                "mapped_file_bytes": st.get("mapped_file", 0),
+                "failcnt": self.cg_int("memory.failcnt"),
+                "oom_kills": self.cg_oom_kills()}
+
+    def devices(self):
+        """Counters of both device models, read now."""
+        return {"hdd": read_kv(self.env["GOBLIN_RIG_HDD_STATS"]),
+                "ssd": read_kv(self.env["GOBLIN_RIG_SSD_STATS"])}
+
+
+DEV_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "seeks",
+                "late", "overshoot_us")
+
+
+def device_delta(before, after, seconds):
+    out = {}
+    for dev in before:
+        d = {k: after[dev][k] - before[dev][k] for k in DEV_COUNTERS}
+        d["read_mb_per_s"] = round(d["read_bytes"] / seconds / 1e6, 3) if seconds else 0
+        d["write_mb_per_s"] = round(d["write_bytes"] / seconds / 1e6, 3) if seconds else 0
+        out[dev] = d
+    return out
+
+
+def memcache_stats(port, arg=""):
+    """'stats <arg>' over the memcache text protocol as a dict."""
+    with socket.create_connection(("127.0.0.1", port), 10) as s:
+        s.sendall(("stats %s\r\n" % arg).strip().encode() + b"\r\n")
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise Failure("port %d closed during 'stats %s'" % (port, arg))
+            buf += chunk
+            if buf.startswith((b"ERROR", b"SERVER_ERROR", b"CLIENT_ERROR")):
+                raise Failure("'stats %s' on port %d: %s"
+                              % (arg, port, buf.decode().strip()))
+    out = {}
+    for line in buf.decode().splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "STAT":
+            try:
+                out[parts[1]] = int(parts[2])
+            except ValueError:
+                try:
+                    out[parts[1]] = float(parts[2])
+                except ValueError:
+                    out[parts[1]] = parts[2]
+    return out
+
+
+class Server:
+    """A peer run by bench/rig/exec-in-server-cgroup in its own session."""
+
+    def __init__(self, rig, name, argv, port, logdir):
+        self.rig, self.name, self.argv, self.port = rig, name, argv, port
+        self.logpath = os.path.join(logdir, name + ".log")
+        self.proc = None
+
+    def log_tail(self, n=5):
+        try:
+            with open(self.logpath, errors="replace") as f:
+                return " | ".join(f.read().strip().splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def start(self, timeout=60):
+        cmd = [os.path.join(RIG, "exec-in-server-cgroup"), "--state",
+               self.rig.state] + self.argv
+        with open(self.logpath, "w") as logf:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                         stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise Failure("%s exited with %d before listening: %s" % (
+                    self.name, self.proc.returncode, self.log_tail()))
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.stop()
+            raise Failure("%s did not listen on port %d within %ds: %s"
+                          % (self.name, self.port, timeout, self.log_tail()))
+        if self.proc.pid not in self.rig.cg_procs():
+            self.stop()
+            raise Failure("%s (pid %d) is not in the server cgroup"
+                          % (self.name, self.proc.pid))
+
+    def check_alive(self):
+        if self.proc.poll() is not None:
+            raise Failure("%s died (exit %s, %d OOM kills in the cgroup): %s"
+                          % (self.name, self.proc.returncode,
+                             self.rig.cg_oom_kills(), self.log_tail()))
+
+    def rss_bytes(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * KIB
+        return 0
+
+    def stop(self):
+        """TERM, then KILL after 15 s; by pid only."""
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            log("%s (pid %d) ignored SIGTERM; killing it" % (self.name, p.pid))
+            p.kill()
+            p.wait(10)
+
+
+def goblin_bench(bench, args, json_path, client_cpu, allow_corrupt=False,
+                 timeout=3600):
+    """Runs goblin-bench pinned to the client cpu; returns its JSON.  Fails
+    on connection failures, accounting errors, and (unless <allow_corrupt>)
+    verify errors; exit status 1 is accepted only when verify errors are
+    what it reports and <allow_corrupt> is set."""
+    cmd = ["taskset", "-c", str(client_cpu), bench, "--quiet",
+           "--json", json_path] + args
+    log("  $ " + " ".join(cmd[3:]))
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if not os.path.exists(json_path):
+        raise Failure("goblin-bench exited %d without results: %s"
+                      % (res.returncode, (res.stderr or res.stdout).strip()[-500:]))
+    with open(json_path) as f:
+        out = json.load(f)
+    out["stderr"] = res.stderr.strip().splitlines()[-20:]
+    for phase in ("populate", "run"):
+        st = out.get(phase)
+        if not st:
+            continue
+        if st["conn_failures"] or st["lost"]:
+            raise Failure("goblin-bench %s: %d connection failures, %d lost "
+                          "requests: %s" % (phase, st["conn_failures"],
+                                            st["lost"], " | ".join(out["stderr"][-3:])))
+        if not st["gets_eq_hits_plus_misses"]:
+            raise Failure("goblin-bench %s: gets != hits + misses" % phase)
+        if st["verify_errors"] and not allow_corrupt:
+            raise Failure("goblin-bench %s: %d verify errors (wrong bytes "
+                          "served): %s" % (phase, st["verify_errors"],
+                                           " | ".join(out["stderr"][-3:])))
+    if res.returncode not in (0, 1) or (res.returncode == 1 and not (
+            allow_corrupt and out.get("run") and out["run"]["verify_errors"])):
+        raise Failure("goblin-bench exited %d: %s" % (
+            res.returncode, " | ".join(out["stderr"][-3:])))
+    return out

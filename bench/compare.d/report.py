@@ -1,0 +1,435 @@
+# usage: imported by bench/compare (not run on its own)
+"""bench/compare's verdicts, ratio lines, results files, markdown summary
+and gnuplot plots.  Every number here comes from the measured results."""
+import json
+import os
+import subprocess
+
+from cmplib import GIB, MIB, Failure, human
+
+SEED = {  # what the seed document reported, quoted beside each verdict
+    "memory-sized": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses",
+    "disk-sized": "+68% throughput (118 vs 70 QPS), less RAM, ~25% lower cost, "
+                  "HDD tail near spindle rate (~210 MB/s); extstore <= 0.4% misses",
+    "durability": "extstore lost 41.5% of a full-speed load; goblin-store 0",
+    "small-objects": "memcached ~12x less RAM (152 MiB vs 1.78 GiB) and ~2x faster",
+}
+
+
+def measured(p):
+    """The peer's measured phase: 'run', or 'read-back' for durability."""
+    ph = p["phases"]
+    return (ph.get("run") or ph["read-back"])["run"]
+
+
+def lat(p, which, pct):
+    return measured(p)["latency_us"][which][pct]
+
+
+def ratio(a, b):
+    return a / b if b else float("inf") if a else 1.0
+
+
+def phase_line(res):
+    st = res.get("run") or res["populate"]
+    line = ("%d requests, %.1f req/s, %.1f MB/s, hits %d, misses %d, errors %d, "
+            "verify errors %d" % (st["requests"], st["qps"], st["payload_mb_per_s"],
+                                  st["hits"], st["misses"], st["errors"],
+                                  st["verify_errors"]))
+    if not res.get("run"):
+        line = ("%d sets in %.1f s (%.1f MB/s), errors %d"
+                % (st["sets"], st["seconds"], st["payload_mb_per_s"], st["errors"]))
+    return line
+
+
+def disk_bytes(p):
+    """Bytes the peer occupies on each emulated device."""
+    if p["kind"] == "goblin-store":
+        g = p["stats_goblin"]
+        return {"ssd": g["ssd_used_bytes"], "hdd": g["hdd_used_bytes"]}
+    return {"ssd": 0, "hdd": sum(p["files_bytes"].values())}
+
+
+def fio_hdd_seq_mbps(res):
+    """The spindle's streaming rate: fio's best 1 MiB sequential read."""
+    rates = [j["mbps"] for dev in res["meta"]["fio_check"]["devices"]
+             if dev["device"] == "hdd" for j in dev["jobs"] if j["rw"] == "read"]
+    if not rates:
+        raise Failure("the fio check has no hdd sequential read job")
+    return max(rates)
+
+
+def claim(text, holds, measured_text):
+    return {"claim": text, "holds": bool(holds), "measured": measured_text}
+
+
+def evaluate(scen, res):
+    """Adds res['ratios'] and res['claims'] (goblin-store vs its peer)."""
+    peer, gob = res["peers"]
+    mp, mg = measured(peer), measured(gob)
+    r = {"qps_goblin_over_peer": ratio(mg["qps"], mp["qps"]),
+         "ram_peer_over_goblin": ratio(peer["ram"]["usage_bytes"],
+                                       gob["ram"]["usage_bytes"]),
+         "rss_peer_over_goblin": ratio(peer["ram"]["server_rss_bytes"],
+                                       gob["ram"]["server_rss_bytes"])}
+    for which in ("ttfb", "complete"):
+        for pct in ("p50", "p99", "p99_9"):
+            r["%s_%s_goblin_over_peer" % (which, pct)] = ratio(
+                lat(gob, which, pct), lat(peer, which, pct))
+    claims = []
+    if scen == "memory-sized":
+        q, p50, p99 = (r["qps_goblin_over_peer"], r["complete_p50_goblin_over_peer"],
+                       r["complete_p99_goblin_over_peer"])
+        claims = [
+            claim("throughput within 10% of memcached", q >= 0.9,
+                  "goblin-store/memcached QPS = %.2f" % q),
+            claim("latency within 10% of memcached (complete p50, p99)",
+                  p50 <= 1.1 and p99 <= 1.1,
+                  "goblin-store/memcached complete p50 = %.2f, p99 = %.2f" % (p50, p99)),
+            claim("RAM >= 6x less than memcached (seed 7.4x)",
+                  r["ram_peer_over_goblin"] >= 6,
+                  "memcached/goblin-store RAM = %.2fx (%s vs %s)" % (
+                      r["ram_peer_over_goblin"], human(peer["ram"]["usage_bytes"]),
+                      human(gob["ram"]["usage_bytes"]))),
+            claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
+                  "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
+        ]
+    elif scen == "disk-sized":
+        prices = res["scale"]["prices_per_gib_month"]
+        for p in (peer, gob):
+            m = measured(p)
+            d = disk_bytes(p)
+            stored = res["scale"]["set_bytes"] * (m["hits"] / m["gets"] if m["gets"] else 0)
+            month = (p["ram"]["usage_bytes"] * prices["ram"] + d["ssd"] * prices["ssd"]
+                     + d["hdd"] * prices["hdd"]) / GIB
+            p["cost"] = {"ram_bytes": p["ram"]["usage_bytes"], "ssd_bytes": d["ssd"],
+                         "hdd_bytes": d["hdd"], "stored_bytes": int(stored),
+                         "dollars_per_month": round(month, 4),
+                         "dollars_per_stored_gib_month":
+                             round(month / (stored / GIB), 4) if stored else None}
+        fio = fio_hdd_seq_mbps(res)
+        hdd = gob["phases"]["run"]["devices"]["hdd"]["read_mb_per_s"]
+        r["hdd_read_mb_per_s_goblin"] = hdd
+        r["hdd_read_mb_per_s_peer"] = peer["phases"]["run"]["devices"]["hdd"]["read_mb_per_s"]
+        r["hdd_fio_seq_mb_per_s"] = fio
+        r["hdd_goblin_over_fio"] = ratio(hdd, fio)
+        cg, cp = (gob["cost"]["dollars_per_stored_gib_month"],
+                  peer["cost"]["dollars_per_stored_gib_month"])
+        r["cost_goblin_over_peer"] = ratio(cg or 0, cp or 0)
+        claims = [
+            claim("throughput >= 1.68x memcached+extstore's (seed +68%)",
+                  r["qps_goblin_over_peer"] >= 1.68,
+                  "goblin-store/extstore QPS = %.2f (%.1f vs %.1f)" % (
+                      r["qps_goblin_over_peer"], mg["qps"], mp["qps"])),
+            claim("HDD read throughput >= 80% of the spindle's fio figure",
+                  r["hdd_goblin_over_fio"] >= 0.8,
+                  "goblin-store read the HDD at %.1f MB/s; fio 1 MiB sequential "
+                  "(best of QD1, QD8): %.1f MB/s (%.0f%%)" % (hdd, fio, 100 * r["hdd_goblin_over_fio"])),
+            claim("less RAM than memcached+extstore",
+                  gob["ram"]["usage_bytes"] < peer["ram"]["usage_bytes"],
+                  "%s vs %s" % (human(gob["ram"]["usage_bytes"]),
+                                human(peer["ram"]["usage_bytes"]))),
+            claim("lower cost per stored GiB (seed ~25% lower)",
+                  cg is not None and cp is not None and cg < cp,
+                  "$%s vs $%s per stored GiB-month (%.2fx)" % (
+                      cg, cp, r["cost_goblin_over_peer"])),
+            claim("extstore holds the set (seed <= 0.4% misses)",
+                  mp["misses"] <= 0.004 * mp["gets"],
+                  "misses: extstore %d of %d gets, goblin-store %d of %d" % (
+                      mp["misses"], mp["gets"], mg["misses"], mg["gets"])),
+        ]
+    elif scen == "durability":
+        for p in (peer, gob):
+            pop = p["phases"]["populate"]["populate"]
+            rb = p["phases"]["read-back"]["run"]
+            p["durability"] = {
+                "keys": res["scale"]["keys"], "acknowledged": pop["sets"],
+                "rejected": pop["set_errors"], "missing": rb["misses"],
+                "missing_acknowledged": max(0, rb["misses"] - pop["set_errors"]),
+                "corrupt": rb["verify_errors"], "read_errors": rb["get_errors"],
+                "load_mb_per_s": pop["payload_mb_per_s"],
+                "lost_fraction": round(rb["misses"] / res["scale"]["keys"], 4)}
+        dp, dg = peer["durability"], gob["durability"]
+        claims = [
+            claim("goblin-store loses 0 objects and serves 0 corrupt ones",
+                  dg["missing"] == 0 and dg["corrupt"] == 0 and dg["read_errors"] == 0,
+                  "goblin-store: %d missing (%d acknowledged), %d corrupt, %d read "
+                  "errors, %d sets refused" % (dg["missing"], dg["missing_acknowledged"],
+                                               dg["corrupt"], dg["read_errors"],
+                                               dg["rejected"])),
+            claim("memcached+extstore sheds part of a full-speed load (seed 41.5%)",
+                  dp["missing"] > 0,
+                  "extstore: %d of %d missing (%.1f%%), %d corrupt" % (
+                      dp["missing"], dp["keys"], 100 * dp["lost_fraction"], dp["corrupt"])),
+        ]
+    elif scen == "small-objects":
+        ram_m = ratio(gob["ram"]["usage_bytes"], peer["ram"]["usage_bytes"])
+        q = ratio(mp["qps"], mg["qps"])
+        r["ram_goblin_over_peer"] = ram_m
+        r["qps_peer_over_goblin"] = q
+        claims = [
+            claim("memcached wins on small objects (seed: ~12x less RAM, ~2x QPS)",
+                  ram_m > 1 or q > 1,
+                  "memcached uses %.2fx less RAM (%s vs %s) and serves %.2fx the QPS;"
+                  " goblin-store's RAM region is preallocated and locked, of it %s "
+                  "held objects" % (
+                      ram_m, human(peer["ram"]["usage_bytes"]),
+                      human(gob["ram"]["usage_bytes"]), q,
+                      human(gob["stats_goblin"]["ram_used_bytes"]))),
+            claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
+                  "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
+        ]
+    res["ratios"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+    res["claims"] = claims
+    res["seed_reported"] = SEED[scen]
+
+
+def ratio_lines(scen, res):
+    peer, gob = res["peers"]
+    r, sc = res["ratios"], res["scale"]
+    out = ["", "== %s: %d keys (%s, %s set), server RAM %s, %d connections" % (
+        scen, sc["keys"], sc["dist"], human(sc["set_bytes"]),
+        human(sc["server_ram_bytes"]), sc["conns"])]
+    for p in (peer, gob):
+        m = measured(p)
+        out.append("   %-20s %8.1f req/s %8.1f MB/s  ttfb p50 %8.0f us  complete "
+                   "p50 %8.0f p99 %8.0f us  misses %d  RAM %s" % (
+                       p["peer"], m["qps"], m["payload_mb_per_s"],
+                       lat(p, "ttfb", "p50"), lat(p, "complete", "p50"),
+                       lat(p, "complete", "p99"), m["misses"],
+                       human(p["ram"]["usage_bytes"])))
+    out.append("   ratios goblin-store/%s: QPS %.3g, complete p50 %.3g, p99 %.3g, "
+               "ttfb p50 %.3g; RAM %s/goblin-store %.3gx" % (
+                   peer["peer"], r["qps_goblin_over_peer"],
+                   r["complete_p50_goblin_over_peer"], r["complete_p99_goblin_over_peer"],
+                   r["ttfb_p50_goblin_over_peer"], peer["peer"], r["ram_peer_over_goblin"]))
+    for c in res["claims"]:
+        out.append("   %-9s %s: %s" % ("HOLDS" if c["holds"] else "NOT MET",
+                                       c["claim"], c["measured"]))
+    return out
+
+
+def claim_lines(results):
+    out = ["", "claims:"]
+    for scen, res in results.items():
+        for c in res["claims"]:
+            out.append("  %-13s %-8s %s -- %s" % (scen, "holds" if c["holds"]
+                                                  else "NOT MET", c["claim"], c["measured"]))
+    return out
+
+
+# ---- files ----
+
+def publish(results, out_dir, date, meta, work):
+    """Writes the JSON, plots and summary into <out_dir>; returns paths."""
+    files = []
+    for scen, res in results.items():
+        path = os.path.join(out_dir, "%s-%s.json" % (date, scen))
+        with open(path + ".new", "w") as f:
+            json.dump(res, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(path + ".new", path)
+        files.append(path)
+    files += plots(results, out_dir, date, work)
+    path = os.path.join(out_dir, "%s-summary.md" % date)
+    with open(path, "w") as f:
+        f.write(summary(results, date, meta, out_dir))
+    files.append(path)
+    return files
+
+
+def gnuplot(script, work):
+    res = subprocess.run(["gnuplot"], input=script, capture_output=True,
+                         text=True, cwd=work)
+    if res.returncode:
+        raise Failure("gnuplot failed: " + res.stderr.strip()[-400:])
+
+
+COLORS = {"memcached": "#1f77b4", "memcached+extstore": "#1f77b4",
+          "goblin-store": "#d62728"}
+
+
+def plots(results, out_dir, date, work):
+    files = []
+    for scen, res in results.items():
+        png = os.path.join(out_dir, "%s-%s-cdf.png" % (date, scen))
+        lines = []
+        for i, p in enumerate(res["peers"]):
+            for which, dash in (("complete", 1), ("ttfb", 2)):
+                dat = os.path.join(work, "%s-%d-%s.dat" % (scen, i, which))
+                with open(dat, "w") as f:
+                    for pct, us in measured(p)["latency_us"][which]["cdf"]:
+                        f.write("%g %g\n" % (max(us, 1) / 1000.0, pct))
+                lines.append("'%s' using 1:2 with lines lw 2 dt %d lc rgb '%s' "
+                             "title '%s %s'" % (dat, dash, COLORS[p["kind"]],
+                                                p["peer"], "complete" if which ==
+                                                "complete" else "first byte"))
+        gnuplot("set terminal pngcairo size 900,520 font ',10'\n"
+                "set output '%s'\nset logscale x\nset grid\n"
+                "set xlabel 'latency (ms, log scale)'\nset ylabel 'percentile'\n"
+                "set yrange [0:100]\nset key bottom right\n"
+                "set title '%s: latency CDF (%s, %d keys, %d conns)'\nplot %s\n" % (
+                    png, scen, res["scale"]["dist"], res["scale"]["keys"],
+                    res["scale"]["conns"], ", \\\n  ".join(lines)), work)
+        files.append(png)
+    files.append(bars(results, out_dir, date, work, "throughput",
+                      lambda scen, p: (100.0 * p["durability"]["missing"] / p["durability"]["keys"]
+                                       if scen == "durability" else measured(p)["qps"]),
+                      lambda scen: "% of keys missing" if scen == "durability" else "req/s"))
+    files.append(bars(results, out_dir, date, work, "ram",
+                      lambda scen, p: p["ram"]["usage_bytes"] / MIB,
+                      lambda scen: "server RAM, MiB (cgroup)"))
+    return files
+
+
+def bars(results, out_dir, date, work, name, value, unit):
+    png = os.path.join(out_dir, "%s-%s.png" % (date, name))
+    n = len(results)
+    script = ["set terminal pngcairo size %d,420 font ',10'" % (330 * n),
+              "set output '%s'" % png, "set style fill solid 0.8 border -1",
+              "set boxwidth 0.6", "set yrange [0:*]", "set grid ytics",
+              "unset key", "set multiplot layout 1,%d title '%s by scenario "
+              "(%s)'" % (n, "Throughput" if name == "throughput" else "Server RAM",
+                         date)]
+    for scen, res in results.items():
+        dat = os.path.join(work, "%s-%s.dat" % (name, scen))
+        with open(dat, "w") as f:
+            for i, p in enumerate(res["peers"]):
+                f.write("%d \"%s\" %g %d\n" % (i, p["peer"], value(scen, p),
+                                               int(COLORS[p["kind"]][1:], 16)))
+        script += ["set title '%s'" % scen, "set ylabel '%s'" % unit(scen),
+                   "set xrange [-0.6:1.6]",
+                   "plot '%s' using 1:3:(0.6):4:xtic(2) "
+                   "with boxes lc rgb variable, '' using 1:3:(sprintf($3 >= 100 ? '%%.0f' : '%%.3g', $3)) "
+                   "with labels offset 0,0.8" % dat]
+    script.append("unset multiplot")
+    gnuplot("\n".join(script) + "\n", work)
+    return png
+
+
+def table(header, rows):
+    """Markdown table lines."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def fmt_us(us):
+    return "%.2f ms" % (us / 1000) if us >= 1000 else "%.0f us" % us
+
+
+def summary(results, date, meta, out_dir):
+    L = []
+    L.append("# goblin-store vs memcached and memcached+extstore: %s (%s run)\n" % (
+        date, meta["mode"]))
+    L.append("Made by `%s` (`make bench` for the full run) at git %s on %s "
+             "(%d cpus, kernel %s); %s, %s, %s.\n" % (
+                 meta["command"], meta["git_head"][:12], meta["host"], meta["cpus"],
+                 meta["kernel"], meta["goblin_store"], meta["memcached"],
+                 meta["goblin_bench"]))
+    rig = meta["rig"]
+    L.append("Rig (bench/rig): every server runs alone in the same memory cgroup "
+             "(limit %s, page cache included) pinned to cpu %s; goblin-bench and "
+             "the device models run on cpu %s. Ratios are goblin-store over its "
+             "peer unless named otherwise; absolute numbers on this shared 2-core "
+             "machine drift.\n" % (human(int(rig["server_ram"])), rig["server_cpu"],
+                                   rig["client_cpu"]))
+    L.append("## Claims\n")
+    L += table(["scenario", "claim", "verdict", "measured"],
+               [[scen, c["claim"], "holds" if c["holds"] else "**does not hold**",
+                 c["measured"]] for scen, res in results.items() for c in res["claims"]])
+    L.append("")
+    fails = [(s, c) for s, res in results.items() for c in res["claims"]
+             if not c["holds"]]
+    if fails:
+        L.append("In plain words, goblin-store falls short here:\n")
+        for scen, c in fails:
+            L.append("- %s: the claim \"%s\" does not hold on this rig -- %s." % (
+                scen, c["claim"], c["measured"]))
+        L.append("")
+    for scen, res in results.items():
+        sc = res["scale"]
+        L.append("## %s\n" % scen)
+        L.append("%d keys, `--dist %s`, set %s (%s the %s RAM budget), %d "
+                 "connections%s. Seed reported: %s.\n" % (
+                     sc["keys"], sc["dist"], human(sc["set_bytes"]),
+                     "%.2fx" % (sc["set_bytes"] / sc["server_ram_bytes"]),
+                     human(sc["server_ram_bytes"]), sc["conns"],
+                     ", %d s measured" % sc["duration_s"] if "duration_s" in sc else "",
+                     res["seed_reported"]))
+        L += table(["peer", "req/s", "MB/s", "first byte p50 / p99",
+                    "complete p50 / p99 / p99.9", "hits", "misses", "errors",
+                    "RAM (cgroup)", "RSS"],
+                   [[p["peer"], "%.1f" % measured(p)["qps"],
+                     "%.1f" % measured(p)["payload_mb_per_s"],
+                     "%s / %s" % (fmt_us(lat(p, "ttfb", "p50")), fmt_us(lat(p, "ttfb", "p99"))),
+                     "%s / %s / %s" % (fmt_us(lat(p, "complete", "p50")),
+                                       fmt_us(lat(p, "complete", "p99")),
+                                       fmt_us(lat(p, "complete", "p99_9"))),
+                     measured(p)["hits"], measured(p)["misses"], measured(p)["errors"],
+                     human(p["ram"]["usage_bytes"]), human(p["ram"]["server_rss_bytes"])]
+                    for p in res["peers"]])
+        L.append("")
+        for p in res["peers"]:
+            pop = p["phases"]["populate"]["populate"]
+            L.append("- %s: `%s`; populate %d sets, %d refused, %.1f MB/s" % (
+                p["peer"], " ".join(os.path.basename(a) if i == 0 else a
+                                    for i, a in enumerate(p["argv"])),
+                pop["sets"], pop["set_errors"], pop["payload_mb_per_s"]))
+        if scen == "disk-sized":
+            L.append("")
+            L += table(["peer", "RAM", "SSD", "HDD", "stored", "$/month",
+                        "$ per stored GiB-month", "HDD read MB/s in the run"],
+                       [[p["peer"], human(p["cost"]["ram_bytes"]),
+                         human(p["cost"]["ssd_bytes"]), human(p["cost"]["hdd_bytes"]),
+                         human(p["cost"]["stored_bytes"]),
+                         "%.3f" % p["cost"]["dollars_per_month"],
+                         p["cost"]["dollars_per_stored_gib_month"],
+                         "%.1f" % p["phases"]["run"]["devices"]["hdd"]["read_mb_per_s"]]
+                        for p in res["peers"]])
+            L.append("\nPrices per GiB-month: RAM $%g, SSD $%g, HDD $%g; RAM is "
+                     "the cgroup's usage after the run, disk what each peer "
+                     "occupies (goblin-store's allocated extents, extstore's "
+                     "file), stored the set times the run's hit ratio. The "
+                     "HDD's fio 1 MiB sequential rate (best of QD1, QD8): "
+                     "%.1f MB/s." % (
+                         sc["prices_per_gib_month"]["ram"], sc["prices_per_gib_month"]["ssd"],
+                         sc["prices_per_gib_month"]["hdd"], res["ratios"]["hdd_fio_seq_mb_per_s"]))
+        if scen == "durability":
+            L.append("")
+            L += table(["peer", "load MB/s", "acknowledged", "refused", "missing",
+                        "of them acknowledged", "corrupt"],
+                       [[p["peer"], "%.1f" % d["load_mb_per_s"], d["acknowledged"],
+                         d["rejected"], "%d (%.1f%%)" % (d["missing"], 100 * d["lost_fraction"]),
+                         d["missing_acknowledged"], d["corrupt"]]
+                        for p in res["peers"] for d in [p["durability"]]])
+        L.append("")
+        for p in res["peers"]:
+            ph = p["phases"].get("run") or p["phases"]["read-back"]
+            d = ph["devices"]
+            L.append("- %s, measured phase on the emulated devices: HDD %d reads "
+                     "(%d seeks, %.1f MB/s), SSD %d reads (%d seeks, %.1f MB/s); "
+                     "model replies late: %d" % (
+                         p["peer"], d["hdd"]["reads"], d["hdd"]["seeks"],
+                         d["hdd"]["read_mb_per_s"], d["ssd"]["reads"],
+                         d["ssd"]["seeks"], d["ssd"]["read_mb_per_s"],
+                         d["hdd"]["late"] + d["ssd"]["late"]))
+        L.append("\n![%s latency CDF](%s-%s-cdf.png)\n" % (scen, date, scen))
+    L.append("## Throughput and RAM\n")
+    L.append("![throughput](%s-throughput.png)\n" % date)
+    L.append("![server RAM](%s-ram.png)\n" % date)
+    L.append("## The rig's fio check\n")
+    fio = meta["fio_check"]
+    L.append("fio on each emulated device (direct, read-only), measured against "
+             "what the model's parameters predict; ok when measured/predicted "
+             "lies in [%g, %g]. All ok: %s.\n" % (
+                 fio["min_ratio"], fio["max_ratio"], "yes" if fio["ok"] else
+                 "**no** -- the device model was slower than its parameters "
+                 "(the machine was busy); disk-bound numbers are pessimistic"))
+    L += table(["device", "job", "IOPS", "MB/s", "predicted IOPS", "ratio", "ok"],
+               [["%s (%g us, %g MB/s, %d ch)" % (
+                   d["device"], d["model"]["access_us"], d["model"]["bandwidth_mbps"],
+                   d["model"]["channels"]), j["job"], "%.1f" % j["iops"],
+                 "%.1f" % j["mbps"], "%.1f" % j["predicted_iops"], "%.3f" % j["ratio"],
+                 "ok" if j["ok"] else "OFF"] for d in fio["devices"] for j in d["jobs"]])
+    L.append("")
+    return "\n".join(L) + "\n"

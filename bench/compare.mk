@@ -1,0 +1,24 @@
+# bench/compare: goblin-store against memcached and memcached+extstore in
+# the emulated rig (issue 3).  `make bench` installs what only the
+# benchmarks need (gnuplot-nox), builds the server, client and device model,
+# and runs the full comparison into bench/results/ (under 30 minutes);
+# `make bench BENCH_ARGS=--quick` runs the reduced one into
+# bench/results/tmp/quick/.  Needs root.
+
+BENCH_ARGS     ?=
+BENCH_PACKAGES := gnuplot-nox
+
+bench: deps
+	@missing=""; for p in $(BENCH_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
+			grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		[ "$$(id -u)" = 0 ] || { echo "make bench: run as root to install$$missing" >&2; exit 1; }; \
+		echo "make bench: installing$$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@$(MAKE) --no-print-directory build/goblin-store build/goblin-bench \
+		build/goblin-devmodel
+	bench/compare $(BENCH_ARGS)
