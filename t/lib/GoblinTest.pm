@@ -1,0 +1,404 @@
+package GoblinTest;
+
+# usage (before Test::Nginx::Socket, so each suite gets its own port and
+# servroot):
+#     BEGIN { push @INC, 't/lib' }
+#     use GoblinTest;
+#     use Test::Nginx::Socket;
+#     goblin_start();                      # a real goblin-store
+#     goblin_defaults();                   # load_module + goblin_storaged
+#
+# Helpers for the HTTP suites: start and stop real goblin-store daemons
+# (pools under /var/tmp, a free memcache port, a socket of their own),
+# talk memcache and plain HTTP to check things Test::Nginx blocks cannot,
+# and make reproducible payloads.  A suite whose module or daemon is not
+# built is skipped with the reason.  Daemons are stopped and their
+# directories removed at exit, also when a test dies.
+
+use strict;
+use warnings;
+
+use Cwd qw(getcwd);
+use Exporter ();
+use File::Path qw(remove_tree);
+use File::Temp qw(tempdir);
+use IO::Select;
+use IO::Socket::INET;
+use POSIX qw(:sys_wait_h SIGTERM SIGKILL);
+use Test::More ();
+use Time::HiRes qw(sleep time);
+
+our @ISA = ('Exporter');
+our @EXPORT = qw(
+    goblin_start goblin_stop goblin_kill goblin_pid goblin_log
+    goblin_defaults goblin_plan goblin_stats goblin_module
+    goblin_store_binary
+    mc_set mc_get mc_delete http_request payload nginx_workers
+);
+
+our $Top = getcwd();
+our %Daemons;            # name => { pid, dir, port, socket, args, log }
+
+sub goblin_module () {
+    return $ENV{GOBLIN_NGX_MODULE} || "$Top/build/ngx_http_goblin_module.so";
+}
+
+sub goblin_store_binary () {
+    return $ENV{GOBLIN_STORE} if $ENV{GOBLIN_STORE};
+    return "$Top/$ENV{BUILD}/goblin-store" if $ENV{BUILD};
+    return "$Top/build/goblin-store";
+}
+
+sub import {
+    my $why;
+    $why = 'build/ngx_http_goblin_module.so is not built (make module)'
+        unless -f goblin_module();
+    $why //= goblin_store_binary() . ' is not built (make)'
+        unless -x goblin_store_binary();
+    $why //= 'no nginx binary (make deps)'
+        unless -x ($ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx');
+    if ($why) {
+        Test::More::plan(skip_all => $why);
+    }
+
+    # one port and servroot per suite, unless the caller chose them
+    $ENV{TEST_NGINX_RANDOMIZE} //= 1
+        unless $ENV{TEST_NGINX_PORT} || $ENV{TEST_NGINX_SERVER_PORT};
+    $ENV{TEST_NGINX_GOBLIN_MODULE} = goblin_module();
+
+    __PACKAGE__->export_to_level(1, @_);
+}
+
+sub free_port () {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', Listen => 1)
+        or die "cannot bind a free port: $!\n";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub env_name ($) {
+    my $name = shift;
+    return $name eq 'default' ? '' : '_' . uc $name;
+}
+
+# Starts a goblin-store instance <name> (default "default") with its pools
+# in a fresh /var/tmp directory; <args> are added to the defaults (a RAM
+# head of 256K, 1M SSD prefixes, small SSD and HDD pools), or replace them
+# with <bare>.  Sets TEST_NGINX_GOBLIN_SOCKET[_NAME] and
+# TEST_NGINX_MEMCACHE_PORT[_NAME].
+sub goblin_start (@) {
+    my %o = (name => 'default', args => [], @_);
+    my $d = $Daemons{$o{name}};
+
+    if (!$d) {
+        my $dir = tempdir('goblin-ngx-test.XXXXXX', DIR => '/var/tmp');
+        mkdir "$dir/ssd" or die "mkdir: $!\n";
+        mkdir "$dir/hdd" or die "mkdir: $!\n";
+        $d = $Daemons{$o{name}} = {
+            dir => $dir, socket => "$dir/goblin.sock", log => "$dir/log",
+        };
+    }
+    $d->{port} = free_port();
+    $d->{args} = [
+        $o{bare} ? () : (
+            '--memory', '64M', '--sub-memory', '16M', '--ram-head', '256K',
+            '--ssd-prefix', '1M', '--ssd-dir', "$d->{dir}/ssd",
+            '--hdd-dir', "$d->{dir}/hdd", '--ssd-size', '128M',
+            '--hdd-size', '256M'),
+        '--no-mlock', '--cores', '1',
+        '--memcache-port', $d->{port}, '--socket', $d->{socket},
+        @{ $o{args} },
+    ];
+
+    my $pid = fork() // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDOUT, '>>', $d->{log} or die "$d->{log}: $!\n";
+        open STDERR, '>&', \*STDOUT or die "dup: $!\n";
+        exec goblin_store_binary(), @{ $d->{args} };
+        die "exec " . goblin_store_binary() . ": $!\n";
+    }
+    $d->{pid} = $pid;
+
+    # ready when both the socket and the memcache port answer
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        if (waitpid($pid, WNOHANG) == $pid) {
+            delete $d->{pid};
+            die "goblin-store exited at start:\n" . goblin_log($o{name});
+        }
+        my $s = -S $d->{socket}
+            && IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $d->{port});
+        if ($s) {
+            close $s;
+            my $e = env_name($o{name});
+            $ENV{"TEST_NGINX_GOBLIN_SOCKET$e"} = $d->{socket};
+            $ENV{"TEST_NGINX_MEMCACHE_PORT$e"} = $d->{port};
+            return $d;
+        }
+        sleep 0.05;
+    }
+    die "goblin-store did not come up in 20s:\n" . goblin_log($o{name});
+}
+
+sub goblin_pid (;$) {
+    my $d = $Daemons{ shift // 'default' } or return undef;
+    return $d->{pid};
+}
+
+sub goblin_log (;$) {
+    my $d = $Daemons{ shift // 'default' } or return '';
+    open my $in, '<', $d->{log} or return '';
+    local $/;
+    return <$in> // '';
+}
+
+# Sends <sig> to the instance and reaps it; returns its wait status.
+sub goblin_kill ($;$) {
+    my ($sig, $name) = @_;
+    my $d = $Daemons{ $name // 'default' } or return undef;
+    my $pid = delete $d->{pid} or return undef;
+    kill $sig, $pid;
+    my $deadline = time + 15;
+    while (time < $deadline) {
+        return $? if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.02;
+    }
+    kill SIGKILL, $pid;
+    waitpid($pid, 0);
+    return $?;
+}
+
+# One test: the instance stops cleanly on SIGTERM (exit 0) and its log has
+# no sanitizer report.
+sub goblin_stop (;$) {
+    my $name = shift // 'default';
+    my $status = goblin_kill(SIGTERM, $name);
+    my $log = goblin_log($name);
+    my @bad = grep { /Sanitizer|runtime error:/ } split /\n/, $log;
+    Test::More::ok(defined $status && $status == 0 && !@bad,
+                   "goblin-store ($name) stopped cleanly, no sanitizer report")
+        or Test::More::diag("wait status " . ($status // 'none')
+                            . "\n$log");
+}
+
+sub cleanup_daemons () {
+    for my $name (keys %Daemons) {
+        my $d = $Daemons{$name};
+        goblin_kill(SIGKILL, $name) if $d->{pid};
+        remove_tree($d->{dir}) if $d->{dir} && !$ENV{GOBLIN_KEEP_TEST_DIRS};
+    }
+    %Daemons = ();
+}
+
+END {
+    local $?;
+    cleanup_daemons();
+}
+
+# Blocks without main_config/http_config load the module and attach to
+# the default instance.
+sub goblin_defaults () {
+    Test::Nginx::Socket::add_block_preprocessor(sub {
+        my $block = shift;
+        if (!defined $block->main_config) {
+            $block->set_value('main_config',
+                              "load_module $ENV{TEST_NGINX_GOBLIN_MODULE};");
+        }
+        if (!defined $block->http_config) {
+            $block->set_value('http_config',
+                "goblin_storaged unix:$ENV{TEST_NGINX_GOBLIN_SOCKET};");
+        }
+    });
+}
+
+# ---- memcache ----
+
+sub mc_conn (;$) {
+    my $d = $Daemons{ shift // 'default' } or die "no goblin-store\n";
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $d->{port}, Timeout => 10);
+    die "memcache connect: $!\n" unless $s;
+    return $s;
+}
+
+sub read_line ($) {
+    my $s = shift;
+    my $line = <$s>;
+    die "memcache: connection closed\n" unless defined $line;
+    return $line;
+}
+
+sub mc_set ($$;$) {
+    my ($key, $val, $name) = @_;
+    my $s = mc_conn($name);
+    print $s "set $key 0 0 " . length($val) . "\r\n$val\r\n";
+    my $r = read_line($s);
+    close $s;
+    $r =~ s/\r\n$//;
+    return $r;
+}
+
+# The value of <key>, or undef when the store has none.
+sub mc_get ($;$) {
+    my ($key, $name) = @_;
+    my $s = mc_conn($name);
+    print $s "get $key\r\n";
+    my $line = read_line($s);
+    return undef if $line =~ /^END\r\n$/;
+    $line =~ /^VALUE \S+ \d+ (\d+)\r\n$/ or die "memcache: $line";
+    my $len = $1;
+    my $val = '';
+    while (length $val < $len + 2) {
+        my $n = read $s, $val, $len + 2 - length $val, length $val;
+        die "memcache: short value\n" unless $n;
+    }
+    read_line($s) =~ /^END/ or die "memcache: no END\n";
+    close $s;
+    return substr $val, 0, $len;
+}
+
+sub mc_delete ($;$) {
+    my ($key, $name) = @_;
+    my $s = mc_conn($name);
+    print $s "delete $key\r\n";
+    my $r = read_line($s);
+    close $s;
+    $r =~ s/\r\n$//;
+    return $r;
+}
+
+# Every `stats` counter of the instance, as a hash.
+sub goblin_stats (;$) {
+    my $s = mc_conn(shift);
+    print $s "stats\r\n";
+    my %st;
+    while (defined(my $line = <$s>)) {
+        last if $line =~ /^END/;
+        $st{$1} = $2 if $line =~ /^STAT (\S+) (\S+)/;
+    }
+    close $s;
+    return \%st;
+}
+
+# ---- plain HTTP to the nginx under test ----
+
+# One request on its own connection: returns (status, {lc header => value},
+# body).  <opts>: headers => [...], body => bytes, timeout => s.
+sub http_request ($$$;%) {
+    my ($port, $method, $path, %o) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Timeout => 10)
+        or die "connect 127.0.0.1:$port: $!\n";
+    my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\n"
+              . "Connection: close\r\n";
+    $req .= "$_\r\n" for @{ $o{headers} || [] };
+    $req .= "Content-Length: " . length($o{body}) . "\r\n"
+        if defined $o{body};
+    $req .= "\r\n" . ($o{body} // '');
+    print $s $req;
+
+    my $resp = '';
+    my $sel = IO::Select->new($s);
+    my $timeout = $o{timeout} || 30;
+    while ($sel->can_read($timeout)) {
+        my $n = sysread $s, $resp, 1 << 20, length $resp;
+        last unless $n;
+    }
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
+    $head //= '';
+    my ($status) = $head =~ m{^HTTP/1\.\d (\d+)};
+    my %h;
+    for (split /\r\n/, $head) {
+        $h{lc $1} = $2 if /^([^:]+):\s*(.*)$/;
+    }
+    return ($status // 0, \%h, $body // '');
+}
+
+# The worker pids of the nginx under test (master_process on).
+sub nginx_workers ($) {
+    my $master = shift;
+    my @pids;
+    for my $p (glob '/proc/[0-9]*') {
+        open my $st, '<', "$p/stat" or next;
+        my $line = <$st> // '';
+        push @pids, $1 if $line =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
+    }
+    return @pids;
+}
+
+# ---- payloads ----
+
+# <size> reproducible bytes for <seed>: every 64 KiB block differs (its
+# offset is written into it), and the first and last byte are not white
+# space (Test::Nginx trims request bodies).
+sub payload ($;$) {
+    my ($size, $seed) = @_;
+    $seed //= $size;
+    srand($seed);
+    my $block = pack 'N*', map { int rand 4294967296 } 1 .. 16384;
+    my $data = $block x (int($size / 65536) + 1);
+    substr($data, $size) = '';
+    for (my $off = 0; $off + 16 <= $size; $off += 65536) {
+        substr($data, $off, 16) = sprintf '%08x%08x', $seed & 0xffffffff,
+                                                       $off / 65536;
+    }
+    if ($size) {
+        substr($data, 0, 1) = 'G';
+        substr($data, -1, 1) = 'B';
+    }
+    srand();
+    return $data;
+}
+
+# The number of tests Test::Nginx::Socket runs for the blocks (its rules:
+# per request a status check, one per response header line and one for
+# the body; the error log patterns after every request), times
+# repeat_each, plus <extra> for the suite's own checks.
+sub goblin_plan ($) {
+    my $extra = shift;
+    my $n = 0;
+    for my $b (Test::Base::blocks()) {
+        next if defined $b->{SKIP};
+        my $req = sec($b, 'raw_request') // sec($b, 'request');
+        my $nreq = !defined sec($b, 'raw_request') && ref $req eq 'ARRAY'
+                   ? scalar @$req : 1;
+        for my $i (0 .. $nreq - 1) {
+            next if defined sec($b, 'ignore_response');
+            $n += 1;
+            $n += 1 for grep { defined sec($b, $_) }
+                            qw(raw_response_headers_like
+                               raw_response_headers_unlike);
+            my $h = sec($b, 'response_headers')
+                    // sec($b, 'response_headers_like');
+            $h = $h->[$i] if ref $h eq 'ARRAY';
+            if (defined $h) {
+                my %keys = map { s/^\s*!?\s*//r =~ s/\s*:.*//r => 1 }
+                           grep { /\S/ } split /\n/, $h;
+                $n += keys %keys;
+            }
+            $n += 1 if defined(sec($b, 'response_body'))
+                       || defined(sec($b, 'response_body_like'))
+                       || defined(sec($b, 'response_body_unlike'));
+        }
+        for my $sec (qw(error_log no_error_log)) {
+            my $p = sec($b, $sec);
+            next unless defined $p;
+            my $np = ref $p eq 'Regexp' ? 1 : ref $p eq 'ARRAY' ? @$p
+                   : scalar(grep { length } split /\n+/, $p =~ s/\n\z//r);
+            $n += $np * $nreq;
+        }
+    }
+    return $n * Test::Nginx::Socket::repeat_each() + $extra;
+}
+
+sub sec ($$) {
+    my ($b, $name) = @_;
+    my $v = $b->{$name};
+    return ref $v eq 'ARRAY' ? $v->[0] : $v;
+}
+
+1;
