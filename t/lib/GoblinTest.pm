@@ -270,14 +270,16 @@ sub mc_delete ($;$) {
     return $r;
 }
 
-# Every `stats` counter of the instance, as a hash.
+# Every counter of `stats` and `stats goblin` of the instance, as a hash.
 sub goblin_stats (;$) {
     my $s = mc_conn(shift);
-    print $s "stats\r\n";
     my %st;
-    while (defined(my $line = <$s>)) {
-        last if $line =~ /^END/;
-        $st{$1} = $2 if $line =~ /^STAT (\S+) (\S+)/;
+    for my $cmd ("stats", "stats goblin") {
+        print $s "$cmd\r\n";
+        while (defined(my $line = <$s>)) {
+            last if $line =~ /^(END|ERROR)/;
+            $st{$1} = $2 if $line =~ /^STAT (\S+) (\S+)/;
+        }
     }
     close $s;
     return \%st;
