@@ -318,6 +318,11 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                                  (NGX_CONF_BITMASK_SET
                                   |NGX_HTTP_GET|NGX_HTTP_HEAD));
 
+    /* as with limit_except, GET allows HEAD */
+    if (conf->methods & NGX_HTTP_GET) {
+        conf->methods |= NGX_HTTP_HEAD;
+    }
+
     ngx_conf_merge_off_value(conf->max_object, prev->max_object,
                              64 * 1024 * 1024);
 

@@ -86,12 +86,18 @@ sub env_name ($) {
 # Starts a goblin-store instance <name> (default "default") with its pools
 # in a fresh /var/tmp directory; <args> are added to the defaults (a RAM
 # head of 256K, 1M SSD prefixes, small SSD and HDD pools), or replace them
-# with <bare>.  Sets TEST_NGINX_GOBLIN_SOCKET[_NAME] and
-# TEST_NGINX_MEMCACHE_PORT[_NAME].
+# with <bare>; <fresh> empties the pools of an instance started before.
+# Sets TEST_NGINX_GOBLIN_SOCKET[_NAME] and TEST_NGINX_MEMCACHE_PORT[_NAME].
 sub goblin_start (@) {
     my %o = (name => 'default', args => [], @_);
     my $d = $Daemons{$o{name}};
 
+    if ($d && $o{fresh}) {
+        for my $pool ("$d->{dir}/ssd", "$d->{dir}/hdd") {
+            remove_tree($pool);
+            mkdir $pool or die "mkdir $pool: $!\n";
+        }
+    }
     if (!$d) {
         my $dir = tempdir('goblin-ngx-test.XXXXXX', DIR => '/var/tmp');
         mkdir "$dir/ssd" or die "mkdir: $!\n";
