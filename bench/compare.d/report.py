@@ -285,9 +285,10 @@ def plots(results, out_dir, date, work):
 def bars(results, out_dir, date, work, name, value, unit):
     png = os.path.join(out_dir, "%s-%s.png" % (date, name))
     n = len(results)
-    script = ["set terminal pngcairo size %d,420 font ',10'" % (330 * n),
+    script = ["set terminal pngcairo size %d,420 font ',10'" % (400 * n),
               "set output '%s'" % png, "set style fill solid 0.8 border -1",
               "set boxwidth 0.6", "set yrange [0:*]", "set grid ytics",
+              "set offsets 0, 0, graph 0.12, 0",
               "unset key", "set multiplot layout 1,%d title '%s by scenario "
               "(%s)'" % (n, "Throughput" if name == "throughput" else "Server RAM",
                          date)]
