@@ -236,8 +236,11 @@ static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	struct io_op *op;
 	int n = pool_segments(p, c->addr, len, segs, MAX_SEGS);
 
-	if (n < 0)
+	if (n < 0) {
+		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
+			 ci, (unsigned long long)c->addr, len, strerror(-n));
 		return n;
+	}
 	op = calloc(1, sizeof(*op) + n * sizeof(struct io_seg));
 	if (!op)
 		return -ENOMEM;
@@ -1044,6 +1047,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		     writer_write_done, w) < 0) {
 		buf_put(&w->io->writers, w->cur_buf);
 		release_admission(w->io, w->cur_admitted);
+		STAT_ADD(w->io->e, io_errors, 1);
 		w->error = -EIO;
 	} else {
 		w->inflight++;

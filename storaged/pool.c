@@ -338,10 +338,9 @@ int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
 	while (done < len) {
 		uint64_t a = addr + done;
 		uint64_t su = a / p->stripe;
-		uint32_t seg = p->stripe - a % p->stripe;
+		uint64_t to_boundary = p->stripe - a % p->stripe;
+		uint32_t seg = to_boundary < len - done ? to_boundary : len - done;
 
-		if (seg > len - done)
-			seg = len - done;
 		if (n == max)
 			return -E2BIG;
 		segs[n++] = (struct pool_seg){

@@ -81,6 +81,28 @@ static void stripes(void)
 	pool_close(&p);
 }
 
+/* Pools past 4 GiB: segment lengths stay right across the 2^32 boundary
+ * (a 32-bit distance to the next stripe once wrapped to 0). */
+static void large(void)
+{
+	struct pool p = { .ndirs = 1, .stripe = 5ull << 30, .align = 4096 };
+	struct pool_seg segs[4];
+	int n;
+
+	n = pool_segments(&p, 1ull << 30, 1 << 20, segs, 4);
+	CHECK(n == 1 && segs[0].off == 1ull << 30 && segs[0].len == 1 << 20,
+	      "1 GiB into a 5 GiB pool: %d", n);
+	n = pool_segments(&p, (4ull << 30) - 4096, 8192, segs, 4);
+	CHECK(n == 1 && segs[0].len == 8192, "across 4 GiB: %d", n);
+	p.stripe = 8ull << 30;
+	n = pool_segments(&p, 0, 1 << 20, segs, 4);
+	CHECK(n == 1 && segs[0].len == 1 << 20, "8 GiB stripe at 0: %d", n);
+	p = (struct pool){ .ndirs = 2, .stripe = 1 << 20, .align = 4096 };
+	n = pool_segments(&p, (6ull << 30) + (1 << 19), 1 << 20, segs, 4);
+	CHECK(n == 2 && segs[0].dir == 0 && segs[0].off == (3ull << 30) + (1 << 19) &&
+	      segs[1].dir == 1 && segs[1].off == 3ull << 30, "striped past 4 GiB");
+}
+
 static void too_small(void)
 {
 	char d[300], err[256];
@@ -102,6 +124,7 @@ int main(void)
 		return 1;
 	extents();
 	stripes();
+	large();
 	too_small();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd))
