@@ -16,7 +16,8 @@ LDLIBS    := -luring -lnuma -lxxhash -lm
 
 DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 	libibverbs-dev libjansson-dev libxxhash-dev memcached \
-	libmemcached-tools python3-pymemcache fio procps psmisc netcat-openbsd
+	libmemcached-tools python3-pymemcache fio procps psmisc netcat-openbsd \
+	gnuplot-nox
 
 PROGRAMS   :=
 UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
