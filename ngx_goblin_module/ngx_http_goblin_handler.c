@@ -1119,13 +1119,6 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         b->last_buf = (r == r->main) ? 1 : 0;
         b->last_in_chain = 1;
         ctx->last_passed = 1;
-
-        if (ctx->timer.timer_set) {
-            ngx_del_timer(&ctx->timer);
-        }
-
-    } else {
-        ngx_http_goblin_wait(ctx);
     }
 
     for (ll = &ctx->out; *ll; ll = &(*ll)->next) { /* void */ }
@@ -1252,6 +1245,16 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
             ngx_http_goblin_submit_handle(ctx, RING_OP_MORE, 0, 0, more);
             ctx->granted += more;
         }
+    }
+
+    /* goblin_read_timeout runs while storaged owes bytes, not while the
+     * client is slow to take them (send_timeout is for that) */
+
+    if (ctx->next < ctx->granted) {
+        ngx_http_goblin_wait(ctx);
+
+    } else if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
     }
 
     if (rc != NGX_AGAIN) {

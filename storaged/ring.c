@@ -8,7 +8,7 @@
  * A handle is what a worker holds: a pinned object (LOOKUP, until
  * RELEASE), possibly streaming its disk part into rx buffers (READ), or a
  * writer (WOPEN .. WFINISH).  Handles, buffers and completions that do not
- * fit the CQ live in the worker's struct conn; when its socket closes every
+ * fit the CQ live in the worker's struct ring_conn; when its socket closes every
  * pin is dropped and every writer aborted.  A writer whose commit is in
  * flight keeps the conn's memory until its done callback has run.
  */
@@ -100,10 +100,10 @@ struct wdata {
 	uint32_t done;
 };
 
-struct conn;
+struct ring_conn;
 
-struct handle {
-	struct conn *c;
+struct ring_handle {
+	struct ring_conn *c;
 	uint32_t id;			/* gen << 16 | index, 0 when free */
 	uint16_t gen;
 	uint8_t kind;
@@ -134,21 +134,21 @@ struct handle {
 	uint16_t klen;
 	char key[RING_KEY_MAX];
 
-	struct handle *next_free;
+	struct ring_handle *next_free;
 };
 
-struct server;
+struct ring_server;
 
-struct conn {
-	struct server *srv;
+struct ring_conn {
+	struct ring_server *srv;
 	int fd;
 	pid_t pid;
 	bool welcomed, dead, bell;
 	unsigned busy;			/* writer commits in flight */
 	struct ring ring;
-	struct handle *h;
+	struct ring_handle *h;
 	uint32_t nh;
-	struct handle *free_h;
+	struct ring_handle *free_h;
 	uint32_t *rx_free;
 	uint32_t nrx_free;
 	uint8_t *rx_state;
@@ -161,7 +161,7 @@ struct conn {
 	struct list link;		/* srv->conns */
 };
 
-struct server {
+struct ring_server {
 	struct gs_engine *e;
 	struct gs_io *io;
 	int lfd, epfd, stopfd;
@@ -181,18 +181,18 @@ struct server {
 	bool started;
 };
 
-static struct server *the_server;
+static struct ring_server *the_server;
 
 /* epoll tags for the descriptors that are not workers */
 static char tag_listen, tag_stop, tag_io;
 
-static void conn_kill(struct conn *c, const char *why);
+static void conn_kill(struct ring_conn *c, const char *why);
 
 /* ---- handles ---- */
 
-static struct handle *handle_get(struct conn *c, enum handle_kind kind)
+static struct ring_handle *handle_get(struct ring_conn *c, enum handle_kind kind)
 {
-	struct handle *h = c->free_h;
+	struct ring_handle *h = c->free_h;
 
 	if (!h)
 		return NULL;
@@ -204,9 +204,9 @@ static struct handle *handle_get(struct conn *c, enum handle_kind kind)
 	return h;
 }
 
-static void handle_put(struct handle *h)
+static void handle_put(struct ring_handle *h)
 {
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	uint16_t gen = h->gen;
 
 	if (h->on_ready)
@@ -223,7 +223,7 @@ static void handle_put(struct handle *h)
 }
 
 /* The live handle <id> of <kind>, or NULL. */
-static struct handle *handle_find(struct conn *c, uint32_t id,
+static struct ring_handle *handle_find(struct ring_conn *c, uint32_t id,
 				  enum handle_kind kind)
 {
 	uint32_t idx = id & 0xffff;
@@ -233,7 +233,7 @@ static struct handle *handle_find(struct conn *c, uint32_t id,
 	return &c->h[idx];
 }
 
-static void mark_ready(struct handle *h)
+static void mark_ready(struct ring_handle *h)
 {
 	if (h->on_ready)
 		return;
@@ -249,7 +249,7 @@ static void handle_wake(void *arg)
 
 /* ---- completions and buffers ---- */
 
-static void post_cqe(struct conn *c, const struct ring_cqe *cqe)
+static void post_cqe(struct ring_conn *c, const struct ring_cqe *cqe)
 {
 	struct ring_cqe *grown;
 	uint32_t cap;
@@ -282,7 +282,7 @@ static void post_cqe(struct conn *c, const struct ring_cqe *cqe)
 	c->srv->st[ST_ring_cq_overflows]++;
 }
 
-static void flush_overflow(struct conn *c)
+static void flush_overflow(struct ring_conn *c)
 {
 	while (c->over_len &&
 	       ring_cq_push(&c->ring, &c->over[c->over_head]) == 0) {
@@ -292,7 +292,7 @@ static void flush_overflow(struct conn *c)
 	}
 }
 
-static int rx_take(struct conn *c)
+static int rx_take(struct ring_conn *c)
 {
 	uint32_t b;
 
@@ -303,22 +303,26 @@ static int rx_take(struct conn *c)
 	return (int)b;
 }
 
-/* An rx buffer is free again: the first READ waiting for one gets a go. */
-static void rx_give(struct conn *c, uint32_t b)
+/*
+ * An rx buffer is free again: every READ waiting for one gets a go, in
+ * the order they waited.  (Waking only the first would lose the buffer
+ * when that READ cannot take it just now: its window is used up.)
+ */
+static void rx_give(struct ring_conn *c, uint32_t b)
 {
+	struct ring_handle *h;
+
 	c->rx_state[b] = RX_FREE;
 	c->rx_owner[b] = 0;
 	c->rx_free[c->nrx_free++] = b;
-	if (!list_empty(&c->buf_waiters)) {
-		struct handle *h = list_entry(c->buf_waiters.next,
-					      struct handle, wait_link);
-
+	while (!list_empty(&c->buf_waiters)) {
+		h = list_entry(c->buf_waiters.next, struct ring_handle, wait_link);
 		list_del(&h->wait_link);
 		mark_ready(h);
 	}
 }
 
-static void wait_for_buffer(struct handle *h)
+static void wait_for_buffer(struct ring_handle *h)
 {
 	if (list_empty(&h->wait_link)) {
 		list_add_tail(&h->c->buf_waiters, &h->wait_link);
@@ -333,13 +337,13 @@ static bool key_ok(const struct ring_sqe *sqe)
 	return sqe->klen > 0 && sqe->klen <= RING_KEY_MAX;
 }
 
-static void op_lookup(struct conn *c, const struct ring_sqe *sqe)
+static void op_lookup(struct ring_conn *c, const struct ring_sqe *sqe)
 {
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_LOOKUP };
-	struct server *srv = c->srv;
+	struct ring_server *srv = c->srv;
 	const struct gs_meta *m;
-	struct handle *h;
+	struct ring_handle *h;
 	struct gs_obj *obj;
 
 	srv->st[ST_ring_lookups]++;
@@ -372,9 +376,9 @@ out:
 }
 
 /* Hands the buffer being filled to nginx. */
-static void stage(struct handle *h)
+static void stage(struct ring_handle *h)
 {
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	struct ring_cqe cqe = {
 		.user_data = h->ud, .op = RING_OP_DATA, .handle = h->id,
 		.buf = (uint32_t)h->fill, .off = h->fill_off, .len = h->fill_len,
@@ -390,7 +394,7 @@ static void stage(struct handle *h)
 }
 
 /* Ends the READ of <h> with <res>; the pin stays until RELEASE. */
-static void read_end(struct handle *h, int res)
+static void read_end(struct ring_handle *h, int res)
 {
 	struct ring_cqe cqe = { .user_data = h->ud, .op = RING_OP_READ,
 				.res = res, .handle = h->id };
@@ -403,10 +407,16 @@ static void read_end(struct handle *h, int res)
 	post_cqe(h->c, &cqe);
 }
 
-/* Copies what the stream has into rx buffers, in offset order. */
-static void pump_read(struct handle *h)
+/*
+ * Copies what the stream has into rx buffers, in offset order.  A buffer
+ * is taken only for bytes already there, and what it holds is staged as
+ * soon as the stream has to wait: rx buffers are never held idle by a
+ * READ that waits for the disk (or for the engine's read-ahead windows,
+ * which READs holding buffers may need to give back first).
+ */
+static void pump_read(struct ring_handle *h)
 {
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	const void *data;
 	size_t len, n;
 	int ret;
@@ -417,17 +427,6 @@ static void pump_read(struct handle *h)
 			if (h->fill_len)
 				stage(h);
 			return;
-		}
-		if (h->fill < 0) {
-			/* a BUFREL of one of ours, or any, brings us back */
-			if (h->nbufs >= c->per_stream)
-				return;
-			h->fill = rx_take(c);
-			if (h->fill < 0) {
-				wait_for_buffer(h);
-				return;
-			}
-			h->fill_off = h->pos;
 		}
 		ret = gs_stream_peek(h->s, &data, &len);
 		if (ret == -EAGAIN) {
@@ -440,6 +439,17 @@ static void pump_read(struct handle *h)
 				stage(h);
 			read_end(h, ret);
 			return;
+		}
+		if (h->fill < 0) {
+			/* a BUFREL of one of ours, or any, brings us back */
+			if (h->nbufs >= c->per_stream)
+				return;
+			h->fill = rx_take(c);
+			if (h->fill < 0) {
+				wait_for_buffer(h);
+				return;
+			}
+			h->fill_off = h->pos;
 		}
 		n = c->ring.buf_size - h->fill_len;
 		if (n > len)
@@ -456,9 +466,9 @@ static void pump_read(struct handle *h)
 	}
 }
 
-static void op_read(struct conn *c, const struct ring_sqe *sqe)
+static void op_read(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_find(c, sqe->handle, H_OBJ);
+	struct ring_handle *h = handle_find(c, sqe->handle, H_OBJ);
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_READ, .handle = sqe->handle };
 	uint64_t size;
@@ -485,7 +495,7 @@ static void op_read(struct conn *c, const struct ring_sqe *sqe)
 	mark_ready(h);
 }
 
-static void release_obj(struct handle *h)
+static void release_obj(struct ring_handle *h)
 {
 	if (h->s)
 		gs_stream_close(&h->s);
@@ -497,9 +507,9 @@ static void release_obj(struct handle *h)
 }
 
 /* nginx lets a READ stage <len> more bytes. */
-static void op_more(struct conn *c, const struct ring_sqe *sqe)
+static void op_more(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_find(c, sqe->handle, H_OBJ);
+	struct ring_handle *h = handle_find(c, sqe->handle, H_OBJ);
 
 	if (!h) {
 		conn_kill(c, "MORE for an unknown handle");
@@ -511,9 +521,9 @@ static void op_more(struct conn *c, const struct ring_sqe *sqe)
 		mark_ready(h);
 }
 
-static void op_bufrel(struct conn *c, const struct ring_sqe *sqe)
+static void op_bufrel(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h;
+	struct ring_handle *h;
 	uint32_t b = sqe->buf;
 
 	if (b >= c->ring.n_rx || c->rx_state[b] != RX_NGINX) {
@@ -531,11 +541,11 @@ static void op_bufrel(struct conn *c, const struct ring_sqe *sqe)
 
 /* ---- writers: WOPEN, WDATA, WFINISH, WABORT ---- */
 
-static void op_wopen(struct conn *c, const struct ring_sqe *sqe)
+static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 {
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_WOPEN };
-	struct handle *h;
+	struct ring_handle *h;
 
 	if (!key_ok(sqe)) {
 		cqe.res = -EINVAL;
@@ -568,7 +578,7 @@ out:
 	post_cqe(c, &cqe);
 }
 
-static void txdone(struct conn *c, const struct wdata *q)
+static void txdone(struct ring_conn *c, const struct wdata *q)
 {
 	struct ring_cqe cqe = { .user_data = q->ud, .op = RING_OP_TXDONE,
 				.buf = q->buf };
@@ -578,7 +588,7 @@ static void txdone(struct conn *c, const struct wdata *q)
 }
 
 /* Gives every queued tx buffer back. */
-static void writer_drain(struct handle *h)
+static void writer_drain(struct ring_handle *h)
 {
 	while (h->qlen) {
 		txdone(h->c, &h->q[h->qhead]);
@@ -589,8 +599,8 @@ static void writer_drain(struct handle *h)
 
 static void writer_done(void *arg, int res)
 {
-	struct handle *h = arg;
-	struct conn *c = h->c;
+	struct ring_handle *h = arg;
+	struct ring_conn *c = h->c;
 	struct ring_cqe cqe = { .user_data = h->finish_ud,
 				.op = RING_OP_WFINISH, .res = res,
 				.handle = h->id, .len = h->existed };
@@ -608,11 +618,11 @@ static void writer_done(void *arg, int res)
 }
 
 /* Every byte given: link the object (created or replaced, for 201/204). */
-static void writer_finish(struct handle *h)
+static void writer_finish(struct ring_handle *h)
 {
 	struct ring_cqe cqe = { .user_data = h->finish_ud,
 				.op = RING_OP_WFINISH, .handle = h->id };
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	struct gs_obj *old;
 	int ret = h->error;
 
@@ -635,9 +645,9 @@ static void writer_finish(struct handle *h)
 }
 
 /* Copies queued tx buffers into the writer, in order. */
-static void pump_write(struct handle *h)
+static void pump_write(struct ring_handle *h)
 {
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	struct wdata *q;
 	size_t len, n;
 	void *p;
@@ -671,9 +681,9 @@ static void pump_write(struct handle *h)
 		writer_finish(h);
 }
 
-static void op_wdata(struct conn *c, const struct ring_sqe *sqe)
+static void op_wdata(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+	struct ring_handle *h = handle_find(c, sqe->handle, H_WRITER);
 	uint32_t b = sqe->buf;
 
 	if (!h || h->finish || b >= c->ring.n_tx || c->tx_daemon[b] ||
@@ -691,9 +701,9 @@ static void op_wdata(struct conn *c, const struct ring_sqe *sqe)
 	mark_ready(h);
 }
 
-static void op_wfinish(struct conn *c, const struct ring_sqe *sqe)
+static void op_wfinish(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+	struct ring_handle *h = handle_find(c, sqe->handle, H_WRITER);
 
 	if (!h || h->finish) {
 		conn_kill(c, "bad WFINISH");
@@ -705,7 +715,7 @@ static void op_wfinish(struct conn *c, const struct ring_sqe *sqe)
 }
 
 /* Drops a writer: nothing stored, its tx buffers back to nginx. */
-static void writer_drop(struct handle *h)
+static void writer_drop(struct ring_handle *h)
 {
 	writer_drain(h);
 	if (h->finishing) {
@@ -717,9 +727,9 @@ static void writer_drop(struct handle *h)
 	handle_put(h);
 }
 
-static void op_wabort(struct conn *c, const struct ring_sqe *sqe)
+static void op_wabort(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_find(c, sqe->handle, H_WRITER);
+	struct ring_handle *h = handle_find(c, sqe->handle, H_WRITER);
 
 	if (!h) {
 		conn_kill(c, "WABORT of an unknown writer");
@@ -730,7 +740,7 @@ static void op_wabort(struct conn *c, const struct ring_sqe *sqe)
 
 /* ---- DELETE, STATS ---- */
 
-static void op_delete(struct conn *c, const struct ring_sqe *sqe)
+static void op_delete(struct ring_conn *c, const struct ring_sqe *sqe)
 {
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_DELETE };
@@ -749,7 +759,7 @@ static const char *const ring_stat_names[] = {
 };
 
 /* "name value\n" for every engine and ring counter into <buf>. */
-static size_t format_stats(struct server *srv, char *buf, size_t size)
+static size_t format_stats(struct ring_server *srv, char *buf, size_t size)
 {
 	struct gs_stats st;
 	size_t n = 0;
@@ -772,9 +782,9 @@ static size_t format_stats(struct server *srv, char *buf, size_t size)
 	return n;
 }
 
-static void pump_stats(struct handle *h)
+static void pump_stats(struct ring_handle *h)
 {
-	struct conn *c = h->c;
+	struct ring_conn *c = h->c;
 	struct ring_cqe cqe = { .user_data = h->ud, .op = RING_OP_STATS };
 	int b = rx_take(c);
 
@@ -790,9 +800,9 @@ static void pump_stats(struct handle *h)
 	post_cqe(c, &cqe);
 }
 
-static void op_stats(struct conn *c, const struct ring_sqe *sqe)
+static void op_stats(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h = handle_get(c, H_STATS);
+	struct ring_handle *h = handle_get(c, H_STATS);
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_STATS, .res = -EBUSY };
 
@@ -806,9 +816,9 @@ static void op_stats(struct conn *c, const struct ring_sqe *sqe)
 
 /* ---- a worker's connection ---- */
 
-static void dispatch(struct conn *c, const struct ring_sqe *sqe)
+static void dispatch(struct ring_conn *c, const struct ring_sqe *sqe)
 {
-	struct handle *h;
+	struct ring_handle *h;
 
 	switch (sqe->op) {
 	case RING_OP_LOOKUP:
@@ -853,7 +863,7 @@ static void dispatch(struct conn *c, const struct ring_sqe *sqe)
 	}
 }
 
-static void conn_drain_sq(struct conn *c)
+static void conn_drain_sq(struct ring_conn *c)
 {
 	struct ring_sqe sqe;
 	int ret;
@@ -870,9 +880,9 @@ static void conn_drain_sq(struct conn *c)
 }
 
 /* Answers the worker's hello with the head region and a fresh ring. */
-static int conn_welcome(struct conn *c)
+static int conn_welcome(struct ring_conn *c)
 {
-	struct server *srv = c->srv;
+	struct ring_server *srv = c->srv;
 	struct ring_welcome w = { .magic = RING_MAGIC,
 				  .version = RING_VERSION };
 	struct ring_hello hello;
@@ -931,7 +941,7 @@ out_refuse:
 	return ret;
 }
 
-static void conn_event(struct conn *c)
+static void conn_event(struct ring_conn *c)
 {
 	int ret;
 
@@ -958,9 +968,9 @@ static void conn_event(struct conn *c)
  * closed.  The memory goes at the end of the round (conn_reap), once no
  * writer commit is in flight.  <why> NULL: the worker went away.
  */
-static void conn_kill(struct conn *c, const char *why)
+static void conn_kill(struct ring_conn *c, const char *why)
 {
-	struct server *srv = c->srv;
+	struct ring_server *srv = c->srv;
 	unsigned pins = 0;
 
 	if (c->dead)
@@ -971,7 +981,7 @@ static void conn_kill(struct conn *c, const char *why)
 		srv->st[ST_ring_protocol_errors]++;
 	}
 	for (uint32_t i = 0; i < c->nh; i++) {
-		struct handle *h = &c->h[i];
+		struct ring_handle *h = &c->h[i];
 
 		switch (h->kind) {
 		case H_OBJ:
@@ -996,7 +1006,7 @@ static void conn_kill(struct conn *c, const char *why)
 	ring_unmap(&c->ring);
 }
 
-static void conn_free(struct conn *c)
+static void conn_free(struct ring_conn *c)
 {
 	list_del(&c->link);
 	c->srv->nconns--;
@@ -1009,10 +1019,10 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
-static void accept_conns(struct server *srv)
+static void accept_conns(struct ring_server *srv)
 {
 	struct epoll_event ev;
-	struct conn *c;
+	struct ring_conn *c;
 	int fd;
 
 	for (;;) {
@@ -1047,12 +1057,12 @@ static void accept_conns(struct server *srv)
 
 /* ---- the thread ---- */
 
-static void run_ready(struct server *srv)
+static void run_ready(struct ring_server *srv)
 {
-	struct handle *h;
+	struct ring_handle *h;
 
 	while (!list_empty(&srv->ready)) {
-		h = list_entry(srv->ready.next, struct handle, ready_link);
+		h = list_entry(srv->ready.next, struct ring_handle, ready_link);
 		list_del(&h->ready_link);
 		h->on_ready = false;
 		if (h->c->dead)
@@ -1073,12 +1083,12 @@ static void run_ready(struct server *srv)
 
 /* End of a round: queued completions out, doorbells rung, dead workers
  * freed once nothing refers to them. */
-static void end_round(struct server *srv)
+static void end_round(struct ring_server *srv)
 {
 	struct list *p, *n;
 
 	for (p = srv->conns.next; p != &srv->conns; p = n) {
-		struct conn *c = list_entry(p, struct conn, link);
+		struct ring_conn *c = list_entry(p, struct ring_conn, link);
 
 		n = p->next;
 		if (!c->dead) {
@@ -1092,7 +1102,7 @@ static void end_round(struct server *srv)
 	}
 }
 
-static int thread_setup(struct server *srv)
+static int thread_setup(struct ring_server *srv)
 {
 	struct epoll_event ev;
 	int ret;
@@ -1111,7 +1121,7 @@ static int thread_setup(struct server *srv)
 
 static void *ring_thread(void *arg)
 {
-	struct server *srv = arg;
+	struct ring_server *srv = arg;
 	struct epoll_event evs[64];
 	bool stop = false;
 	int n, ret;
@@ -1151,7 +1161,7 @@ static void *ring_thread(void *arg)
 
 	/* drop every worker, then let in-flight commits finish */
 	for (struct list *p = srv->conns.next; p != &srv->conns; p = p->next)
-		conn_kill(list_entry(p, struct conn, link), NULL);
+		conn_kill(list_entry(p, struct ring_conn, link), NULL);
 	end_round(srv);
 	while (!list_empty(&srv->conns) && gs_io_run(srv->io, true) >= 0)
 		end_round(srv);
@@ -1189,7 +1199,7 @@ static int claim_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static void server_free(struct server *srv)
+static void server_free(struct ring_server *srv)
 {
 	if (srv->epfd >= 0)
 		close(srv->epfd);
@@ -1207,7 +1217,7 @@ int ring_server_start(struct gs_engine *e, const char *socket_path,
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct epoll_event ev;
-	struct server *srv;
+	struct ring_server *srv;
 	int ret;
 
 	if (the_server) {
@@ -1289,7 +1299,7 @@ out_free:
 
 void ring_server_stop(void)
 {
-	struct server *srv = the_server;
+	struct ring_server *srv = the_server;
 	uint64_t one = 1;
 
 	if (!srv)
