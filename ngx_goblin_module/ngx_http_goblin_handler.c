@@ -56,11 +56,13 @@ static void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
 
 static void ngx_http_goblin_put_body(ngx_http_request_t *r);
+static void ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_put_read(ngx_http_request_t *r);
 static void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
@@ -233,8 +235,11 @@ ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         ngx_http_goblin_got_stats(ctx, cqe);
         break;
 
+    case RING_OP_TXDONE:
+        ngx_http_goblin_txdone(ctx);
+        break;
+
     default:
-        /* TXDONE: the link took the buffer back already */
         break;
     }
 }
@@ -257,11 +262,11 @@ ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx)
 }
 
 
-/* A tx buffer came free for a PUT that waited (ctx->tx_buf is it). */
+/* A tx buffer came free for a PUT that waited to start (ctx->tx_buf). */
 void
 ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx)
 {
-    ngx_http_goblin_pump_body(ctx);
+    ngx_http_goblin_open_writer(ctx);
 }
 
 
@@ -411,7 +416,8 @@ ngx_http_goblin_cleanup(void *data)
             ngx_http_goblin_submit_handle(ctx, RING_OP_WABORT, 0, 0, 0);
         }
 
-        if (ctx->tx_buf >= 0) {
+        /* one in flight comes back as an orphan TXDONE */
+        if (ctx->tx_buf >= 0 && !ctx->tx_busy) {
             ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
         }
     }
@@ -1320,7 +1326,7 @@ ngx_http_goblin_write_handler(ngx_http_request_t *r)
 /* ---- PUT ---- */
 
 
-/* Called once the body starts coming: open the writer. */
+/* Called once the body starts coming: a tx buffer first, then the writer. */
 static void
 ngx_http_goblin_put_body(ngx_http_request_t *r)
 {
@@ -1328,11 +1334,24 @@ ngx_http_goblin_put_body(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
 
-    if (ctx == NULL || ctx->done || ctx->writer) {
+    if (ctx == NULL || ctx->done || ctx->writer || ctx->tx_buf >= 0) {
         return;
     }
 
     r->read_event_handler = ngx_http_goblin_put_read;
+
+    ctx->tx_buf = ngx_http_goblin_tx_take(ctx);
+
+    if (ctx->tx_buf >= 0) {
+        ngx_http_goblin_open_writer(ctx);
+    }
+}
+
+
+static void
+ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
+{
+    ctx->tx_len = 0;
 
     ngx_http_goblin_submit_key(ctx, RING_OP_WOPEN, ctx->body_size);
     ngx_http_goblin_wait(ctx);
@@ -1369,18 +1388,24 @@ ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     ctx->writer = 1;
     ctx->handle = cqe->handle;
 
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
     ngx_http_goblin_pump_body(ctx);
 }
 
 
 /*
- * Moves body bytes into tx buffers.  Stops when no tx buffer is free (the
- * link calls back) or nginx has read nothing more (the read event does).
+ * Moves body bytes into the PUT's tx buffer and ships it whenever it is
+ * full, or nginx has read nothing more for now; the TXDONE brings the
+ * buffer back for the next bytes.  While it is away nginx reads no more
+ * of the body, which is how a slow store slows the client down.
  */
 static void
 ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 {
-    size_t                    n, room;
+    size_t                    n;
     ngx_int_t                 rc;
     ngx_buf_t                *b;
     ngx_http_request_t       *r;
@@ -1388,6 +1413,10 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 
     r = ctx->request;
     rb = r->request_body;
+
+    if (ctx->tx_busy || ctx->finishing || !ctx->writer) {
+        return;
+    }
 
     for ( ;; ) {
         if (ctx->body == NULL && rb->bufs) {
@@ -1410,16 +1439,8 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
                 continue;
             }
 
-            if (ctx->tx_buf < 0) {
-                ctx->tx_buf = ngx_http_goblin_tx_take(ctx);
-                if (ctx->tx_buf < 0) {
-                    return;
-                }
-                ctx->tx_len = 0;
-            }
-
-            room = ctx->map->ring.buf_size - ctx->tx_len;
-            n = ngx_min((size_t) (b->last - b->pos), room);
+            n = ngx_min((size_t) (b->last - b->pos),
+                        ctx->map->ring.buf_size - ctx->tx_len);
             n = ngx_min(n, (size_t) (ctx->body_size - ctx->body_copied));
 
             ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf)
@@ -1430,18 +1451,26 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
             ctx->body_copied += n;
 
             if (ctx->tx_len == ctx->map->ring.buf_size
-                || ctx->body_copied == ctx->body_size)
+                && ctx->body_copied < ctx->body_size)
             {
                 ngx_http_goblin_wdata(ctx);
+                return;
             }
         }
 
         if (ctx->body_copied == ctx->body_size) {
-            if (!ctx->finishing) {
-                ctx->finishing = 1;
-                ngx_http_goblin_submit_handle(ctx, RING_OP_WFINISH, 0, 0, 0);
-                ngx_http_goblin_wait(ctx);
-                r->read_event_handler = ngx_http_block_reading;
+            if (ctx->tx_len) {
+                ngx_http_goblin_wdata(ctx);
+            }
+
+            ctx->finishing = 1;
+            ngx_http_goblin_submit_handle(ctx, RING_OP_WFINISH, 0, 0, 0);
+            ngx_http_goblin_wait(ctx);
+            r->read_event_handler = ngx_http_block_reading;
+
+            if (!ctx->tx_busy) {
+                ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
+                ctx->tx_buf = -1;
             }
 
             return;
@@ -1482,8 +1511,29 @@ ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx)
 
     ngx_http_goblin_submit_handle(ctx, RING_OP_WDATA, (uint32_t) ctx->tx_buf,
                                   0, (off_t) ctx->tx_len);
-    ctx->tx_buf = -1;
+    ctx->tx_busy = 1;
+    ngx_http_goblin_wait(ctx);
+}
+
+
+/* The PUT's tx buffer is back: more of the body, or its job is done. */
+static void
+ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx)
+{
+    ctx->tx_busy = 0;
     ctx->tx_len = 0;
+
+    if (ctx->finishing) {
+        ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
+        ctx->tx_buf = -1;
+        return;
+    }
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    ngx_http_goblin_pump_body(ctx);
 }
 
 

@@ -171,6 +171,7 @@ struct ngx_http_goblin_ctx_s {
     unsigned                       last_passed:1;
     unsigned                       done:1;
     unsigned                       waiting_tx:1;
+    unsigned                       tx_busy:1;   /* its WDATA in flight */
     unsigned                       status:1;
 };
 

@@ -469,14 +469,10 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
     while (link->state == NGX_HTTP_GOBLIN_UP
            && (rc = ring_cq_pop(&map->ring, &cqe)) == 1)
     {
-        if (cqe.op == RING_OP_TXDONE) {
-            if (cqe.buf >= map->ring.n_tx) {
-                ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
-                                     "storaged returned a bad tx buffer");
-                return;
-            }
-
-            ngx_http_goblin_tx_give(link, cqe.buf);
+        if (cqe.op == RING_OP_TXDONE && cqe.buf >= map->ring.n_tx) {
+            ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
+                                 "storaged returned a bad tx buffer");
+            return;
         }
 
         if ((cqe.op == RING_OP_DATA || cqe.op == RING_OP_STATS)
@@ -547,8 +543,12 @@ ngx_http_goblin_orphan(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
         }
         break;
 
+    case RING_OP_TXDONE:
+        ngx_http_goblin_tx_give(link, cqe->buf);
+        break;
+
     default:
-        /* READ, WFINISH, DELETE end nothing; TXDONE was taken already */
+        /* READ, WFINISH, DELETE end nothing */
         break;
     }
 }
@@ -765,7 +765,11 @@ ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx)
 /* ---- tx buffers (PUT bodies) ---- */
 
 
-/* A free tx buffer for <ctx>, or -1: it is queued and told when one is. */
+/*
+ * A tx buffer for <ctx>'s PUT, or -1: it is queued and told when one is.
+ * A PUT keeps its buffer from WOPEN to WFINISH: a writer that holds engine
+ * buffers must always be able to feed them, whatever the others do.
+ */
 ngx_int_t
 ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
 {

@@ -2,7 +2,8 @@
 # 200 clients at once, 800 downloads in all, while another process keeps
 # overwriting and deleting the same keys over HTTP and memcache: every
 # body is one version byte for byte (pins keep what is being sent), or a
-# clean 404; nothing is cut, no pin or buffer is left behind.
+# clean 404; nothing is cut, no pin or buffer is left behind.  Then 40
+# PUTs at once, more than the tx buffers of the worker.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use Test::Nginx::Socket;
@@ -29,7 +30,7 @@ goblin_defaults();
 
 worker_connections(1024);
 repeat_each(1);
-plan tests => goblin_plan(7);
+plan tests => goblin_plan(10);
 no_shuffle();
 run_tests();
 
@@ -149,9 +150,55 @@ is($res{exact} + $res{missing}, $Downloads,
 ok($res{exact} > $Downloads / 4 && $ops > 10,
    "$ops writes and deletes ran alongside");
 
+# 40 PUTs at once, more than a worker has tx buffers: each waits its
+# turn, none starves the writers of the others
+my %put;
+my $wsel = IO::Select->new;
+for my $i (1 .. 40) {
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Timeout => 10) or die "connect: $!\n";
+    $s->blocking(0);
+    my $v = payload(2097152, 3000 + $i);
+    $put{fileno $s} = {
+        s => $s, i => $i, resp => '',
+        out => "PUT /obj/p$i HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+               . "Content-Length: " . length($v) . "\r\n\r\n$v",
+    };
+    $wsel->add($s);
+}
+my $rsel = IO::Select->new(map { $_->{s} } values %put);
+$t0 = time;
+while ($rsel->count && time - $t0 < 60) {
+    my ($r, $w) = IO::Select->select($rsel, $wsel, undef, 10);
+    for my $s (@{ $w || [] }) {
+        my $p = $put{fileno $s};
+        my $n = syswrite $s, $p->{out}, 1 << 20;
+        substr($p->{out}, 0, $n) = '' if $n;
+        $wsel->remove($s) if $p->{out} eq '' || !defined $n && !$!{EAGAIN};
+    }
+    for my $s (@{ $r || [] }) {
+        my $p = $put{fileno $s};
+        my $n = sysread $s, $p->{resp}, 4096, length $p->{resp};
+        next if !defined $n && $!{EAGAIN};
+        if (!$n) {
+            $rsel->remove($s);
+            $wsel->remove($s) if $wsel->exists($s);
+            close $s;
+        }
+    }
+}
+my @codes = map { $_->{resp} =~ m{^HTTP/1\.1 (\d+)} ? $1 : 0 } values %put;
+is(scalar(grep { $_ == 201 } @codes), 40, '40 PUTs at once: all 201')
+    or diag("statuses: @codes");
+is(scalar(grep { (http_request($port, 'GET', "/obj/p$_"))[2]
+                 eq payload(2097152, 3000 + $_) } 1 .. 40),
+   40, 'and all 40 objects read back byte for byte');
+
 my ($st, $h, $body) = http_request($port, 'GET', '/status');
 my $j = eval { JSON::PP::decode_json($body) } || {};
 is($j->{module}{cut_responses}, 0, 'the module cut no response');
+ok(($j->{module}{tx_waits} // 0) > 0,
+   'PUTs queued for tx buffers (' . ($j->{module}{tx_waits} // 0) . ')');
 my $gs = goblin_stats();
 ok($gs->{pins} == 0 && $gs->{checksum_errors} == 0,
    "no pin left ($gs->{pins}), no checksum error ($gs->{checksum_errors})");
