@@ -2,15 +2,15 @@
 # goblin-store killed in the middle of a 33 MiB download: the response is
 # cut cleanly (a correct prefix, then the connection closes), new requests
 # get 503 until the worker has reconnected by itself to a restarted
-# daemon.  An nginx worker killed while it holds pins: the daemon releases
-# them.
+# daemon; one still waiting for its lookup gets 502.  An nginx worker
+# killed while it holds pins: the daemon releases them.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use Test::Nginx::Socket;
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
-use POSIX qw(SIGKILL);
+use POSIX qw(SIGKILL SIGSTOP);
 use Time::HiRes qw(sleep time);
 
 our $Size = 34603008;
@@ -23,7 +23,7 @@ goblin_defaults();
 master_on();
 workers(1);
 repeat_each(1);
-plan tests => goblin_plan(14);
+plan tests => goblin_plan(16);
 no_shuffle();
 run_tests();
 
@@ -100,7 +100,18 @@ is($st, 201, 'PUT after the restart');
 my ($st2, $h2, $b2) = http_request($port, 'GET', '/obj/again');
 ok($st2 == 200 && $b2 eq 'back again', 'GET after the restart');
 
-# 4. a worker dies holding pins
+# 4. a request still waiting for its lookup when the daemon dies: 502
+kill SIGSTOP, goblin_pid();
+my $w = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                              Timeout => 10) or die "connect: $!\n";
+print $w "GET /obj/again HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+sleep 0.3;
+goblin_kill(SIGKILL);
+like(read_rest($w), qr{^HTTP/1\.1 502 }, 'a request waiting on it: 502');
+goblin_start(fresh => 1);
+ok(wait_for(sub { link_state() eq 'up' }, 10), 'reattached again');
+
+# 5. a worker dies holding pins
 mc_set('big', $Big) eq 'STORED' or die "memcache set failed\n";
 my @slow = map { (start_download('/obj/big', 65536))[0] } 1 .. 3;
 ok(wait_for(sub { goblin_stats()->{pins} >= 3 }, 10),
@@ -116,8 +127,9 @@ ok(wait_for(sub { goblin_stats()->{pins} == 0 }, 10),
 close $_ for @slow;
 ok(wait_for(sub { link_state() eq 'up' }, 10),
    'the new worker attached');
+($st) = http_request($port, 'PUT', '/obj/again', body => 'back again');
 ($st2, $h2, $b2) = http_request($port, 'GET', '/obj/again');
-ok($st2 == 200 && $b2 eq 'back again', 'and serves');
+ok($st == 201 && $st2 == 200 && $b2 eq 'back again', 'and serves');
 
 goblin_stop();
 
