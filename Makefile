@@ -47,12 +47,16 @@ deps:
 
 run: deps
 	$(MAKE) all
-	@./storaged/run-default
+	@./ngx_goblin_module/run
 
+# Every test against the ASan+UBSan build, then the daemon-level ones again
+# against the optimised build; t/*.t are Test::Nginx suites run by prove.
 test: deps
 	$(MAKE) all asan
-	BUILD=build/asan t/run
+	BUILD=build/asan prove t/*.t
+	BUILD=build prove t/*.t
 	BUILD=build t/run $$(ls t/*.test)
+	BUILD=build/asan t/run
 
 clean:
 	rm -rf build t/servroot*
