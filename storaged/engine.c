@@ -359,9 +359,12 @@ static struct gs_obj *find_live(struct gs_engine *e, const void *key,
 }
 
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
-		uint64_t cas)
+		uint64_t cas, bool *replaced)
 {
 	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
+
+	if (replaced)
+		*replaced = old != NULL;
 
 	if (mode == GS_ADD && old)
 		return -EEXIST;
@@ -534,7 +537,7 @@ int gs_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
 	memcpy(nobj->head, buf, len);
 	nobj->meta.flags = obj->meta.flags;
 	nobj->meta.exptime = obj->meta.exptime;
-	ret = engine_link(e, nobj, GS_SET, 0);
+	ret = engine_link(e, nobj, GS_SET, 0, NULL);
 	engine_unref(e, nobj);
 	if (ret == 0)
 		*result = v;

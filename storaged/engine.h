@@ -170,10 +170,11 @@ struct gs_engine {
  * Called with e->lock held; returns 0 or -errno. */
 int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 		   uint64_t size, struct gs_obj **objp);
-/* Links <obj> per <mode>, replacing an older record.  Called with e->lock
- * held; returns 0, -EEXIST or -ENOENT. */
+/* Links <obj> per <mode>, replacing an older record (then *<replaced>,
+ * when not NULL, is set).  Called with e->lock held; returns 0, -EEXIST or
+ * -ENOENT. */
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
-		uint64_t cas);
+		uint64_t cas, bool *replaced);
 /* Drops a reference; frees the record and its space at zero.
  * Called with e->lock held. */
 void engine_unref(struct gs_engine *e, struct gs_obj *obj);

@@ -210,8 +210,10 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
 		     gs_done_fn done, void *arg);
 /* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
 void gs_writer_abort(struct gs_writer **wp);
-/* The CAS the object got once stored (valid in the done callback). */
+/* The CAS the object got once stored, and whether it replaced an older
+ * object of that key (both valid in the done callback). */
 uint64_t gs_last_cas(const struct gs_io *io);
+bool gs_last_replaced(const struct gs_io *io);
 
 /*
  * append/prepend: stores old value + <data> (or <data> + old) under <key>,

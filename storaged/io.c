@@ -81,6 +81,7 @@ struct gs_io {
 	struct deferred *def_head, *def_tail;
 	unsigned inflight;
 	uint64_t last_cas;
+	bool last_replaced;
 	struct gs_io *next;		/* e->io_list */
 };
 
@@ -942,7 +943,7 @@ static void writer_commit(void *arg, int res)
 	res = w->error;
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
-		res = engine_link(e, w->obj, w->mode, w->cas);
+		res = engine_link(e, w->obj, w->mode, w->cas, &w->io->last_replaced);
 	if (res == 0)
 		w->io->last_cas = w->obj->meta.cas;
 	engine_unref(e, w->obj);
@@ -1097,6 +1098,11 @@ void gs_writer_abort(struct gs_writer **wp)
 uint64_t gs_last_cas(const struct gs_io *io)
 {
 	return io->last_cas;
+}
+
+bool gs_last_replaced(const struct gs_io *io)
+{
+	return io->last_replaced;
 }
 
 /* ---- append / prepend ---- */

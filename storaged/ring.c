@@ -129,7 +129,7 @@ struct ring_handle {
 	uint32_t qhead, qlen;
 	uint64_t size, given;
 	int error;
-	bool finish, finishing, existed, orphan;
+	bool finish, finishing, orphan;
 	uint64_t finish_ud;
 	uint16_t klen;
 	char key[RING_KEY_MAX];
@@ -603,10 +603,11 @@ static void writer_done(void *arg, int res)
 	struct ring_conn *c = h->c;
 	struct ring_cqe cqe = { .user_data = h->finish_ud,
 				.op = RING_OP_WFINISH, .res = res,
-				.handle = h->id, .len = h->existed };
+				.handle = h->id };
 
 	c->busy--;
 	if (res == 0) {
+		cqe.len = gs_last_replaced(c->srv->io);
 		cqe.meta.cas = gs_last_cas(c->srv->io);
 		c->srv->st[ST_ring_stores]++;
 	} else {
@@ -623,15 +624,10 @@ static void writer_finish(struct ring_handle *h)
 	struct ring_cqe cqe = { .user_data = h->finish_ud,
 				.op = RING_OP_WFINISH, .handle = h->id };
 	struct ring_conn *c = h->c;
-	struct gs_obj *old;
 	int ret = h->error;
 
-	if (!ret) {
-		h->existed = gs_lookup(c->srv->e, h->key, h->klen, &old) == 0;
-		if (h->existed)
-			gs_obj_put(c->srv->e, &old);
+	if (!ret)
 		ret = gs_writer_finish(&h->w, GS_SET, 0, writer_done, h);
-	}
 	if (!ret) {
 		h->finishing = true;
 		c->busy++;
