@@ -7,7 +7,7 @@ STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
                   $(wildcard storaged/ring.c shared/ring.c)
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
-PROGRAMS += goblin-store libgoblin.a
+PROGRAMS += goblin-store libgoblin.a goblin-engine-read
 BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
 
 define BUILD_FLAVOUR
@@ -23,6 +23,11 @@ $(1)/libgoblin.a: $(patsubst %.c,$(1)/obj/%.o,$(LIBGOBLIN_SRCS))
 	@ar rcs $$@ $$^
 
 $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
+	@echo "  LD      $$@"
+	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+
+# bench/tier-read's in-process reader: the pipeline without the network
+$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(1)/obj/shared/size.o $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 endef

@@ -1,0 +1,228 @@
+/*
+ * usage: goblin-engine-read --dir DIR --tier ssd|hdd --size SIZE --keys N
+ *                           [--streams N] [--seconds S] [--io-buffers N]
+ *
+ * The read-ahead pipeline alone, without the network: libgoblin in-process
+ * with one pool (a 4K RAM head, so nearly every byte comes from the tier),
+ * N objects stored, then --streams concurrent gs_streams on one gs_io
+ * reading random objects whole for --seconds.  Every chunk is checked
+ * (the engine's checksums) and its first bytes compared with what was
+ * written.  Prints one JSON line: MB/s, objects, checksum and I/O errors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "goblin.h"
+#include "log.h"
+#include "size.h"
+
+struct reader {
+	struct gs_stream *s;
+	uint64_t key, pos;
+	bool busy;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void key_name(char *buf, size_t len, uint64_t k)
+{
+	snprintf(buf, len, "k%llu", (unsigned long long)k);
+}
+
+/* The byte at <off> of object <k>: cheap, position-dependent. */
+static unsigned char byte_at(uint64_t k, uint64_t off)
+{
+	return (unsigned char)(k * 131 + off / 4096 * 7 + off);
+}
+
+static void on_done(void *arg, int res)
+{
+	*(int *)arg = res ? res : 1;
+}
+
+static void on_wake(void *arg)
+{
+	(void)arg;
+}
+
+static int store(struct gs_io *io, uint64_t k, uint64_t size)
+{
+	struct gs_writer *w;
+	char key[32];
+	uint64_t pos = 0;
+	int done = 0, ret;
+
+	key_name(key, sizeof(key), k);
+	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, &w);
+	if (ret < 0)
+		return ret;
+	while (pos < size) {
+		unsigned char *p;
+		size_t n;
+
+		if (gs_writer_buf(w, (void **)&p, &n, on_wake, NULL) == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			p[i] = byte_at(k, pos + i);
+		gs_writer_advance(w, n);
+		pos += n;
+	}
+	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &done);
+	while (ret == 0 && !done)
+		gs_io_run(io, true);
+	return ret < 0 ? ret : done == 1 ? 0 : done;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: goblin-engine-read --dir DIR --tier ssd|hdd --size SIZE --keys N\n"
+		"                          [--streams N] [--seconds S] [--io-buffers N]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "tier", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, 's' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ "streams", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 'S' },
+		{ "io-buffers", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *dir = NULL, *tier = "ssd";
+	uint64_t size = 1 << 20, keys = 256, streams = 4, seconds = 5, bufs = 4;
+	uint64_t bytes = 0, objects = 0, mismatches = 0;
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct reader *r;
+	char err[256];
+	double t0, t1;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+		int bad = 0;
+
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 't': tier = optarg; break;
+		case 's': bad = size_parse(optarg, &size); break;
+		case 'k': bad = size_parse(optarg, &keys); break;
+		case 'n': bad = size_parse(optarg, &streams); break;
+		case 'S': bad = size_parse(optarg, &seconds); break;
+		case 'b': bad = size_parse(optarg, &bufs); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "goblin-engine-read: bad value \"%s\"\n", optarg);
+			return 2;
+		}
+	}
+	if (!dir || (strcmp(tier, "ssd") && strcmp(tier, "hdd")) || !keys ||
+	    !streams || streams > 64) {
+		usage(stderr);
+		return 2;
+	}
+	log_level = LOG_WARN;
+	gs_config_defaults(&cfg);
+	cfg.memory = 16 << 20;
+	cfg.sub_memory = 0;
+	cfg.ram_head = 4096;
+	cfg.mlock = false;
+	cfg.io_buffers = bufs;
+	cfg.io_streams = streams;
+	cfg.max_object = size;
+	if (!strcmp(tier, "ssd")) {
+		cfg.ssd_dirs[cfg.n_ssd_dirs++] = dir;
+		cfg.ssd_size = keys * size * 9 / 8 + (64 << 20);
+	} else {
+		cfg.hdd_dirs[cfg.n_hdd_dirs++] = dir;
+		cfg.hdd_size = keys * size * 9 / 8 + (64 << 20);
+	}
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "goblin-engine-read: %s\n", err);
+		return 1;
+	}
+	if (gs_io_create(e, &io) < 0)
+		return 1;
+	for (uint64_t k = 0; k < keys; k++)
+		if (store(io, k, size) < 0) {
+			fprintf(stderr, "goblin-engine-read: storing k%llu failed\n",
+				(unsigned long long)k);
+			return 1;
+		}
+	r = calloc(streams, sizeof(*r));
+	srand(1);
+	t0 = now();
+	t1 = t0 + seconds;
+	while (now() < t1) {
+		for (uint64_t i = 0; i < streams; i++) {
+			struct reader *rd = &r[i];
+			const void *p;
+			size_t n;
+			int ret;
+
+			if (!rd->busy) {
+				struct gs_obj *obj;
+				char key[32];
+
+				rd->key = rand() % keys;
+				key_name(key, sizeof(key), rd->key);
+				if (gs_lookup(e, key, strlen(key), &obj) < 0 ||
+				    gs_stream_open(io, obj, 0, size, on_wake, NULL, &rd->s) < 0)
+					return 1;
+				gs_obj_put(e, &obj);
+				rd->busy = true;
+				rd->pos = 0;
+			}
+			while ((ret = gs_stream_peek(rd->s, &p, &n)) == 0 && n) {
+				mismatches += *(const unsigned char *)p != byte_at(rd->key, rd->pos);
+				gs_stream_consume(rd->s, n);
+				rd->pos += n;
+				bytes += n;
+			}
+			if (ret < 0 && ret != -EAGAIN) {
+				fprintf(stderr, "goblin-engine-read: read error %d\n", ret);
+				return 1;
+			}
+			if (ret == 0) {
+				gs_stream_close(&rd->s);
+				rd->busy = false;
+				objects++;
+			}
+		}
+		gs_io_run(io, true);
+	}
+	t1 = now();
+	for (uint64_t i = 0; i < streams; i++)
+		gs_stream_close(&r[i].s);
+	gs_stats(e, &st);
+	printf("{\"tier\": \"%s\", \"size\": %llu, \"streams\": %llu, \"io_buffers\": %llu, "
+	       "\"seconds\": %.3f, \"objects\": %llu, \"mb_per_s\": %.1f, "
+	       "\"mismatches\": %llu, \"checksum_errors\": %llu, \"io_errors\": %llu}\n",
+	       tier, (unsigned long long)size, (unsigned long long)streams,
+	       (unsigned long long)bufs, t1 - t0, (unsigned long long)objects,
+	       bytes / (t1 - t0) / 1e6, (unsigned long long)mismatches,
+	       (unsigned long long)st.checksum_errors, (unsigned long long)st.io_errors);
+	free(r);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	return mismatches || st.checksum_errors || st.io_errors ? 1 : 0;
+}
