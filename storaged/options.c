@@ -10,6 +10,9 @@
 
 #include "options.h"
 #include "server.h"
+#ifdef HAVE_RING
+#include "ring.h"
+#endif
 #include "size.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
@@ -131,9 +134,14 @@ static void stats_markdown(void)
 	       "| `limit_maxbytes` | `--memory` |\n");
 	printf("\n`stats goblin` (the engine):\n\n| stat | meaning |\n|---|---|\n");
 	GS_STATS(STAT_ROW)
-#undef STAT_ROW
 	printf("| `index_bytes_per_object` | `index_bytes` / `curr_items` |\n"
 	       "| `ssd_dirs`, `hdd_dirs` | directories in each pool |\n");
+#ifdef HAVE_RING
+	printf("\nThe nginx ring's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n"
+	       "| stat | meaning |\n|---|---|\n");
+	RING_STATS(STAT_ROW)
+#endif
+#undef STAT_ROW
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n");
 }
 

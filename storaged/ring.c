@@ -33,23 +33,6 @@
 #define MAX_CONNS	1024
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
-/* RING_STAT(name, description): the ring's counters, in STATS replies. */
-#define RING_STATS(ACTION)						\
-	ACTION(ring_connections, "nginx workers attached now")		\
-	ACTION(ring_total_connections, "nginx workers attached since start") \
-	ACTION(ring_lookups, "LOOKUPs (each pins on a hit)")		\
-	ACTION(ring_lookup_hits, "LOOKUPs that found the object")		\
-	ACTION(ring_pins, "objects pinned by nginx workers now")		\
-	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
-	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
-	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
-	ACTION(ring_stores, "PUTs stored")				\
-	ACTION(ring_store_bytes, "PUT bytes taken from tx buffers")	\
-	ACTION(ring_store_errors, "PUTs that failed or were aborted")	\
-	ACTION(ring_deletes, "DELETEs that removed an object")		\
-	ACTION(ring_cq_overflows, "completions held back by a full CQ")	\
-	ACTION(ring_protocol_errors, "workers dropped for a bad submission")
-
 enum ring_stat {
 #define RING_STAT_ENUM(name, desc) ST_##name,
 	RING_STATS(RING_STAT_ENUM)
