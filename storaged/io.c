@@ -500,13 +500,15 @@ static void pin(struct gs_engine *e, struct gs_obj *obj)
 }
 
 /* Fills <order> with the disk chunks of [first, last) in submission order:
- * the first HDD chunk (the longest wait) leads, then offset order. */
+ * with <lead>, the first HDD chunk (the longest wait) first, then offset
+ * order.  A window of one buffer must not lead: the chunk holding it
+ * could not be sent before the ones it jumped. */
 static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
-			   uint32_t last, uint32_t *order)
+			   uint32_t last, bool lead_tail, uint32_t *order)
 {
 	uint32_t n = 0, lead = UINT32_MAX;
 
-	for (uint32_t c = first; c < last; c++)
+	for (uint32_t c = first; lead_tail && c < last; c++)
 		if (obj->chunks[c].tier == GS_TIER_HDD) {
 			lead = c;
 			break;
@@ -701,7 +703,8 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 			if (obj->chunks[c].tier == GS_TIER_RAM)
 				sl->state = CH_READY;
 		}
-		s->norder = read_order(obj, s->first, s->last, s->order);
+		s->norder = read_order(obj, s->first, s->last,
+				       io->e->cfg.io_buffers > 1, s->order);
 		s->window_size = s->norder < io->e->cfg.io_buffers ?
 				 s->norder : io->e->cfg.io_buffers;
 		s->window = calloc(s->window_size ? s->window_size : 1, sizeof(int));
@@ -845,7 +848,7 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	}
 	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
 	pin(io->e, obj);
-	n = read_order(obj, 0, obj->nchunks, order);
+	n = read_order(obj, 0, obj->nchunks, true, order);
 	r->pending = 1;			/* held until every read is armed */
 	for (uint32_t i = 0; i < n && ret == 0; i++) {
 		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
