@@ -7,9 +7,9 @@
  *
  * Buffers: each gs_io registers io_buffers * io_streams stream buffers and
  * 2 * io_buffers writer buffers.  A stream takes its whole read-ahead window
- * at once and recycles it until it closes, so streams can't deadlock on
- * each other; writers take one buffer per chunk and give it back when the
- * write completes.
+ * (up to io_buffers buffers, cut into SSD-chunk slices) at once and recycles
+ * it until it closes, so streams can't deadlock on each other; writers take
+ * one buffer per chunk and give it back when the write completes.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -525,9 +525,17 @@ static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
 
 enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
 
+/* A window buffer is cut into slices of one SSD chunk: an SSD chunk takes
+ * one, an HDD chunk (up to a whole buffer) takes as many as it spans. */
+#define SLICE		GS_SSD_CHUNK
+#define SLICES		(GS_IO_BUFFER / SLICE)
+#define ALL_SLICES	((1u << SLICES) - 1)
+
 struct stream_slot {
 	uint8_t state;
-	int buf;
+	int8_t win;			/* window buffer holding it, -1 none */
+	uint8_t slices;			/* its slices in that buffer */
+	uint32_t boff;			/* where it starts in that buffer */
 	uint64_t off;			/* object offset of the chunk */
 };
 
@@ -539,8 +547,9 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	int *window;			/* our buffers not in use */
-	unsigned nwindow, window_size;
+	int *window;			/* our buffers, held until close */
+	uint8_t *free_slices;		/* per window buffer: bit set = free */
+	unsigned window_size;
 	bool have_window;
 	unsigned inflight;
 	int error;
@@ -556,13 +565,7 @@ static void stream_free(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 
-	for (uint32_t c = s->first; c < s->last; c++) {
-		struct stream_slot *sl = &s->slots[c - s->first];
-
-		if (sl->buf >= 0)
-			buf_put(&io->streams, sl->buf);
-	}
-	for (unsigned i = 0; i < s->nwindow; i++)
+	for (unsigned i = 0; s->have_window && i < s->window_size; i++)
 		buf_put(&io->streams, s->window[i]);
 	if (s->have_window && io->streams.waiters.next != &io->streams.waiters)
 		kick(io);
@@ -571,6 +574,7 @@ static void stream_free(struct gs_stream *s)
 	free(s->order);
 	free(s->slots);
 	free(s->window);
+	free(s->free_slices);
 	free(s);
 }
 
@@ -594,10 +598,51 @@ static bool take_window(struct gs_stream *s)
 		waiter_add(&bp->waiters, &s->waiter, stream_retry, s);
 		return false;
 	}
-	while (s->nwindow < s->window_size)
-		s->window[s->nwindow++] = buf_get(bp);
+	for (unsigned i = 0; i < s->window_size; i++) {
+		s->window[i] = buf_get(bp);
+		s->free_slices[i] = ALL_SLICES;
+	}
 	s->have_window = true;
 	return true;
+}
+
+static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
+{
+	const struct chunk *ch = &s->obj->chunks[c];
+	uint32_t alen = round_up(ch->len, tier_align(s->io->e, ch->tier));
+
+	return (alen + SLICE - 1) / SLICE;
+}
+
+/* Finds <n> adjacent free slices in one window buffer for chunk <c>. */
+static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
+{
+	for (unsigned i = 0; i < s->window_size; i++)
+		for (unsigned k = 0; k + n <= SLICES; k++) {
+			uint8_t bits = ((1u << n) - 1) << k;
+
+			if ((s->free_slices[i] & bits) != bits)
+				continue;
+			s->free_slices[i] &= ~bits;
+			sl->win = i;
+			sl->slices = bits;
+			sl->boff = k * SLICE;
+			return true;
+		}
+	return false;
+}
+
+static void put_slices(struct gs_stream *s, struct stream_slot *sl)
+{
+	if (sl->win < 0)
+		return;
+	s->free_slices[sl->win] |= sl->slices;
+	sl->win = -1;
+}
+
+static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
+{
+	return buf_ptr(s->io, s->window[sl->win]) + sl->boff;
 }
 
 static void stream_read_done(struct io_op *op)
@@ -628,21 +673,21 @@ static void stream_refill(struct gs_stream *s)
 		return;
 	if (!take_window(s))
 		return;
-	while (s->nwindow && s->next_submit < s->norder) {
+	while (s->next_submit < s->norder) {
 		uint32_t c = s->order[s->next_submit];
 		struct stream_slot *sl = &s->slots[c - s->first];
-		int idx = s->window[--s->nwindow];
 		int ret;
 
-		ret = op_start(s->io, s->obj, c, false, buf_ptr(s->io, idx), idx,
-			       stream_read_done, s);
+		if (!take_slices(s, sl, chunk_slices(s, c)))
+			break;
+		ret = op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
+			       s->window[sl->win], stream_read_done, s);
 		if (ret < 0) {
-			s->window[s->nwindow++] = idx;
+			put_slices(s, sl);
 			s->error = -EIO;
 			STAT_ADD(e, io_errors, 1);
 			break;
 		}
-		sl->buf = idx;
 		sl->state = CH_INFLIGHT;
 		s->inflight++;
 		s->next_submit++;
@@ -651,6 +696,21 @@ static void stream_refill(struct gs_stream *s)
 		STAT_MAX(e, readahead_max_depth, s->inflight);
 	}
 	io_uring_submit(&s->io->ring);
+}
+
+/* Window buffers for the chunks in <s->order>: what they span, at most
+ * <max>, and two when an HDD chunk leads (it may take a whole buffer while
+ * the chunks it jumped need room to be sent first). */
+static unsigned window_for(struct gs_stream *s, unsigned max)
+{
+	unsigned slices = 0, n;
+
+	for (uint32_t i = 0; i < s->norder; i++)
+		slices += chunk_slices(s, s->order[i]);
+	n = (slices + SLICES - 1) / SLICES;
+	if (s->norder > 1 && s->order[0] > s->order[1] && n < 2)
+		n = 2;
+	return n < max ? n : max;
 }
 
 int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
@@ -665,6 +725,7 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	if (!s)
 		return -ENOMEM;
 	s->io = io;
+	s->obj = obj;			/* pinned below, once it can't fail */
 	s->pos = off < end ? off : end;
 	s->end = end;
 	s->wake = wake;
@@ -697,7 +758,7 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		for (uint32_t c = s->first; c < s->last; c++) {
 			struct stream_slot *sl = &s->slots[c - s->first];
 
-			sl->buf = -1;
+			sl->win = -1;
 			sl->off = coff;
 			coff += obj->chunks[c].len;
 			if (obj->chunks[c].tier == GS_TIER_RAM)
@@ -705,14 +766,13 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		}
 		s->norder = read_order(obj, s->first, s->last,
 				       io->e->cfg.io_buffers > 1, s->order);
-		s->window_size = s->norder < io->e->cfg.io_buffers ?
-				 s->norder : io->e->cfg.io_buffers;
+		s->window_size = window_for(s, io->e->cfg.io_buffers);
 		s->window = calloc(s->window_size ? s->window_size : 1, sizeof(int));
-		if (!s->window)
+		s->free_slices = calloc(s->window_size ? s->window_size : 1, 1);
+		if (!s->window || !s->free_slices)
 			goto out_free;
 	}
 	pin(io->e, obj);
-	s->obj = obj;
 	stream_refill(s);
 	*sp = s;
 	return 0;
@@ -720,6 +780,8 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 out_free:
 	free(s->slots);
 	free(s->order);
+	free(s->window);
+	free(s->free_slices);
 	free(s);
 	return -ENOMEM;
 }
@@ -752,7 +814,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 	if (c->tier == GS_TIER_RAM)
 		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
 	else
-		*data = buf_ptr(s->io, sl->buf) + (s->pos - sl->off);
+		*data = slot_ptr(s, sl) + (s->pos - sl->off);
 	*len = cend - s->pos;
 	return 0;
 }
@@ -765,10 +827,7 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 
 		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
 			break;
-		if (sl->buf >= 0) {
-			s->window[s->nwindow++] = sl->buf;
-			sl->buf = -1;
-		}
+		put_slices(s, sl);
 		sl->state = CH_DONE;
 		s->cur++;
 	}
