@@ -42,6 +42,7 @@ static const struct option_desc descs[] = {
 static const char *const kind_arg[] = {
 	[OPT_SIZE] = "SIZE", [OPT_UINT] = "N", [OPT_INT] = "N",
 	[OPT_STR] = "STR", [OPT_DIRS] = "DIR", [OPT_BOOL] = "",
+	[OPT_TIME] = "TIME",
 };
 
 static int set_value(struct options *o, const struct option_desc *d,
@@ -53,6 +54,8 @@ static int set_value(struct options *o, const struct option_desc *d,
 	switch (d->kind) {
 	case OPT_SIZE:
 		return size_parse(v, field);
+	case OPT_TIME:
+		return duration_parse(v, field);
 	case OPT_UINT:
 		if (!*v || *v == '-')
 			return -EINVAL;
@@ -107,7 +110,8 @@ static void usage(FILE *f)
 	fprintf(f, "  %-24s %s\n", "-v, --verbose", "more log lines (repeat for debug)");
 	fprintf(f, "  %-24s %s\n", "--help", "this text (=markdown: options, =stats: stats, as README tables)");
 	fprintf(f, "  %-24s %s\n", "--version", "print the version");
-	fprintf(f, "\nSIZE takes K, M, G, T suffixes (binary): 256K, 64M.\n");
+	fprintf(f, "\nSIZE takes K, M, G, T suffixes (binary): 256K, 64M.\n"
+		"TIME takes ms, s, m, h, d suffixes (none: seconds): 500ms, 60s, 2m.\n");
 }
 
 static void usage_markdown(void)
@@ -182,6 +186,8 @@ int options_parse(struct options *o, int argc, char **argv)
 				fprintf(stderr, "goblin-store: --%s: bad value \"%s\" (want %s)\n",
 					d->flag, optarg, d->kind == OPT_SIZE ?
 					"a size such as 256K or 64M" :
+					d->kind == OPT_TIME ?
+					"a duration such as 500ms, 60s or 2m" :
 					d->kind == OPT_DIRS ? "a directory, at most 16 per tier" :
 					"a number");
 				return 2;
@@ -254,6 +260,9 @@ void options_each(const struct options *o,
 		case OPT_SIZE:
 		case OPT_UINT:
 			snprintf(buf, sizeof(buf), "%" PRIu64, *(const uint64_t *)field);
+			break;
+		case OPT_TIME:
+			snprintf(buf, sizeof(buf), "%" PRIu64 "ms", *(const uint64_t *)field);
 			break;
 		case OPT_INT:
 			snprintf(buf, sizeof(buf), "%" PRId64, *(const int64_t *)field);

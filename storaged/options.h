@@ -5,7 +5,8 @@
  *
  * OPTION(name, flag, kind, default, "description")
  *   kind: SIZE (bytes, K/M/G/T suffixes), UINT, INT, STR, DIRS (repeatable
- *   path), BOOL (a flag without value: "true" when given).
+ *   path), BOOL (a flag without value: "true" when given), TIME (a
+ *   duration, ms/s/m/h/d suffixes, none = seconds; kept in milliseconds).
  */
 #ifndef GOBLIN_OPTIONS_H
 #define GOBLIN_OPTIONS_H
@@ -50,8 +51,20 @@
 	       "TCP port of the memcache text protocol (0: none)")	\
 	OPTION(listen, "listen", STR, "127.0.0.1",			\
 	       "address the memcache port binds to")			\
-	OPTION(socket, "socket", STR, "/tmp/goblin-store.sock",		\
-	       "unix socket nginx workers attach to")			\
+	OPTION(max_conns, "max-conns", UINT, "1024",			\
+	       "memcache connections open at once; more get ERROR Too many open connections") \
+	OPTION(idle_timeout, "idle-timeout", TIME, "0",			\
+	       "close a memcache connection idle between commands this long (0: never)") \
+	OPTION(read_timeout, "read-timeout", TIME, "60s",		\
+	       "close a client that stalls this long inside a command line or value") \
+	OPTION(send_timeout, "send-timeout", TIME, "60s",		\
+	       "close a client that takes none of its reply for this long")	\
+	OPTION(socket, "socket", STR, "/run/goblin-store/goblin-store.sock", \
+	       "unix socket nginx workers attach to (its directory is created 0750)") \
+	OPTION(socket_user, "socket-user", STR, "",			\
+	       "the only user, besides goblin-store's own, that may attach to --socket") \
+	OPTION(socket_group, "socket-group", STR, "",			\
+	       "group that owns --socket and its directory; its members may attach") \
 	OPTION(no_http, "no-http", BOOL, "false",				\
 	       "no unix socket for nginx workers (memcache only)")	\
 	OPTION(max_object, "max-object", SIZE, "64M",			\
@@ -63,7 +76,8 @@
 	OPTION(numa, "numa", INT, "-1",					\
 	       "bind serving threads and head memory to this NUMA node (-1: none)")
 
-enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL };
+enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL,
+		   OPT_TIME };
 
 struct options {
 #define OPTION_FIELD_SIZE uint64_t
@@ -71,6 +85,7 @@ struct options {
 #define OPTION_FIELD_INT int64_t
 #define OPTION_FIELD_STR const char *
 #define OPTION_FIELD_BOOL bool
+#define OPTION_FIELD_TIME uint64_t
 #define OPTION_FIELD(name, flag, kind, def, desc) OPTION_FIELD_##kind name;
 #define OPTION_FIELD_DIRS struct { const char *v[GS_MAX_DIRS]; unsigned n; }
 	OPTIONS(OPTION_FIELD)
