@@ -4,6 +4,7 @@
 # (ASan+UBSan).  Folder fragments (*/*.mk) add programs and packages:
 #   PROGRAMS      += name          -> build/name and build/asan/name
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
+#   TEST_EXTRA    += target        -> run by `make test` after the suites
 # and rules of their own for build/name and build/asan/name.
 
 CC        ?= cc
@@ -20,6 +21,7 @@ DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 	gnuplot-nox
 
 PROGRAMS   :=
+TEST_EXTRA :=
 UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
 
 .PHONY: all asan deps run test check unit clean bench
@@ -57,6 +59,7 @@ test: deps
 	BUILD=build prove t/*.t
 	BUILD=build t/run $$(ls t/*.test)
 	BUILD=build/asan t/run
+	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
 
 clean:
 	rm -rf build t/servroot*
