@@ -1,0 +1,2 @@
+# The top Makefile includes t/*.mk: this brings in the fuzzing fragment.
+include t/fuzz/fuzz.mk

@@ -1,0 +1,53 @@
+# libFuzzer targets: every t/fuzz/fuzz_<name>.c -> build/fuzz/fuzz_<name>.
+# A target's head comment names what it links:
+#    * sources: <repo-relative .c files>
+#    * libs: <-l flags>                       (optional)
+#   make fuzz [FUZZ_S=60] [FUZZ_TARGETS="proto options"]
+#                          fuzz each target N seconds from its corpus
+#   make fuzz-merge        add the inputs of the last runs that found new
+#                          coverage to the committed corpora
+#   make fuzz-smoke        (in make test) a few seconds per target, then
+#                          every t/fuzz/crashes/ file replayed
+# New inputs go to build/fuzz/corpus/<name>/, reproducers to
+# build/fuzz/crashes/; t/fuzz/run prints the figures.
+
+ifndef FUZZ_MK_INCLUDED
+FUZZ_MK_INCLUDED := 1
+
+FUZZ_CC      ?= clang
+FUZZ_S       ?= 60
+FUZZ_SMOKE_S ?= 4
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -pthread -Ishared -Istoraged \
+                -Ingx_goblin_module -fsanitize=fuzzer,address,undefined
+FUZZ_ALL     := $(patsubst t/fuzz/fuzz_%.c,%,$(wildcard t/fuzz/fuzz_*.c))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_HDRS    := $(wildcard shared/*.h storaged/*.h ngx_goblin_module/*.h t/fuzz/*.h)
+
+DEB_PACKAGES += clang llvm
+
+# $(call fuzz_head,<field>,<name>): the target's " * <field>:" line.
+fuzz_head = $(shell sed -n 's/^ \* $(1): *//p' t/fuzz/fuzz_$(2).c)
+
+define FUZZ_TARGET
+build/fuzz/fuzz_$(1): t/fuzz/fuzz_$(1).c $(call fuzz_head,sources,$(1)) $(FUZZ_HDRS)
+	@mkdir -p $$(@D)
+	@echo "  FUZZCC  $$@"
+	@$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$< $(call fuzz_head,sources,$(1)) \
+		$(call fuzz_head,libs,$(1)) -luring -lnuma -lxxhash -lm
+endef
+$(foreach t,$(FUZZ_ALL),$(eval $(call FUZZ_TARGET,$(t))))
+
+.PHONY: fuzz fuzz-build fuzz-merge fuzz-smoke
+fuzz-build: $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	t/fuzz/run -s $(FUZZ_S) $(FUZZ_TARGETS)
+
+fuzz-merge: fuzz-build
+	t/fuzz/run -m $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	t/fuzz/run -s $(FUZZ_SMOKE_S) -r $(FUZZ_TARGETS)
+
+TEST_EXTRA += fuzz-smoke
+endif
