@@ -115,7 +115,9 @@ static int to_args(const struct options *o, const struct settings *s,
 					abort();
 			continue;
 		}
-		if (!strcmp(v, "yes") || !strcmp(v, "no")) {	/* BOOL */
+		/* BOOL: the table's flags without a value are all no-<x> */
+		if (!strncmp(s->name[i], "no-", 3) &&
+		    (!strcmp(v, "yes") || !strcmp(v, "no"))) {
 			if (!strcmp(v, "yes"))
 				if (asprintf(&out[n++], "--%s", s->name[i]) < 0)
 					abort();
