@@ -16,7 +16,9 @@
  *     I/O in flight, and each call either consumes input or changes state;
  *   - once the connection is closed no pin is left (stats "pins" is 0).
  * The fake connection queues replies straight into one buffer: the output
- * queue's limits (server.c) are not exercised.
+ * queue's limits (server.c) are not exercised.  It follows server.h's
+ * interface before and after the front-end hardening (CONN_PINS_MAX:
+ * conn_reply_value(), EOF as c->eof, stats conns/reset).
  *
  * FUZZ_OPEN (t/fuzz/fuzz.h) skips the checks of bugs found and not fixed;
  * FUZZ_TEXT_DUMP=1 prints the replies (build/fuzz/fuzz_text FILE).
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -105,16 +108,64 @@ int conn_replyf(struct conn *c, const char *fmt, ...)
 	return conn_reply(c, buf, n);
 }
 
-/* RAM-only with max_object = ram_head: every byte is in the head. */
-int conn_reply_obj(struct conn *c, struct gs_obj *obj)
+/* Queues the bytes of <obj> and unpins it: RAM-only with max_object =
+ * ram_head, every byte is in the head. */
+static void reply_bytes(struct conn *c, struct gs_obj *obj)
 {
 	const struct gs_meta *m = gs_obj_meta(obj);
 
 	EXPECT(m->head_len == m->size);
 	conn_reply(c, gs_obj_head(obj), m->size);
 	gs_obj_put(srv.e, &obj);
+}
+
+#ifdef CONN_PINS_MAX
+int conn_reply_value(struct conn *c, const char *hdr, size_t len,
+		     struct gs_obj *obj)
+{
+	conn_reply(c, hdr, len);
+	reply_bytes(c, obj);
+	return conn_reply(c, "\r\n", 2);
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+void server_stats_conns(struct conn *c)
+{
+	(void)c;
+}
+
+void server_stats_reset(struct server *s)
+{
+	memset(&s->st, 0, sizeof(s->st));
+	gs_stats(s->e, &s->base);
+}
+
+/* the client half-closed: what it sent before gets its answers */
+static ssize_t end_of_input(struct conn *c)
+{
+	c->eof = true;
 	return 0;
 }
+#else
+int conn_reply_obj(struct conn *c, struct gs_obj *obj)
+{
+	reply_bytes(c, obj);
+	return 0;
+}
+
+static ssize_t end_of_input(struct conn *c)
+{
+	(void)c;
+	return -1;
+}
+#endif
 
 /* Uneven pieces; every third call "would block"; -1 once all is read. */
 static size_t piece(size_t want)
@@ -138,6 +189,10 @@ ssize_t conn_fill(struct conn *c)
 		c->rend -= c->rstart;
 		c->rstart = 0;
 	}
+#ifdef CONN_PINS_MAX
+	if (c->eof)
+		return 0;
+#endif
 	if (c->rend == c->rcap) {
 		if (c->rcap * 2 > 4 * (MC_LINE_MAX + 2) + RBUF_START)
 			return -1;
@@ -147,7 +202,7 @@ ssize_t conn_fill(struct conn *c)
 			abort();
 	}
 	if (in_p == in_end)
-		return -1;
+		return end_of_input(c);
 	if (++fills % 3 == 0)
 		return 0;
 	n = piece(c->rcap - c->rend);
@@ -161,9 +216,8 @@ ssize_t conn_recv(struct conn *c, void *p, size_t len)
 {
 	size_t n;
 
-	(void)c;
 	if (in_p == in_end)
-		return -1;
+		return end_of_input(c);
 	if (++fills % 3 == 0)
 		return 0;
 	n = piece(len);
@@ -273,6 +327,10 @@ static void run_conn(struct conn *c)
 		c->scheduled = false;
 		if (!proto_process(c))
 			break;
+#ifdef CONN_PINS_MAX
+		if (c->broken || (c->eof && c->want_input))
+			break;
+#endif
 		if (in_p == was && c->state == state && out_len == out_was &&
 		    c->rstart == rstart && !c->input_paused &&
 		    c->state != CONN_WAIT && ++idle > 8)
@@ -301,6 +359,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct conn *c;
 	char err[256];
 
+	log_level = -1;		/* no log lines, whatever verbosity said */
 	gs_config_defaults(&cfg);
 	cfg.memory = 16 << 10;
 	cfg.sub_memory = 8 << 10;
@@ -315,7 +374,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	srv.opt = &opt;
-	log_level = -1;		/* no log lines, whatever verbosity said */
+#ifdef CONN_PINS_MAX
+	pthread_mutex_init(&srv.reset_lock, NULL);
+#endif
 	memset(&srv.st, 0, sizeof(srv.st));
 
 	input = data;
@@ -340,5 +401,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	gs_io_destroy(&io);
 	gs_engine_close(&srv.e);
+#ifdef CONN_PINS_MAX
+	pthread_mutex_destroy(&srv.reset_lock);
+#endif
 	return 0;
 }
