@@ -71,10 +71,12 @@ static bool is_meta(enum mc_op op)
 	return op == MC_MG || op == MC_MS || op == MC_MD;
 }
 
-/* The flags each meta command takes (proto_parse.h's list). */
+/* The flags each meta command takes (proto_parse.h's list), with P and L
+ * (proxy hints, any value) which the front-end hardening accepts. */
 static const char *meta_allowed(enum mc_op op)
 {
-	return op == MC_MG ? "cfkOqstvT" : op == MC_MS ? "ckOqCFTM" : "kOqC";
+	return op == MC_MG ? "cfkOqstvTPL" : op == MC_MS ? "ckOqCFTMPL" :
+	       "kOqCPL";
 }
 
 static bool has_key(enum mc_op op)
@@ -235,8 +237,8 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 				q = true;
 			if (m->flag == 'M')
 				EXPECT(m->len == 1 && m->v[0] == c->mode);
-			/* flags without a value take none (O is opaque) */
-			if (!strchr("TFCMO", m->flag) && !open_bug("meta-q-value"))
+			/* flags without a value take none (O, P, L: opaque) */
+			if (!strchr("TFCMOPL", m->flag) && !open_bug("meta-q-value"))
 				EXPECT(m->len == 0);
 		}
 		EXPECT(c->noreply == q);
@@ -273,6 +275,19 @@ static void check_client_error(const char *line, size_t len,
 		EXPECT(c->op == MC_MS && c->bytes <= MC_BYTES_MAX);
 }
 
+/* A hang-up only for a line whose last token starts with "HTTP/". */
+static void check_close(const char *line, size_t len)
+{
+	size_t end = len, start;
+
+	while (end && line[end - 1] == ' ')
+		end--;
+	start = end;
+	while (start && line[start - 1] != ' ')
+		start--;
+	EXPECT(end - start >= 5 && !memcmp(line + start, "HTTP/", 5));
+}
+
 static void parse_line(const char *data, size_t len, unsigned max_keys)
 {
 	char *line = malloc(len ? len : 1);
@@ -289,6 +304,10 @@ static void parse_line(const char *data, size_t len, unsigned max_keys)
 		check_client_error(line, len, &cmd);
 		break;
 	case MC_PARSE_ERROR:
+		break;
+	case MC_PARSE_CLIENT_ERROR + 1:	/* MC_PARSE_CLOSE, since the front-end
+					 * hardening: an HTTP request line */
+		check_close(line, len);
 		break;
 	default:
 		broken(line, len, "result not an mc_parse_result");
