@@ -165,9 +165,9 @@ static void check_accepted(int argc, char **argv, const struct options *o)
 	EXPECT(cfg.ssd_size == o->ssd_size && cfg.hdd_size == o->hdd_size);
 	EXPECT(cfg.n_ssd_dirs == o->ssd_dir.n && cfg.n_hdd_dirs == o->hdd_dir.n);
 	EXPECT(cfg.io_streams == o->io_streams);
-	if (!open_bug("io-buffers-truncated"))
+	if (!OPEN_BUG("io-buffers-truncated"))
 		EXPECT(cfg.io_buffers == o->io_buffers);
-	if (!open_bug("numa-truncated"))
+	if (!OPEN_BUG("numa-truncated"))
 		EXPECT(cfg.numa_node == o->numa);
 	EXPECT(cfg.max_object == o->max_object &&
 	       cfg.admission_bytes == o->admission_bytes);

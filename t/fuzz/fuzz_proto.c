@@ -222,12 +222,12 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		bool q = false;
 
 		EXPECT(c->nmeta <= MC_META_MAX);
-		if (!open_bug("meta-nul-mode"))
+		if (!OPEN_BUG("meta-nul-mode"))
 			EXPECT(strchr("EAPRS", c->mode) && c->mode);
 		for (unsigned k = 0; k < c->nmeta; k++) {
 			const struct mc_meta *m = &c->meta[k];
 
-			if (!open_bug("meta-nul-flag"))
+			if (!OPEN_BUG("meta-nul-flag"))
 				EXPECT(m->flag && strchr(meta_allowed(c->op), m->flag));
 			EXPECT(m->len <= 32 && inside(m->v, m->len, line, len));
 			EXPECT(m->v[-1] == m->flag);
@@ -238,7 +238,7 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 			if (m->flag == 'M')
 				EXPECT(m->len == 1 && m->v[0] == c->mode);
 			/* flags without a value take none (O, P, L: opaque) */
-			if (!strchr("TFCMOPL", m->flag) && !open_bug("meta-q-value"))
+			if (!strchr("TFCMOPL", m->flag) && !OPEN_BUG("meta-q-value"))
 				EXPECT(m->len == 0);
 		}
 		EXPECT(c->noreply == q);

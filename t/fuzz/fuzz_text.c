@@ -317,7 +317,7 @@ static void run_conn(struct conn *c)
 		if (c->state == CONN_CLOSING)
 			break;
 		if (c->state == CONN_WAIT || c->input_paused) {
-			if (!gs_io_pending(io) && !open_bug("stuck-wait"))
+			if (!gs_io_pending(io) && !OPEN_BUG("stuck-wait"))
 				broken(c->state == CONN_WAIT ?
 				       "waits for the engine with no I/O in flight" :
 				       "input paused with no I/O in flight");
@@ -349,7 +349,7 @@ static void run_conn(struct conn *c)
 		conn_release(c);
 	}
 	gs_stats(srv.e, &st);
-	if (!open_bug("pins-left"))
+	if (!OPEN_BUG("pins-left"))
 		EXPECT(st.pins == 0);
 }
 
