@@ -300,7 +300,7 @@ static void fail_unsubmitted(struct gs_io *io, int err)
 		if (data == TIMER_DATA(io))
 			io->timer_armed = false;
 		else
-			stash(io, data, err);
+			stash(io, data, -EIO);
 	}
 	sq->sqe_head = sq->sqe_tail = head;
 	io_uring_smp_store_release(sq->ktail, head);
