@@ -1233,6 +1233,7 @@ struct gs_writer {
 	uint64_t cur_off;
 	int cur_buf;
 	uint64_t cur_admitted;
+	uint64_t credit;		/* admitted for us already (append data) */
 	unsigned inflight;
 	int error;
 	bool finishing, aborted, waited;
@@ -1270,11 +1271,15 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	return 0;
 }
 
+static void release_admission(struct gs_io *io, uint64_t n);
+
 static void writer_free(struct gs_writer *w)
 {
 	struct gs_engine *e = w->io->e;
 
 	waiter_del(&w->waiter);
+	if (w->credit)
+		release_admission(w->io, w->credit);
 	if (w->obj) {
 		pthread_mutex_lock(&e->lock);
 		engine_unref(e, w->obj);
@@ -1386,8 +1391,12 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		return 0;
 	}
 	if (w->cur_buf < 0) {
+		uint64_t paid;
+
 		need = round_up(c->len, tier_align(io->e, c->tier));
-		if (admission_full(io->e, need) || !io->writers.nfree) {
+		paid = need < w->credit ? need : w->credit;
+		if ((need > paid && admission_full(io->e, need - paid)) ||
+		    !io->writers.nfree) {
 			if (!w->waited)
 				STAT_ADD(io->e, admission_waits, 1);
 			w->waited = true;
@@ -1397,7 +1406,8 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		w->waited = false;
 		w->cur_buf = buf_get(&io->writers);
 		w->cur_admitted = need;
-		STAT_ADD(io->e, admission_bytes, need);
+		w->credit -= paid;
+		STAT_ADD(io->e, admission_bytes, need - paid);
 	}
 	*p = buf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
 	*len = part_end - w->pos;
@@ -1492,8 +1502,10 @@ bool gs_last_replaced(const struct gs_io *io)
 /* ---- append / prepend ---- */
 
 /* The old value streams in through gs_stream (io_uring, checksummed), the
- * new one goes out through a writer: no whole-value copy, no blocking read,
- * and the appended bytes count against the admission bound meanwhile. */
+ * new one goes out through a writer: no whole-value copy, no blocking read.
+ * The appended bytes (held by the caller) count against the admission bound
+ * from the start, as the writer's credit: its first buffers are paid from
+ * it, so a large append can't wait on its own charge. */
 struct concat {
 	struct deferred def;
 	struct gs_io *io;
@@ -1502,7 +1514,7 @@ struct concat {
 	struct gs_stream *s;
 	const char *data;
 	size_t len;
-	bool prepend, admitted;
+	bool prepend;
 	uint64_t pos, total;
 	gs_done_fn done;
 	void *arg;
@@ -1515,8 +1527,6 @@ static void concat_free(struct concat *k)
 	gs_writer_abort(&k->w);
 	gs_stream_close(&k->s);
 	gs_obj_put(k->io->e, &k->old);
-	if (k->admitted)
-		release_admission(k->io, k->len);
 	free(k);
 }
 
@@ -1609,11 +1619,13 @@ static void concat_admit(void *arg)
 	int ret;
 
 	if (admission_full(io->e, k->len)) {
+		STAT_ADD(io->e, admission_waits, 1);
 		waiter_add(&io->writers.waiters, &k->waiter, concat_admit, k);
 		return;
 	}
+	/* the appended bytes count until the writer's buffers take them over */
 	STAT_ADD(io->e, admission_bytes, k->len);
-	k->admitted = true;
+	k->w->credit = k->len;
 	ret = gs_stream_open(io, k->old, 0, k->old->meta.size, concat_wake, k,
 			     &k->s);
 	if (ret < 0) {

@@ -598,6 +598,7 @@ static void concat_bounded(void)
 	size_t heap;
 
 	small_config(&cfg);
+	cfg.admission_bytes = add;	/* the append alone fills it */
 	e = open_engine(&cfg, "concat", 1);
 	if (!e)
 		return;
