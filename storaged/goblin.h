@@ -189,9 +189,12 @@ size_t gs_read_size(const struct gs_obj *obj);
 enum gs_mode { GS_SET, GS_ADD, GS_REPLACE, GS_CAS, GS_APPEND, GS_PREPEND };
 
 /*
- * Starts an object of exactly <size> bytes: reserves its RAM head and disk
- * extents, evicting whole objects (CLOCK) when short of room.  Nothing is
- * visible until gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
+ * Starts an object of exactly <size> bytes.  Its RAM head and each disk
+ * extent are reserved as their bytes arrive (evicting whole objects, CLOCK,
+ * when short of room), so a set whose bytes never come holds nothing; when
+ * no room can be found the rest of the value is taken and dropped, and
+ * gs_writer_finish()'s callback gets -ENOMEM.  Nothing is visible until
+ * gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
  */
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
@@ -206,7 +209,9 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
 /*
  * All bytes given: waits for them to reach their tiers, then links the
  * object per <mode> (<cas> for GS_CAS).  <done>(<arg>, res) fires with 0
- * (stored), -EEXIST, -ENOENT, -EIO.  The writer is freed by then.
+ * (stored), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
+ * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
+ * missing (then <*wp> is untouched: abort it).
  * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat().
  */
 int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,

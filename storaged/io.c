@@ -8,8 +8,15 @@
  * Buffers: each gs_io registers io_buffers * io_streams stream buffers and
  * 2 * io_buffers writer buffers.  A stream takes its whole read-ahead window
  * (up to io_buffers buffers, cut into SSD-chunk slices) at once and recycles
- * it until it closes, so streams can't deadlock on each other; writers take
- * one buffer per chunk and give it back when the write completes.
+ * it until it closes, so streams can't deadlock on each other; while others
+ * wait for a window, gs_io_run() takes it back from a stream whose consumer
+ * left its landed bytes unread for READAHEAD_STALL_MS (they are read, and
+ * checked, again when it returns).  Writers take one buffer per chunk and
+ * give it back when the write completes.
+ *
+ * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
+ * (completions reaped meanwhile go to a stash gs_io_run() drains), other
+ * errors fail the queued operations through their callbacks.
  */
 #include <errno.h>
 #include <liburing.h>
