@@ -881,7 +881,7 @@ static bool take_window(struct gs_stream *s)
 		return true;
 	if (bp->nfree < s->window_size) {
 		waiter_add(&bp->waiters, &s->waiter, stream_retry, s);
-		kick(io);		/* gs_io_run() looks for stalled holders */
+		stream_waiters_check(io);	/* the timer finds stalled holders */
 		return false;
 	}
 	for (unsigned i = 0; i < s->window_size; i++) {
