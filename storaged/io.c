@@ -740,6 +740,7 @@ struct gs_stream {
 
 static void stream_refill(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl);
+static unsigned window_for(struct gs_stream *s, unsigned max);
 
 static uint64_t now_ns(void)
 {
@@ -828,6 +829,7 @@ static void stream_reclaim(struct gs_stream *s)
 			       s->io->e->cfg.io_buffers > 1, s->order);
 	s->next_submit = 0;
 	window_put(s);
+	s->window_size = window_for(s, s->io->e->cfg.io_buffers);
 	STAT_ADD(s->io->e, readahead_reclaims, 1);
 }
 
