@@ -515,6 +515,91 @@ static void stalled_reader(void)
 	free(vb);
 }
 
+/* Readers that stall and come back at random, over SSD and HDD chunks
+ * (the HDD chunk leads a window), fewer windows than readers: windows are
+ * reclaimed mid-chunk and everyone still reads every byte exactly. */
+static void reclaim_churn(void)
+{
+	enum { NR = 6 };
+	static const uint64_t sizes[NR] = {
+		(3 << 20) + 5, 5 << 20, (1 << 20) + (256 << 10) + 1, 7 << 20,
+		(2 << 20) - 3, 6 << 20,
+	};
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct reader r[NR];
+	char *val[NR], key[16], hdd[300];
+	uint64_t wake_at[NR] = { 0 }, seed = 12345;
+	unsigned left = NR;
+	int ret;
+
+	small_config(&cfg);
+	cfg.ssd_prefix = 512 << 10;
+	cfg.io_streams = 2;
+	cfg.hdd_size = 128 << 20;
+	snprintf(hdd, sizeof(hdd), "%s/churn-hdd", tmp);
+	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
+	e = open_engine(&cfg, "churn", 1);
+	if (!e)
+		return;
+	gs_io_create(e, &io);
+	for (int i = 0; i < NR; i++) {
+		val[i] = malloc(sizes[i]);
+		fill(val[i], sizes[i], 40 + i);
+		snprintf(key, sizeof(key), "r%d", i);
+		CHECK(put(io, key, val[i], sizes[i], 0) == 0, "churn: put %s", key);
+	}
+	for (int i = 0; i < NR; i++) {
+		snprintf(key, sizeof(key), "r%d", i);
+		CHECK(reader_open(e, io, &r[i], key, val[i]) == 0, "churn: open");
+	}
+	for (uint64_t end = now_ms() + 30000; left && now_ms() < end;) {
+		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
+
+		for (int i = 0; i < NR; i++) {
+			const void *p;
+			size_t n;
+
+			if (!r[i].s || now_ms() < wake_at[i])
+				continue;
+			ret = reader_peek(&r[i], &p, &n);
+			if (ret == -EAGAIN)
+				continue;
+			if (ret < 0 || n == 0) {
+				CHECK(ret == 0 && r[i].pos == r[i].size,
+				      "churn: reader %d: %d at %llu", i, ret,
+				      (unsigned long long)r[i].pos);
+				gs_stream_close(&r[i].s);
+				left--;
+				continue;
+			}
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			if (n > (seed >> 40) % 300000 + 1)
+				n = (seed >> 40) % 300000 + 1;
+			gs_stream_consume(r[i].s, n);
+			r[i].pos += n;
+			if ((seed >> 20) % 4 == 0)	/* stall past the limit */
+				wake_at[i] = now_ms() + 150;
+		}
+		gs_io_run(io, false);
+		poll(&pfd, 1, 5);
+	}
+	CHECK(left == 0, "churn: %u readers never finished", left);
+	for (int i = 0; i < NR; i++) {
+		gs_stream_close(&r[i].s);
+		free(val[i]);
+	}
+	gs_stats(e, &st);
+	CHECK(st.readahead_reclaims > 0 && st.checksum_errors == 0 && st.pins == 0,
+	      "churn: reclaims %llu, checksum errors %llu, pins %llu",
+	      (unsigned long long)st.readahead_reclaims,
+	      (unsigned long long)st.checksum_errors, (unsigned long long)st.pins);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+}
+
 /* Defect 4b: a set whose bytes never come reserves nothing, so it neither
  * evicts nor stops anyone; space is taken as bytes arrive. */
 static void unfed_set(void)
@@ -778,6 +863,7 @@ int main(void)
 	submit_failures();
 	alloc_failures();
 	stalled_reader();
+	reclaim_churn();
 	unfed_set();
 	concat_bounded();
 	pool_dirs();
