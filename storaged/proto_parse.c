@@ -274,9 +274,9 @@ static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
 
 /* The flags each meta command takes; the upper-case ones carry a value. */
 static const char *const meta_flags[] = {
-	[MC_MG] = "cfkOqstvT",
-	[MC_MS] = "ckOqCFTM",
-	[MC_MD] = "kOqC",
+	[MC_MG] = "cfkOqstvTPL",
+	[MC_MS] = "ckOqCFTMPL",
+	[MC_MD] = "kOqCPL",
 };
 
 static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
@@ -317,8 +317,12 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 			return client_error(cmd, "invalid mode for ms M token");
 		cmd->mode = v.p[0];
 		break;
+	case 'O':
+	case 'P':	/* P and L: hints for proxies, ignored */
+	case 'L':
+		break;
 	default:
-		if (v.len && t->p[0] != 'O')
+		if (v.len)
 			return client_error(cmd, "invalid flag");
 	}
 	return MC_PARSE_OK;

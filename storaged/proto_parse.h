@@ -14,6 +14,7 @@
  *     flags (meta): mg  c f k O q s t v T<ttl>
  *                   ms  c k O q C<cas> F<flags> T<ttl> M<mode: E A P R S>
  *                   md  k O q C<cas>
+ *                   all P<...> L<...> (proxy hints, ignored)
  *     others (b, h, u, E, I, N, R, l, x, ...) are refused: "invalid flag"
  *
  * Tokens are separated by one or more spaces (only ' ').  Results:

@@ -503,6 +503,12 @@ static void test_meta(void)
 	expect_at("ms k 1 M\0", 9, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
 		  "invalid mode for ms M token", __LINE__);
 	CERR("mg k \x80", "invalid flag");
+	/* P and L: proxy hints, taken and ignored (protocol.txt) */
+	if (OK("mg k Pfoo/bar L v"))
+		CHECK(cmd.nmeta == 3 && cmd.meta[2].flag == 'v');
+	OK("ms k 1 P L/x");
+	OK("md k Lx q");
+	ERR("mn P");
 	CERR("ms k 2147483646", "bad command line format");
 	if (OK("ms k 2147483645"))
 		CHECK(cmd.bytes == MC_BYTES_MAX);
