@@ -167,15 +167,18 @@ int conn_reply(struct conn *c, const char *s, size_t len)
 
 int conn_replyf(struct conn *c, const char *fmt, ...)
 {
-	char buf[512];
+	char buf[1024];
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (n >= (int)sizeof(buf))
-		n = sizeof(buf) - 1;
+	if (n < 0 || n >= (int)sizeof(buf)) {
+		/* a cut line would lose its "\r\n": cut the connection */
+		c->broken = true;
+		return -ENOBUFS;
+	}
 	return conn_reply(c, buf, n);
 }
 
