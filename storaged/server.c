@@ -477,6 +477,10 @@ static void conn_run(struct conn *c)
 	/* the send freed room: take more commands from the buffer */
 	if (ret == 0 && conn_can_process(c))
 		conn_schedule(c);
+	/* the send timeout runs from when the socket was found full (as
+	 * nginx's send_timeout), not from an older last write */
+	if (ret == 1 && !(c->events & EPOLLOUT))
+		c->last_write = now_ms();
 	conn_set_events(c, ret == 1);
 	__atomic_store_n(&c->stat_state, conn_state_name(c), __ATOMIC_RELAXED);
 	conn_arm(c);
