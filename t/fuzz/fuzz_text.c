@@ -83,6 +83,8 @@ struct gs_io *conn_io(struct conn *c)
 int conn_reply(struct conn *c, const char *s, size_t len)
 {
 	(void)c;
+	if (!len)	/* an empty value's head may be NULL */
+		return 0;
 	if (out_len + len > out_cap) {
 		out_cap = (out_len + len) * 2;
 		out = realloc(out, out_cap);
