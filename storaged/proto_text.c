@@ -703,11 +703,67 @@ static bool arg_is(const char *arg, size_t len, const char *s)
 	return len == strlen(s) && !memcmp(arg, s, len);
 }
 
+/* stats cachedump <class> <limit>: memcached's checks and errors; there are
+ * no slab classes (stats items lists none), so every class is empty. */
+static void stats_cachedump(struct conn *c, const char *arg, size_t len)
+{
+	unsigned long id, limit;
+	char buf[64], *end;
+	int n;
+
+	if (len >= sizeof(buf)) {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	memcpy(buf, arg, len);
+	buf[len] = 0;
+	n = 0;
+	for (end = buf; *end; end++)
+		if (*end != ' ' && (end == buf || end[-1] == ' '))
+			n++;
+	if (n < 2) {
+		REPLY(c, "CLIENT_ERROR bad command line\r\n");
+		return;
+	}
+	errno = 0;
+	id = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end != ' ' || buf[strspn(buf, " ")] == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	arg = end + strspn(end, " ");
+	limit = strtoul(arg, &end, 10);
+	if (errno || end == arg || (*end && *end != ' ') || *arg == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	(void)limit;
+	if ((uint32_t)id >= 64) {	/* memcached's MAX_NUMBER_OF_SLAB_CLASSES,
+					 * its id an unsigned int */
+		REPLY(c, "CLIENT_ERROR Illegal slab id\r\n");
+		return;
+	}
+	REPLY(c, "END\r\n");
+}
+
 void proto_stats(struct conn *c, const char *arg, size_t len)
 {
 	struct server *srv = c->srv;
 	struct gs_stats st, base;
 	struct rusage ru;
+	size_t sub = 0;
+
+	/* memcached judges the first word; the rest is ignored but for
+	 * cachedump's arguments */
+	while (sub < len && arg[sub] != ' ')
+		sub++;
+	if (arg_is(arg, sub, "cachedump")) {
+		while (sub < len && arg[sub] == ' ')
+			sub++;
+		stats_cachedump(c, arg + sub, len - sub);
+		return;
+	}
+	len = sub;
 
 	gs_stats(srv->e, &st);
 	pthread_mutex_lock(&srv->reset_lock);
