@@ -554,7 +554,7 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
     }
 
     if (rc < 0) {
-        ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
+        ngx_http_goblin_down(link, NGX_LOG_ERR, 0,
                              "the completion queue indices are corrupt");
         return;
     }
