@@ -18,7 +18,8 @@
  * still not trusted with the daemon's memory: each SQE is copied out of
  * the ring once (ring_sq_pop) and every index, offset and length is
  * checked on that copy; a worker holds at most RING_HANDLES_MAX handles,
- * max_pins pins and n_tx writers, and RING_MAX_WORKERS attach at once.
+ * max_pins pins and 2 * n_tx unfinished writers, and RING_MAX_WORKERS
+ * attach at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -562,8 +563,13 @@ static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 		cqe.res = -EINVAL;
 		goto out;
 	}
-	/* nginx holds a tx buffer per PUT: no more writers than that */
-	h = c->nkind[H_WRITER] < c->ring.n_tx ? handle_get(c, H_WRITER) : NULL;
+	/*
+	 * nginx holds a tx buffer per PUT from WOPEN to WFINISH, and gives
+	 * it to the next PUT before an abandoned WOPEN's writer is aborted:
+	 * at most twice n_tx writers not yet finishing.
+	 */
+	h = c->nkind[H_WRITER] - c->busy < 2 * c->ring.n_tx ?
+	    handle_get(c, H_WRITER) : NULL;
 	if (!h) {
 		c->srv->st[ST_ring_busy]++;
 		cqe.res = -EBUSY;

@@ -231,17 +231,30 @@ static pid_t listen_as(const char *path, uid_t uid, int *ready)
 	return pid;
 }
 
-static int connect_to(const char *path)
+/* What ring_check_server says of a listener on <path> running as <uid>;
+ * its reason in <err>. */
+static int check_listener(const char *path, uid_t uid, char *err,
+			  size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	int ready, s, ret = -ENOTCONN;
+	pid_t pid;
 
+	err[0] = 0;
+	pid = listen_as(path, uid, &ready);
+	CHECK(pid > 0 && ready);
 	strcpy(sa.sun_path, path);
-	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		ret = ring_check_server(s, path, err, errlen);
+	CHECK(s >= 0 && ret != -ENOTCONN);
+	if (s >= 0)
 		close(s);
-		return -1;
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 	}
-	return s;
+	return ret;
 }
 
 /* Whoever bound the path first cannot pose as the daemon. */
@@ -249,8 +262,6 @@ static void test_check_server(void)
 {
 	char dir[] = "/var/tmp/goblin-test-ring.XXXXXX", path[128], err[256];
 	const uid_t nobody = 65534;
-	int ready, s;
-	pid_t pid;
 
 	if (geteuid() != 0) {
 		printf("note: not root, ring_check_server checks skipped\n");
@@ -258,38 +269,18 @@ static void test_check_server(void)
 	}
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/s.sock", dir);
-	CHECK(chmod(dir, 01777) == 0);
 
 	/* nobody listens in root's world-writable dir: refused */
-	pid = listen_as(path, nobody, &ready);
-	CHECK(pid > 0 && ready);
-	s = connect_to(path);
-	CHECK(s >= 0);
-	err[0] = 0;
-	CHECK(ring_check_server(s, path, err, sizeof(err)) == -EPERM);
+	CHECK(chmod(dir, 01777) == 0);
+	CHECK(check_listener(path, nobody, err, sizeof(err)) == -EPERM);
 	CHECK(strstr(err, "uid 65534") != NULL);
-	close(s);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 
 	/* ... the owner of the directory is the daemon */
 	CHECK(chown(dir, nobody, nobody) == 0 && chmod(dir, 0750) == 0);
-	pid = listen_as(path, nobody, &ready);
-	CHECK(pid > 0 && ready);
-	s = connect_to(path);
-	CHECK(s >= 0 && ring_check_server(s, path, err, sizeof(err)) == 0);
-	close(s);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	CHECK(check_listener(path, nobody, err, sizeof(err)) == 0);
 
 	/* root is the daemon anywhere */
-	pid = listen_as(path, 0, &ready);
-	CHECK(pid > 0 && ready);
-	s = connect_to(path);
-	CHECK(s >= 0 && ring_check_server(s, path, err, sizeof(err)) == 0);
-	close(s);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	CHECK(check_listener(path, 0, err, sizeof(err)) == 0);
 	unlink(path);
 	rmdir(dir);
 }
