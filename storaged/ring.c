@@ -25,10 +25,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <libgen.h>
-#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
