@@ -18,7 +18,8 @@
  * still not trusted with the daemon's memory: each SQE is copied out of
  * the ring once (ring_sq_pop) and every index, offset and length is
  * checked on that copy; a worker holds at most RING_HANDLES_MAX handles,
- * max_pins pins and 2 * n_tx unfinished writers, and RING_MAX_WORKERS
+ * pins of max_pins distinct objects, 2 * n_tx unfinished writers, and
+ * RING_MAX_WORKERS
  * attach at once.
  */
 #include <errno.h>
@@ -135,6 +136,11 @@ struct ring_handle {
 
 struct ring_server;
 
+struct pin_slot {
+	const struct gs_obj *obj;	/* NULL: empty */
+	uint32_t n;			/* handles pinning it */
+};
+
 struct ring_conn {
 	struct ring_server *srv;
 	int fd;				/* -1 for a local (test) worker */
@@ -147,6 +153,8 @@ struct ring_conn {
 	uint32_t nh;
 	struct ring_handle *free_h;
 	uint32_t nkind[H_STATS + 1];	/* live handles of each kind */
+	struct pin_slot *pinset;	/* distinct objects pinned */
+	uint32_t pin_cap, npinned;
 	uint32_t *rx_free;
 	uint32_t nrx_free;
 	uint8_t *rx_state;
@@ -172,7 +180,7 @@ struct ring_server {
 	struct list conns;
 	struct list ready;
 	unsigned nconns;
-	uint32_t max_pins;		/* per worker */
+	uint32_t max_pins;		/* distinct objects per worker */
 	uint64_t st[ST_MAX];
 
 	/* who may attach besides root and goblin-store's own user */
@@ -341,6 +349,67 @@ static void wait_for_buffer(struct ring_handle *h)
 
 /* ---- objects: LOOKUP, READ, RELEASE ---- */
 
+static bool refusal_log_due(struct ring_server *srv);
+
+/* ---- the distinct objects a worker pins: a linear-probing set ---- */
+
+static struct pin_slot *pin_slot(struct ring_conn *c, const struct gs_obj *obj)
+{
+	uint32_t mask = c->pin_cap - 1;
+	uint32_t i = (uint32_t)(((uintptr_t)obj >> 4) * 0x9e3779b1u) & mask;
+
+	while (c->pinset[i].obj && c->pinset[i].obj != obj)
+		i = (i + 1) & mask;
+	return &c->pinset[i];
+}
+
+/* One more pin of <obj>: -EBUSY when it is a new object and the worker
+ * pins max_pins already. */
+static int pin_add(struct ring_conn *c, struct gs_obj *obj)
+{
+	struct pin_slot *p = pin_slot(c, obj);
+
+	if (!p->obj) {
+		if (c->npinned >= c->srv->max_pins)
+			return -EBUSY;
+		p->obj = obj;
+		c->npinned++;
+	}
+	p->n++;
+	return 0;
+}
+
+static void pin_del(struct ring_conn *c, const struct gs_obj *obj)
+{
+	uint32_t mask = c->pin_cap - 1, i, j, home;
+	struct pin_slot *p = pin_slot(c, obj);
+
+	if (--p->n)
+		return;
+	c->npinned--;
+	/* backward-shift deletion keeps every probe chain whole */
+	i = (uint32_t)(p - c->pinset);
+	for (j = (i + 1) & mask; c->pinset[j].obj; j = (j + 1) & mask) {
+		home = (uint32_t)(((uintptr_t)c->pinset[j].obj >> 4) *
+				  0x9e3779b1u) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			c->pinset[i] = c->pinset[j];
+			i = j;
+		}
+	}
+	c->pinset[i] = (struct pin_slot){ 0 };
+}
+
+/* A LOOKUP or WOPEN refused: the worker holds its most <what>. */
+static void busy(struct ring_conn *c, const char *what)
+{
+	c->srv->st[ST_ring_busy]++;
+	if (refusal_log_due(c->srv))
+		log_warn("nginx worker %d holds its most %s (%u pins of %u objects, %u writers): EBUSY",
+			 (int)c->pid, what, c->nkind[H_OBJ], c->npinned,
+			 c->nkind[H_WRITER]);
+}
+
 static bool key_ok(const struct ring_sqe *sqe)
 {
 	return sqe->klen > 0 && sqe->klen <= RING_KEY_MAX;
@@ -360,15 +429,24 @@ static void op_lookup(struct ring_conn *c, const struct ring_sqe *sqe)
 		cqe.res = -EINVAL;
 		goto out;
 	}
-	h = c->nkind[H_OBJ] < srv->max_pins ? handle_get(c, H_OBJ) : NULL;
+	h = handle_get(c, H_OBJ);
 	if (!h) {
-		srv->st[ST_ring_busy]++;
+		busy(c, "handles");
 		cqe.res = -EBUSY;
 		goto out;
 	}
 	cqe.res = gs_lookup(srv->e, sqe->key, sqe->klen, &obj);
 	if (cqe.res) {
 		handle_put(h);
+		goto out;
+	}
+	/* many requests for one object pin it once as far as eviction goes:
+	 * the bound is on distinct objects */
+	if (pin_add(c, obj)) {
+		gs_obj_put(srv->e, &obj);
+		handle_put(h);
+		busy(c, "pinned objects");
+		cqe.res = -EBUSY;
 		goto out;
 	}
 	h->obj = obj;
@@ -511,6 +589,7 @@ static void release_obj(struct ring_handle *h)
 		gs_stream_close(&h->s);
 	if (h->fill >= 0)
 		rx_give(h->c, (uint32_t)h->fill);
+	pin_del(h->c, h->obj);
 	gs_obj_put(h->c->srv->e, &h->obj);
 	h->c->srv->st[ST_ring_pins]--;
 	handle_put(h);
@@ -569,7 +648,7 @@ static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 	h = c->nkind[H_WRITER] - c->busy < 2 * c->ring.n_tx ?
 	    handle_get(c, H_WRITER) : NULL;
 	if (!h) {
-		c->srv->st[ST_ring_busy]++;
+		busy(c, "writers");
 		cqe.res = -EBUSY;
 		goto out;
 	}
@@ -905,12 +984,15 @@ static int conn_setup(struct ring_conn *c, struct ring_hello *hello)
 	nh = 4 * c->ring.sq_entries;
 	nh = nh < 256 ? 256 : nh > RING_HANDLES_MAX ? RING_HANDLES_MAX : nh;
 	c->h = calloc(nh, sizeof(*c->h));
+	for (c->pin_cap = 1; c->pin_cap < 2 * nh; c->pin_cap <<= 1)
+		;
+	c->pinset = calloc(c->pin_cap, sizeof(*c->pinset));
 	c->rx_free = calloc(c->ring.n_rx, sizeof(*c->rx_free));
 	c->rx_state = calloc(c->ring.n_rx, 1);
 	c->rx_owner = calloc(c->ring.n_rx, sizeof(*c->rx_owner));
 	c->tx_daemon = calloc(c->ring.n_tx, 1);
-	if (!c->h || !c->rx_free || !c->rx_state || !c->rx_owner ||
-	    !c->tx_daemon)
+	if (!c->h || !c->pinset || !c->rx_free || !c->rx_state ||
+	    !c->rx_owner || !c->tx_daemon)
 		return -ENOMEM;
 	c->nh = nh;
 	for (i = c->nh; i-- > 0;) {
@@ -1066,6 +1148,7 @@ static void conn_free(struct ring_conn *c)
 	list_del(&c->link);
 	srv->nconns--;
 	free(c->h);
+	free(c->pinset);
 	free(c->rx_free);
 	free(c->rx_state);
 	free(c->rx_owner);
@@ -1676,7 +1759,7 @@ int ring_server_start(struct gs_engine *e, const struct ring_server_conf *conf,
 		goto out_unlink;
 	}
 	the_server = srv;
-	log_info("ring: nginx workers attach at %s (mode 0660%s%s%s%s; %u pins per worker)",
+	log_info("ring: nginx workers attach at %s (mode 0660%s%s%s%s; a worker pins at most %u objects)",
 		 path, srv->has_user ? ", --socket-user " : "",
 		 srv->has_user ? conf->socket_user : "",
 		 srv->has_group ? ", --socket-group " : "",

@@ -20,7 +20,7 @@
 	ACTION(ring_lookups, "LOOKUPs (each pins on a hit)")		\
 	ACTION(ring_lookup_hits, "LOOKUPs that found the object")		\
 	ACTION(ring_pins, "objects pinned by nginx workers now")		\
-	ACTION(ring_busy, "LOOKUPs and WOPENs refused: the worker holds its most pins or writers") \
+	ACTION(ring_busy, "LOOKUPs and WOPENs refused: the worker pins its most objects or holds its most writers") \
 	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
 	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
 	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
@@ -35,8 +35,8 @@
 #define RING_MAX_WORKERS	256u
 /* Handles (pins, writers, STATS) one worker may hold. */
 #define RING_HANDLES_MAX	4096u
-/* Pins one worker may hold: a quarter of the RAM-head slots, at least
- * this many. */
+/* Distinct objects one worker may pin (any number of pins each, within
+ * RING_HANDLES_MAX): a quarter of the RAM-head slots, at least this many. */
 #define RING_PINS_MIN		128u
 
 /* Who may attach, and where (from --socket, --socket-user, --socket-group;
