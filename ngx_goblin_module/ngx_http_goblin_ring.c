@@ -290,15 +290,15 @@ ngx_http_goblin_send_hello(ngx_http_goblin_link_t *link)
     char                 why[NGX_MAX_ERROR_STR];
     struct ring_hello    hello;
     ngx_connection_t    *c;
-    struct sockaddr_un  *sun;
+    struct sockaddr_un  *saun;
 
     c = link->connection;
 
     /* whoever bound a stale path first must not pose as storaged */
 
-    sun = (struct sockaddr_un *) link->conf->storaged->addrs[0].sockaddr;
+    saun = (struct sockaddr_un *) link->conf->storaged->addrs[0].sockaddr;
 
-    rc = ring_check_server(c->fd, sun->sun_path, why, sizeof(why) - 32);
+    rc = ring_check_server(c->fd, saun->sun_path, why, sizeof(why) - 32);
     if (rc != 0) {
         ngx_memcpy(why + ngx_strlen(why), ", not attaching",
                    sizeof(", not attaching"));
