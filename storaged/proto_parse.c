@@ -159,11 +159,13 @@ static bool tok_key(const struct tok *t, struct mc_key *key)
 	return true;
 }
 
-/* get|gets <key>+, gat|gats <exptime> <key>+ */
+/* get|gets <key>+, gat|gats <exptime> <key>+: every key is checked, the
+ * first <max_keys> are stored, the rest left in cmd->rest. */
 static int parse_get(struct mc_cmd *cmd, struct cursor *cur,
 		     struct mc_key *keys, unsigned max_keys)
 {
 	unsigned limit = max_keys < MC_KEYS_MAX ? max_keys : MC_KEYS_MAX;
+	struct mc_key key;
 	struct tok t;
 
 	if (cmd->op == MC_GAT || cmd->op == MC_GATS) {
@@ -174,16 +176,56 @@ static int parse_get(struct mc_cmd *cmd, struct cursor *cur,
 	}
 	cmd->keys = keys;
 	while (next_tok(cur, &t)) {
-		if (cmd->nkeys == limit)
-			return client_error(cmd, "too many keys");
-		if (!tok_key(&t, &keys[cmd->nkeys]))
+		if (!tok_key(&t, &key))
 			return client_error(cmd, BAD_FORMAT);
-		cmd->nkeys++;
+		if (cmd->nkeys < limit)
+			keys[cmd->nkeys++] = key;
+		else if (!cmd->rest)
+			cmd->rest = t.p;
 	}
 	if (!cmd->nkeys)
 		return MC_PARSE_ERROR;
+	if (cmd->rest)
+		cmd->rest_len = cur->end - cmd->rest;
 	cmd->key = keys[0];
 	return MC_PARSE_OK;
+}
+
+unsigned mc_next_keys(const char **rest, size_t *rest_len,
+		      struct mc_key *keys, unsigned max_keys)
+{
+	struct cursor cur = { *rest, *rest + *rest_len };
+	unsigned n = 0;
+	struct tok t;
+
+	while (n < max_keys && next_tok(&cur, &t)) {
+		keys[n].p = t.p;
+		keys[n].len = t.len;
+		n++;
+	}
+	while (cur.p < cur.end && *cur.p == ' ')
+		cur.p++;
+	*rest_len = cur.end - cur.p;
+	*rest = *rest_len ? cur.p : NULL;
+	return n;
+}
+
+bool mc_is_get_line(const char *line, size_t len)
+{
+	static const char *const names[] = { "get ", "gets ", "gat ", "gats " };
+	unsigned i;
+
+	while (len && *line == ' ') {
+		line++;
+		len--;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (len >= n && !memcmp(line, names[i], n))
+			return true;
+	}
+	return false;
 }
 
 /* stats [<args>]: the arguments are the daemon's to judge. */
@@ -389,7 +431,8 @@ int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	unsigned nargs = 0;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (len > MC_LINE_MAX)
+	if (len > MC_GET_LINE_MAX ||
+	    (len > MC_LINE_MAX && !mc_is_get_line(line, len)))
 		return client_error(cmd, "line too long");
 	if (!next_tok(&cur, &name))
 		return MC_PARSE_ERROR;

@@ -48,7 +48,10 @@
 
 #define MC_KEY_MAX	250		/* bytes in a key */
 #define MC_LINE_MAX	65536		/* bytes in a command line, no "\r\n" */
-#define MC_KEYS_MAX	1024		/* keys in one get/gets/gat/gats */
+#define MC_GET_LINE_MAX	(1 << 20)	/* a get/gets/gat/gats line: memcached takes
+					 * multigets of any length, we 1 MiB */
+#define MC_KEYS_MAX	1024		/* keys parsed at once (a get with more
+					 * is answered in batches: <rest>) */
 #define MC_BYTES_MAX	((uint64_t)INT32_MAX - 2)	/* memcached's rule: <bytes> + "\r\n"
 						 * fits an int */
 
@@ -87,6 +90,9 @@ struct mc_cmd {
 	struct mc_key key;	/* single-key commands; get family: keys[0] */
 	struct mc_key *keys;	/* get family: the caller's <keys> array */
 	unsigned nkeys;
+	const char *rest;	/* get family: the keys past <keys> (all
+				 * checked), for mc_next_keys(); NULL if none */
+	size_t rest_len;
 	uint32_t flags;
 	int64_t exptime;	/* as sent: memcached's relative/absolute rule */
 	uint64_t bytes;		/* storage commands: value bytes, no "\r\n" */
@@ -113,14 +119,27 @@ struct mc_cmd {
 /*
  * Parses the command <line> of <len> bytes, without its "\r\n" or "\n",
  * into <cmd>; get-family keys go to <keys>, which has room for <max_keys>
- * (more than MC_KEYS_MAX are never taken).  Returns an mc_parse_result.
+ * (more than MC_KEYS_MAX are never taken; every key is checked, those that do
+ * not fit are left in <cmd>->rest).  Returns an mc_parse_result.
  * On MC_PARSE_CLIENT_ERROR, <cmd>->error says why (memcached's wording where
- * it has one; "line too long" and "too many keys" are ours), <cmd>->op is
+ * it has one; "line too long" is ours), <cmd>->op is
  * set unless the line was too long, and <cmd>->noreply tells whether the
  * line ended in "noreply" (memcached then sends no error either).
  */
 int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	     struct mc_key *keys, unsigned max_keys);
+
+/*
+ * Takes up to <max_keys> keys from the <*rest_len> bytes at <*rest> (a get's
+ * <rest>, already checked by mc_parse) into <keys>, advancing <*rest> and
+ * <*rest_len> past them (to NULL, 0 after the last).  Returns the count.
+ */
+unsigned mc_next_keys(const char **rest, size_t *rest_len,
+		      struct mc_key *keys, unsigned max_keys);
+
+/* True when the first <len> bytes of a line (no "\n" yet) may begin a get,
+ * gets, gat or gats, whose lines may be up to MC_GET_LINE_MAX bytes. */
+bool mc_is_get_line(const char *line, size_t len);
 
 /* The command's protocol name ("get", "flush_all"), or "unknown". */
 const char *mc_op_name(enum mc_op op);

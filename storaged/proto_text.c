@@ -353,14 +353,15 @@ void proto_abort(struct conn *c)
 /* ---- retrieval ---- */
 
 /* Looks up the pending get's next keys while the connection holds fewer
- * than CONN_PINS_MAX values, queueing each hit; END after the last key. */
+ * than CONN_PINS_MAX values, queueing each hit; END after the last key.
+ * Keys past MC_KEYS_MAX are taken from the line a batch at a time. */
 static void get_step(struct conn *c)
 {
 	struct pending_get *g = &c->get;
 	struct gs_engine *e = c->srv->e;
 
-	while (g->next < g->nkeys) {
-		const struct mc_key *k = &c->keys[g->next];
+	for (;;) {
+		const struct mc_key *k;
 		const struct gs_meta *m;
 		struct gs_obj *obj;
 		char line[320];
@@ -368,6 +369,15 @@ static void get_step(struct conn *c)
 
 		if (c->out_objs >= CONN_PINS_MAX || c->broken)
 			return;
+		if (g->next == g->nkeys) {
+			if (!g->rest)
+				break;
+			g->nkeys = mc_next_keys(&g->rest, &g->rest_len, c->keys,
+						MC_KEYS_MAX);
+			g->next = 0;
+			continue;
+		}
+		k = &c->keys[g->next];
 		g->next++;
 		SRV_ADD(c->srv, cmd_get, 1);
 		if (g->touch) {
@@ -399,6 +409,7 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 
 	c->get = (struct pending_get){
 		.nkeys = cmd->nkeys, .touch = touch,
+		.rest = cmd->rest, .rest_len = cmd->rest_len,
 		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
 		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
 	};
@@ -642,7 +653,11 @@ bool proto_process(struct conn *c)
 		case CONN_CMD:
 			nl = memchr(c->rbuf + c->rstart, '\n', c->rend - c->rstart);
 			if (!nl) {
-				if (c->rend - c->rstart > MC_LINE_MAX + 1) {
+				size_t have = c->rend - c->rstart;
+
+				if (have > MC_GET_LINE_MAX + 1 ||
+				    (have > MC_LINE_MAX + 1 &&
+				     !mc_is_get_line(c->rbuf + c->rstart, have))) {
 					SRV_ADD(c->srv, protocol_errors, 1);
 					REPLY(c, "CLIENT_ERROR line too long\r\n");
 					c->state = CONN_CLOSING;
@@ -688,11 +703,67 @@ static bool arg_is(const char *arg, size_t len, const char *s)
 	return len == strlen(s) && !memcmp(arg, s, len);
 }
 
+/* stats cachedump <class> <limit>: memcached's checks and errors; there are
+ * no slab classes (stats items lists none), so every class is empty. */
+static void stats_cachedump(struct conn *c, const char *arg, size_t len)
+{
+	unsigned long id, limit;
+	char buf[64], *end;
+	int n;
+
+	if (len >= sizeof(buf)) {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	memcpy(buf, arg, len);
+	buf[len] = 0;
+	n = 0;
+	for (end = buf; *end; end++)
+		if (*end != ' ' && (end == buf || end[-1] == ' '))
+			n++;
+	if (n < 2) {
+		REPLY(c, "CLIENT_ERROR bad command line\r\n");
+		return;
+	}
+	errno = 0;
+	id = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end != ' ' || buf[strspn(buf, " ")] == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	arg = end + strspn(end, " ");
+	limit = strtoul(arg, &end, 10);
+	if (errno || end == arg || (*end && *end != ' ') || *arg == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	(void)limit;
+	if ((uint32_t)id >= 64) {	/* memcached's MAX_NUMBER_OF_SLAB_CLASSES,
+					 * its id an unsigned int */
+		REPLY(c, "CLIENT_ERROR Illegal slab id\r\n");
+		return;
+	}
+	REPLY(c, "END\r\n");
+}
+
 void proto_stats(struct conn *c, const char *arg, size_t len)
 {
 	struct server *srv = c->srv;
 	struct gs_stats st, base;
 	struct rusage ru;
+	size_t sub = 0;
+
+	/* memcached judges the first word; the rest is ignored but for
+	 * cachedump's arguments */
+	while (sub < len && arg[sub] != ' ')
+		sub++;
+	if (arg_is(arg, sub, "cachedump")) {
+		while (sub < len && arg[sub] == ' ')
+			sub++;
+		stats_cachedump(c, arg + sub, len - sub);
+		return;
+	}
+	len = sub;
 
 	gs_stats(srv->e, &st);
 	pthread_mutex_lock(&srv->reset_lock);

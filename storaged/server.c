@@ -538,6 +538,14 @@ ssize_t conn_fill(struct conn *c)
 
 	if (c->rstart == c->rend) {
 		c->rstart = c->rend = 0;
+		if (c->rcap > 4 * RBUF_MIN) {	/* after a long get line */
+			char *p = realloc(c->rbuf, RBUF_MIN);
+
+			if (p) {
+				c->rbuf = p;
+				c->rcap = RBUF_MIN;
+			}
+		}
 	} else if (c->rstart > 0 && c->rend == c->rcap) {
 		memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
 		c->rend -= c->rstart;
@@ -547,7 +555,7 @@ ssize_t conn_fill(struct conn *c)
 		return 0;
 	if (c->rend == c->rcap) {
 		size_t cap = c->rcap * 2;
-		char *p = cap <= 4 * (MC_LINE_MAX + 2) + RBUF_MIN ?
+		char *p = cap <= 2 * (MC_GET_LINE_MAX + 2) + RBUF_MIN ?
 			  realloc(c->rbuf, cap) : NULL;
 
 		if (!p)

@@ -125,6 +125,8 @@ struct pending_store {
 struct pending_get {
 	unsigned next, nkeys;		/* in conn.keys, which point into rbuf:
 					 * rbuf is not refilled in CONN_GET */
+	const char *rest;		/* keys not yet in conn.keys (in rbuf) */
+	size_t rest_len;
 	bool with_cas, touch;
 	int64_t exptime;		/* gat/gats: the engine's absolute form */
 };

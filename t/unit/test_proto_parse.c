@@ -65,7 +65,7 @@ static int key_is(const struct mc_key *k, const char *s)
 static const char *repeat(const char *prefix, char c, size_t n,
 			  const char *suffix)
 {
-	static char buf[3 * MC_LINE_MAX];
+	static char buf[MC_GET_LINE_MAX + 64];
 	size_t pl = strlen(prefix);
 
 	memcpy(buf, prefix, pl);
@@ -166,18 +166,45 @@ static void test_get(void)
 	if (OK(get_n(MC_KEYS_MAX)))
 		CHECK(cmd.nkeys == MC_KEYS_MAX &&
 		      key_is(&keys[MC_KEYS_MAX - 1], "k1023"));
-	CERR(get_n(MC_KEYS_MAX + 1), "too many keys");
-	line = get_n(MC_KEYS_MAX + 1);
-	expect_at(line, strlen(line), MC_KEYS_MAX + 8, MC_PARSE_CLIENT_ERROR,
-		  "too many keys", __LINE__);
-	line = get_n(3);
-	expect_at(line, strlen(line), 2, MC_PARSE_CLIENT_ERROR,
-		  "too many keys", __LINE__);
+	/* more keys than fit: all checked, the rest left for mc_next_keys */
+	if (OK(get_n(MC_KEYS_MAX + 1))) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(cmd.nkeys == MC_KEYS_MAX && rest && rest_len == 5 &&
+		      !memcmp(rest, "k1024", 5));
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 8) == 1 &&
+		      key_is(&keys[0], "k1024") && !rest && !rest_len);
+	}
 	line = get_n(2);
 	if (expect_at(line, strlen(line), 2, MC_PARSE_OK, NULL, __LINE__))
-		CHECK(cmd.nkeys == 2);
-	expect_at("get a", 5, 0, MC_PARSE_CLIENT_ERROR, "too many keys",
+		CHECK(cmd.nkeys == 2 && !cmd.rest);
+	line = get_n(7);
+	if (expect_at(line, strlen(line), 2, MC_PARSE_OK, NULL, __LINE__)) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(cmd.nkeys == 2 && key_is(&keys[1], "k1"));
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 3) == 3 &&
+		      key_is(&keys[0], "k2") && key_is(&keys[2], "k4") && rest);
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 3) == 2 &&
+		      key_is(&keys[0], "k5") && key_is(&keys[1], "k6") && !rest);
+	}
+	/* a bad key past the first batch still fails the whole line */
+	CERR(repeat("get a b c ", 'k', 251, ""), BAD_FORMAT);
+	line = repeat("get a b c ", 'k', 251, "");
+	expect_at(line, strlen(line), 1, MC_PARSE_CLIENT_ERROR, BAD_FORMAT,
 		  __LINE__);
+	if (expect_at("get a  b  ", 10, 1, MC_PARSE_OK, NULL, __LINE__)) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 4) == 1 &&
+		      key_is(&keys[0], "b") && !rest);
+	}
+	CHECK(mc_is_get_line("get ", 4) && mc_is_get_line("  gats 1", 8) &&
+	      !mc_is_get_line("get", 3) && !mc_is_get_line("set k", 5) &&
+	      !mc_is_get_line("getx ", 5));
 }
 
 static void test_line_limit(void)
@@ -199,9 +226,11 @@ static void test_line_limit(void)
 	CHECK(len == MC_LINE_MAX);
 	if (expect_at(line, len, MC_KEYS_MAX, MC_PARSE_OK, NULL, __LINE__))
 		CHECK(cmd.nkeys == (MC_LINE_MAX - 3 + 200) / 201);
+	/* a get line may be longer (memcached's multigets are unbounded) */
 	line[len++] = 'z';
-	expect_at(line, len, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
-		  "line too long", __LINE__);
+	expect_at(line, len, MC_KEYS_MAX, MC_PARSE_OK, NULL, __LINE__);
+	CERR(repeat("get ", 'k', MC_GET_LINE_MAX - 4 + 1, ""), "line too long");
+	CERR(repeat("stats ", 'k', MC_LINE_MAX - 6 + 1, ""), "line too long");
 	CERR(repeat("set k 0 0 1", ' ', MC_LINE_MAX, ""), "line too long");
 	if (OK(repeat("set k 0 0 1", ' ', MC_LINE_MAX - 11, "")))
 		CHECK(cmd.op == MC_SET && cmd.bytes == 1);
