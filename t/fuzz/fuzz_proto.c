@@ -176,6 +176,30 @@ static void same_cmd(const char *line, size_t len, const struct mc_cmd *a,
 		       !memcmp(a->meta[i].v, b->meta[i].v, a->meta[i].len));
 }
 
+/* The keys past the first <max_keys>, taken in batches as the daemon does:
+ * each one a good key inside the line, and the rest used up at the end. */
+static void check_rest(const char *line, size_t len, const struct mc_cmd *c,
+		       unsigned max_keys)
+{
+	const char *rest = c->rest;
+	size_t rest_len = c->rest_len;
+	unsigned n;
+
+	if (!rest) {
+		EXPECT(!rest_len);
+		return;
+	}
+	EXPECT(c->nkeys == max_keys || c->nkeys == MC_KEYS_MAX);
+	EXPECT(rest_len && inside(rest, rest_len, line, len));
+	while (rest) {
+		n = mc_next_keys(&rest, &rest_len, keys2, max_keys);
+		EXPECT(n >= 1 && n <= max_keys);
+		for (unsigned k = 0; k < n; k++)
+			EXPECT(key_ok(&keys2[k], line, len));
+		EXPECT(!rest == !rest_len);
+	}
+}
+
 static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		     unsigned max_keys)
 {
@@ -200,7 +224,8 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		for (unsigned k = 0; k < c->nkeys; k++)
 			EXPECT(key_ok(&c->keys[k], line, len));
 		EXPECT(c->key.p == c->keys[0].p && c->key.len == c->keys[0].len);
-		EXPECT(!c->noreply);
+		EXPECT(!c->noreply && mc_is_get_line(line, len));
+		check_rest(line, len, c, max_keys);
 	} else {
 		EXPECT(c->nkeys == 0);
 		if (has_key(c->op))
