@@ -20,7 +20,7 @@ path, the work directory last.
 """
 
 import atexit
-import ctypes
+import collections
 import fcntl
 import hashlib
 import http.client
@@ -62,6 +62,27 @@ def missing_prereq():
     if os.geteuid() != 0:
         return "needs root (FUSE mounts, loop devices, ext4)"
     return ""
+
+
+# ---- what happened, for bench/reliability's report ----
+
+class Tally:
+    """Counts of operations, outcomes and faults, summed over a run."""
+
+    def __init__(self):
+        self.c = collections.Counter()
+        self.lock = threading.Lock()
+
+    def add(self, name, n=1):
+        with self.lock:
+            self.c[name] += n
+
+    def get(self, name):
+        with self.lock:
+            return self.c[name]
+
+
+TALLY = Tally()
 
 
 # ---- values ----
@@ -259,7 +280,13 @@ class Device:
             run("umount", "-l", self.mnt, check=False)
 
     def down(self):
-        """Takes the device down now; True when the model exited 0."""
+        """Takes the device down now; True when the model exited 0.  Its
+        fault counters go into TALLY."""
+        if is_mount(self.mnt):
+            st = self.stats()
+            for k in ("injected_read_eio", "injected_write_eio",
+                      "injected_write_enospc", "stalled", "stalled_us"):
+                TALLY.add(k, int(st[k]))
         self._umount()
         self._detach_loop()
         self._stop_model()
@@ -361,6 +388,7 @@ class Store:
         return self.proc is not None and self.proc.poll() is None
 
     def kill9(self):
+        TALLY.add("daemon_kill9")
         self.proc.kill()
         self.proc.wait()
         self.exits.append(self.proc.returncode)
@@ -464,11 +492,13 @@ class Mc:
 
     def set(self, key, data, verb="set"):
         """Returns the reply line (str); raises Cut."""
+        TALLY.add("ops")
         self.send(b"%s %s 0 0 %d\r\n" % (verb.encode(), key.encode(), len(data)) +
                   data + b"\r\n")
         return self.readline().decode("latin-1")
 
     def cmd(self, line):
+        TALLY.add("ops")
         self.send(line.encode() + b"\r\n")
         return self.readline().decode("latin-1")
 
@@ -476,6 +506,7 @@ class Mc:
         """("hit", bytes) | ("miss", None) | ("error", line) |
         ("cut", bytes received of the value, or None before its VALUE line).
         Raises ValueError on a reply that breaks the protocol."""
+        TALLY.add("ops")
         try:
             self.send(b"get %s\r\n" % key.encode())
             line = self.readline()
@@ -513,15 +544,24 @@ def judge(outcome, got, want):
     Returns "" when right, else why not.  A cut value must be a prefix of
     an acceptable value; a hit must equal one."""
     wants = want if isinstance(want, list) else [want]
+    why = ""
+    TALLY.add("gets_verified")
     if outcome == "hit":
-        return "" if any(w is not None and got == w for w in wants) else \
-            "wrong bytes (%d bytes, starts %r)" % (len(got), got[:40])
-    if outcome == "cut":
-        if got is None:
-            return ""
-        return "" if any(w is not None and w.startswith(got) for w in wants) else \
-            "wrong bytes before the cut (%d bytes, starts %r)" % (len(got), got[:40])
-    return ""
+        TALLY.add("bytes_verified", len(got))
+        if not any(w is not None and got == w for w in wants):
+            why = "wrong bytes (%d bytes, starts %r)" % (len(got), got[:40])
+    elif outcome == "cut":
+        TALLY.add("gets_cut")
+        if got is not None:
+            TALLY.add("bytes_verified", len(got))
+            if not any(w is not None and w.startswith(got) for w in wants):
+                why = "wrong bytes before the cut (%d bytes, starts %r)" % (
+                    len(got), got[:40])
+    elif outcome == "error":
+        TALLY.add("gets_refused")
+    if why:
+        TALLY.add("wrong_bytes")
+    return why
 
 
 # ---- nginx ----
@@ -621,6 +661,7 @@ http {
 
     def request(self, method, path, body=None, timeout=15):
         """(status, body bytes); a cut body raises http.client.IncompleteRead."""
+        TALLY.add("ops")
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             c.request(method, path, body=body)
