@@ -264,7 +264,10 @@ class Device:
 
     def _umount(self):
         if is_mount(self.dir):
-            self.ctl("clear")
+            try:
+                self.ctl("clear")       # release stalled requests first
+            except OSError:
+                pass
             if run("umount", self.dir, check=False).returncode:
                 run("umount", "-l", self.dir, check=False)
 
