@@ -662,12 +662,12 @@ http {
             except ProcessLookupError:
                 pass
 
-    def request(self, method, path, body=None, timeout=15):
+    def request(self, method, path, body=None, timeout=15, headers=None):
         """(status, body bytes); a cut body raises http.client.IncompleteRead."""
         TALLY.add("ops")
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            c.request(method, path, body=body)
+            c.request(method, path, body=body, headers=headers or {})
             r = c.getresponse()
             return r.status, r.read()
         finally:
