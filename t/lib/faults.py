@@ -696,6 +696,7 @@ class Checks:
         self.failed = []
         self.passed = 0
         self.xfailed = []
+        self.xfail_reasons = {}
         self.verbose = verbose
 
     def check(self, cond, what, xfail=None):
@@ -708,6 +709,7 @@ class Checks:
             print("ok    " + what, flush=True)
         elif xfail:
             self.xfailed.append(what)
+            self.xfail_reasons[what.split(" (")[0]] = xfail
             print("XFAIL %s (expected until fixed: %s)" % (what, xfail), flush=True)
         else:
             self.failed.append(what)
