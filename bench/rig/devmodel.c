@@ -458,7 +458,8 @@ static int fault_parse(struct faults *fs, char **w, int n, char *err, size_t err
 	for (k = 0; k < NFAULTS && strcmp(w[0], fault_kinds[k].name); k++)
 		;
 	if (k == NFAULTS) {
-		snprintf(err, errlen, "unknown command %.64s (read-eio, write-eio, write-enospc, stall, clear)", w[0]);
+		snprintf(err, errlen, "unknown command %.64s (read-eio, write-eio, "
+			 "write-enospc, stall, clear)", w[0]);
 		return -1;
 	}
 	if (n == 2 && !strcmp(w[1], "off")) {
@@ -474,13 +475,15 @@ static int fault_parse(struct faults *fs, char **w, int n, char *err, size_t err
 		    !size_parse(w[i + 1], &f.start) && !size_parse(w[i + 2], &f.len) &&
 		    f.len && f.start + f.len > f.start) {
 			i += 2;
-		} else if (!strcmp(w[i], "every") && !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.every)) {
+		} else if (!strcmp(w[i], "every") &&
+			   !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.every)) {
 			i++;
-		} else if (!strcmp(w[i], "count") && !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.left)) {
+		} else if (!strcmp(w[i], "count") &&
+			   !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.left)) {
 			i++;
 		} else {
-			snprintf(err, errlen, "%s: bad argument %.64s (off | [all | range START LEN] [every N] [count N])",
-				 w[0], w[i]);
+			snprintf(err, errlen, "%s: bad argument %.64s (off | [all | range "
+				 "START LEN] [every N] [count N])", w[0], w[i]);
 			return -1;
 		}
 	}
