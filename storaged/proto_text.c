@@ -51,7 +51,7 @@ static const char *store_reply(enum mc_op op, int res)
 
 /* ---- meta commands ---- */
 
-static bool start_store(struct conn *c, const struct mc_cmd *cmd);
+static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
 
 /* Appends " <flag><value>" for each flag of <cmd> that a reply echoes:
  * O and k always; with <m> (a hit), c f s t too. */
@@ -109,9 +109,10 @@ static bool meta_has(const struct mc_cmd *cmd, char flag)
 static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 {
 	struct gs_engine *e = c->srv->e;
-	char flags[600];
+	char flags[600], line[640];
 	struct gs_obj *obj;
 	const struct gs_meta *m;
+	int n;
 
 	SRV_ADD(c->srv, cmd_get, 1);
 	if (cmd->has_exptime) {
@@ -136,9 +137,8 @@ static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 		gs_obj_put(e, &obj);
 		return;
 	}
-	conn_replyf(c, "VA %" PRIu64 "%s\r\n", m->size, flags);
-	conn_reply_obj(c, obj);
-	REPLY(c, "\r\n");
+	n = snprintf(line, sizeof(line), "VA %" PRIu64 "%s\r\n", m->size, flags);
+	conn_reply_value(c, line, n, obj);
 }
 
 /* md <key> <flags>: HD, NF, EX (C<cas> mismatch); q hides HD. */
@@ -214,8 +214,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 		plain.op = MC_CAS;
 	if (!cmd->has_exptime)
 		plain.exptime = 0;
-	ok = start_store(c, &plain);
-	st->meta = true;
+	ok = start_store(c, &plain, true);
 	st->necho = 0;
 	for (unsigned i = 0; i < cmd->nmeta; i++) {
 		const struct mc_meta *f = &cmd->meta[i];
@@ -263,7 +262,8 @@ static void value_wake(void *arg)
 	conn_pause_input(arg, false);
 }
 
-static bool start_store(struct conn *c, const struct mc_cmd *cmd)
+/* <meta>: an ms, whose q hides only its success (errors always show). */
+static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 {
 	struct pending_store *st = &c->store;
 	struct gs_engine *e = c->srv->e;
@@ -274,7 +274,7 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd)
 				      .flags = cmd->flags,
 				      .exptime = gs_exptime(cmd->exptime),
 				      .cas = cmd->cas, .noreply = cmd->noreply,
-				      .len = cmd->bytes };
+				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	if (cmd->bytes > gs_engine_config(e)->max_object) {
 		ret = -E2BIG;
@@ -298,7 +298,8 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd)
 	} else {
 		SRV_ADD(c->srv, out_of_memory, 1);
 	}
-	reply_unless(c, cmd->noreply && ret == -E2BIG, store_reply(cmd->op, ret));
+	reply_unless(c, cmd->noreply && !meta && ret == -E2BIG,
+		     store_reply(cmd->op, ret));
 	c->swallow = cmd->bytes + 2;
 	c->state = CONN_SWALLOW;
 	return true;
@@ -316,7 +317,8 @@ static void end_value(struct conn *c)
 		free(st->data);
 		st->data = NULL;
 		SRV_ADD(c->srv, protocol_errors, 1);
-		reply_unless(c, st->noreply, "CLIENT_ERROR bad data chunk\r\n");
+		reply_unless(c, st->noreply && !st->meta,
+			     "CLIENT_ERROR bad data chunk\r\n");
 		c->state = CONN_CMD;
 		return;
 	}
@@ -356,21 +358,26 @@ void proto_abort(struct conn *c)
 
 /* ---- retrieval ---- */
 
-static void do_get(struct conn *c, const struct mc_cmd *cmd)
+/* Looks up the pending get's next keys while the connection holds fewer
+ * than CONN_PINS_MAX values, queueing each hit; END after the last key. */
+static void get_step(struct conn *c)
 {
+	struct pending_get *g = &c->get;
 	struct gs_engine *e = c->srv->e;
-	bool with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS;
-	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
-	int64_t exptime = touch ? gs_exptime(cmd->exptime) : 0;
 
-	for (unsigned i = 0; i < cmd->nkeys; i++) {
-		const struct mc_key *k = &cmd->keys[i];
+	while (g->next < g->nkeys) {
+		const struct mc_key *k = &c->keys[g->next];
 		const struct gs_meta *m;
 		struct gs_obj *obj;
+		char line[320];
+		int n;
 
+		if (c->out_objs >= CONN_PINS_MAX || c->broken)
+			return;
+		g->next++;
 		SRV_ADD(c->srv, cmd_get, 1);
-		if (touch) {
-			int ret = gs_touch(e, k->p, k->len, exptime, NULL);
+		if (g->touch) {
+			int ret = gs_touch(e, k->p, k->len, g->exptime, NULL);
 
 			SRV_ADD(c->srv, cmd_touch, 1);
 			SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -379,16 +386,30 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 		if (gs_lookup(e, k->p, k->len, &obj) < 0)
 			continue;
 		m = gs_obj_meta(obj);
-		if (with_cas)
-			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 " %" PRIu64 "\r\n",
-				    k->len, k->p, m->flags, m->size, m->cas);
+		if (g->with_cas)
+			n = snprintf(line, sizeof(line), "VALUE %.*s %" PRIu32 " %" PRIu64
+				     " %" PRIu64 "\r\n", k->len, k->p, m->flags,
+				     m->size, m->cas);
 		else
-			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 "\r\n",
-				    k->len, k->p, m->flags, m->size);
-		conn_reply_obj(c, obj);
-		REPLY(c, "\r\n");
+			n = snprintf(line, sizeof(line), "VALUE %.*s %" PRIu32 " %" PRIu64
+				     "\r\n", k->len, k->p, m->flags, m->size);
+		conn_reply_value(c, line, n, obj);
 	}
 	REPLY(c, "END\r\n");
+	c->state = CONN_CMD;
+}
+
+static void do_get(struct conn *c, const struct mc_cmd *cmd)
+{
+	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
+
+	c->get = (struct pending_get){
+		.nkeys = cmd->nkeys, .touch = touch,
+		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
+		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
+	};
+	c->state = CONN_GET;
+	get_step(c);
 }
 
 /* ---- the rest ---- */
@@ -443,6 +464,13 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	struct mc_cmd cmd;
 	int ret = mc_parse(line, len, &cmd, c->keys, MC_KEYS_MAX);
 
+	__atomic_store_n(&c->last_cmd, time(NULL), __ATOMIC_RELAXED);
+	if (ret == MC_PARSE_CLOSE) {
+		/* HTTP on the memcache port: earlier replies go out, then
+		 * the connection closes without reading further */
+		c->state = CONN_CLOSING;
+		return true;
+	}
 	if (ret == MC_PARSE_ERROR) {
 		SRV_ADD(c->srv, protocol_errors, 1);
 		REPLY(c, "ERROR\r\n");
@@ -459,7 +487,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		return true;
 	}
 	if (is_storage(cmd.op))
-		return start_store(c, &cmd);
+		return start_store(c, &cmd, false);
 	switch (cmd.op) {
 	case MC_GET:
 	case MC_GETS:
@@ -479,7 +507,9 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		break;
 	case MC_FLUSH_ALL:
 		SRV_ADD(c->srv, cmd_flush, 1);
-		gs_flush(c->srv->e, cmd.delay > 0 ? time(NULL) + cmd.delay : 0);
+		/* an exptime, as memcached: relative up to 30 days, else
+		 * absolute; no arithmetic that a huge delay overflows */
+		gs_flush(c->srv->e, cmd.delay > 0 ? gs_exptime(cmd.delay) : 0);
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_STATS:
@@ -562,10 +592,16 @@ bool proto_process(struct conn *c)
 		char *line, *nl;
 		size_t len;
 
+		c->want_input = false;
 		if (c->state == CONN_WAIT || c->state == CONN_CLOSING ||
-		    c->input_paused || c->out_items >= 64 || c->out_bytes >= (4u << 20))
+		    c->input_paused || c->out_items >= 64 ||
+		    c->out_bytes >= (4u << 20) || c->out_objs >= CONN_PINS_MAX ||
+		    c->broken)
 			return true;
 		switch (c->state) {
+		case CONN_GET:
+			get_step(c);
+			continue;
 		case CONN_VALUE:
 		case CONN_VALUE_BUF:
 			if (c->store.got == c->store.len) {
@@ -574,16 +610,20 @@ bool proto_process(struct conn *c)
 			}
 			if (!step_value(c))
 				return false;
-			if (c->store.got < c->store.len && c->rend == c->rstart)
+			if (c->store.got < c->store.len && c->rend == c->rstart) {
+				c->want_input = !c->input_paused;
 				return true;	/* wait for the socket */
+			}
 			continue;
 		case CONN_VALUE_END:
 			if (c->rend - c->rstart < 2) {
 				avail = conn_fill(c);
 				if (avail < 0)
 					return false;
-				if (c->rend - c->rstart < 2)
+				if (c->rend - c->rstart < 2) {
+					c->want_input = true;
 					return true;
+				}
 			}
 			c->store.bad_chunk = memcmp(c->rbuf + c->rstart, "\r\n", 2) != 0;
 			c->rstart += 2;
@@ -593,8 +633,10 @@ bool proto_process(struct conn *c)
 			avail = buffered(c);
 			if (avail < 0)
 				return false;
-			if (avail == 0)
+			if (avail == 0) {
+				c->want_input = true;
 				return true;
+			}
 			if ((uint64_t)avail > c->swallow)
 				avail = c->swallow;
 			c->rstart += avail;
@@ -614,8 +656,10 @@ bool proto_process(struct conn *c)
 				avail = conn_fill(c);
 				if (avail < 0)
 					return false;
-				if (avail == 0)
+				if (avail == 0) {
+					c->want_input = true;
 					return true;
+				}
 				continue;
 			}
 			line = c->rbuf + c->rstart;
@@ -644,13 +688,26 @@ static void stat_setting(void *arg, const char *name, const char *value)
 	conn_replyf(arg, "STAT %s %s\r\n", name, value);
 }
 
+static bool arg_is(const char *arg, size_t len, const char *s)
+{
+	return len == strlen(s) && !memcmp(arg, s, len);
+}
+
 void proto_stats(struct conn *c, const char *arg, size_t len)
 {
 	struct server *srv = c->srv;
-	struct gs_stats st;
+	struct gs_stats st, base;
 	struct rusage ru;
 
 	gs_stats(srv->e, &st);
+	pthread_mutex_lock(&srv->reset_lock);
+	base = srv->base;
+	pthread_mutex_unlock(&srv->reset_lock);
+	if (arg_is(arg, len, "reset")) {
+		server_stats_reset(srv);
+		REPLY(c, "RESET\r\n");
+		return;
+	}
 	if (len == 0) {
 		getrusage(RUSAGE_SELF, &ru);
 		stat_u64(c, "pid", getpid());
@@ -667,17 +724,29 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 		stat_u64(c, #name, __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED));
 		SERVER_STATS(SERVER_STAT_EMIT)
 #undef SERVER_STAT_EMIT
-		stat_u64(c, "get_hits", st.get_hits);
-		stat_u64(c, "get_misses", st.get_misses);
-		stat_u64(c, "get_expired", st.get_expired);
+		/* counters since the last stats reset */
+		stat_u64(c, "get_hits", st.get_hits - base.get_hits);
+		stat_u64(c, "get_misses", st.get_misses - base.get_misses);
+		stat_u64(c, "get_expired", st.get_expired - base.get_expired);
 		stat_u64(c, "curr_items", st.curr_items);
-		stat_u64(c, "total_items", st.total_items);
+		stat_u64(c, "total_items", st.total_items - base.total_items);
 		stat_u64(c, "bytes", st.bytes);
-		stat_u64(c, "evictions", st.evictions);
+		stat_u64(c, "evictions", st.evictions - base.evictions);
 		stat_u64(c, "limit_maxbytes", srv->opt->memory);
-	} else if (len == 8 && !memcmp(arg, "settings", 8)) {
+		stat_u64(c, "max_connections", srv->opt->max_conns);
+	} else if (arg_is(arg, len, "settings")) {
 		options_each(srv->opt, stat_setting, c);
-	} else if (len == 6 && !memcmp(arg, "goblin", 6)) {
+	} else if (arg_is(arg, len, "slabs")) {
+		/* no slab classes: the RAM region's totals */
+		stat_u64(c, "active_slabs", 0);
+		stat_u64(c, "total_malloced", st.ram_used_bytes);
+	} else if (arg_is(arg, len, "items")) {
+		/* per-class item stats: none (memcached's answer when empty) */
+	} else if (arg_is(arg, len, "sizes")) {
+		conn_replyf(c, "STAT sizes_status disabled\r\n");
+	} else if (arg_is(arg, len, "conns")) {
+		server_stats_conns(c);
+	} else if (arg_is(arg, len, "goblin")) {
 #define GS_STAT_EMIT(name, desc) stat_u64(c, #name, st.name);
 		GS_STATS(GS_STAT_EMIT)
 #undef GS_STAT_EMIT
