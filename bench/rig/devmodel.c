@@ -538,8 +538,8 @@ out_unlock:
 	return -1;
 }
 
-/* The faults in force, one command per line as ctl takes them; NULL on ENOMEM. */
-static char *faults_text(struct model *m)
+/* What <fill> writes about <m>, as a malloc'd string; NULL on ENOMEM. */
+static char *text_of(struct model *m, void (*fill)(struct model *, FILE *))
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -547,6 +547,17 @@ static char *faults_text(struct model *m)
 
 	if (!f)
 		return NULL;
+	fill(m, f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The faults in force, one command per line as ctl takes them. */
+static void faults_fill(struct model *m, FILE *f)
+{
 	pthread_mutex_lock(&m->fault_lock);
 	for (int k = 0; k < NFAULTS; k++) {
 		const struct fault *ft = &m->faults.f[k];
@@ -566,11 +577,11 @@ static char *faults_text(struct model *m)
 	}
 	fprintf(f, "stall %" PRIu64 "ms\n", m->faults.stall_ms);
 	pthread_mutex_unlock(&m->fault_lock);
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+}
+
+static char *faults_text(struct model *m)
+{
+	return text_of(m, faults_fill);
 }
 
 /* Lets every stalled request go: the model is stopping. */
@@ -751,14 +762,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	ll_getattr(req, ino, fi);
 }
 
-static char *stats_text(struct model *m)
+static void stats_fill(struct model *m, FILE *f)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
 	fprintf(f, "profile %s\naccess_us %g\nbandwidth_mbps %g\nchannels %u\n"
 		"size %" PRIu64 "\nbacking %s\n", m->p.name, m->p.access_us,
 		m->p.bandwidth_mbps, m->p.channels, m->size, m->backing_path);
@@ -766,11 +771,6 @@ static char *stats_text(struct model *m)
 	fprintf(f, #name " %" PRIuFAST64 "\n", atomic_load(&m->st.name));
 	DEVMODEL_STATS(X)
 #undef X
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -785,7 +785,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, EACCES);
 			return;
 		}
-		fi->fh = (uint64_t)(uintptr_t)stats_text(req_model(req));
+		fi->fh = (uint64_t)(uintptr_t)text_of(req_model(req), stats_fill);
 		if (!fi->fh) {
 			fuse_reply_err(req, ENOMEM);
 			return;
