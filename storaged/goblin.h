@@ -234,6 +234,27 @@ bool gs_last_replaced(const struct gs_io *io);
 int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 	      const void *data, size_t len, gs_done_fn done, void *arg);
 
+/*
+ * append/prepend streamed from a client, as a writer is: gs_concat_open()
+ * takes <len>, the bytes to add; gs_concat_buf() says where the next ones go
+ * (0, or -EAGAIN until the admission bound lets the <len> bytes in: <wake>
+ * fires, stop reading meanwhile), gs_concat_advance() counts them, and
+ * gs_concat_finish() looks <key> up and stores as gs_concat() does (clears
+ * <*kp> whatever it returns; -EINVAL with <*kp> untouched when bytes are
+ * missing).  The appended bytes are held only once admitted, and count
+ * against the bound until <done>.  With no memory for them the rest is read
+ * and dropped and gs_concat_finish() returns -ENOMEM.  gs_concat_abort()
+ * drops it before finish and clears <*kp>.
+ */
+struct gs_concat;
+int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
+		   bool prepend, size_t len, struct gs_concat **kp);
+int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg);
+void gs_concat_advance(struct gs_concat *k, size_t n);
+int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg);
+void gs_concat_abort(struct gs_concat **kp);
+
 /* ---- stats ---- */
 
 /* ACTION(name, description): every counter the engine keeps. */

@@ -1528,6 +1528,13 @@ struct concat {
 	gs_done_fn done;
 	void *arg;
 	struct io_waiter waiter;
+	/* streamed from the caller (gs_concat_open): */
+	char *buf;			/* the appended bytes as they arrive */
+	uint64_t got;
+	uint64_t charged;		/* admission held for buf, not yet the writer's */
+	int error;			/* no room for buf: the bytes go to the sink */
+	uint8_t klen;
+	char key[GS_KEY_MAX];
 };
 
 static void concat_free(struct concat *k)
@@ -1536,6 +1543,9 @@ static void concat_free(struct concat *k)
 	gs_writer_abort(&k->w);
 	gs_stream_close(&k->s);
 	gs_obj_put(k->io->e, &k->old);
+	if (k->charged)
+		release_admission(k->io, k->charged);
+	free(k->buf);
 	free(k);
 }
 
@@ -1620,12 +1630,29 @@ static void concat_wake(void *arg)
 		concat_pump(k);
 }
 
+/* Admission is held (k->charged): hands it to the writer, reads the old
+ * value in and pumps. */
+static void concat_start(struct concat *k)
+{
+	struct gs_io *io = k->io;
+	int ret;
+
+	k->w->credit = k->charged;
+	k->charged = 0;
+	ret = gs_stream_open(io, k->old, 0, k->old->meta.size, concat_wake, k,
+			     &k->s);
+	if (ret < 0) {
+		defer(io, &k->def, concat_done, k, ret);
+		return;
+	}
+	concat_pump(k);
+}
+
 /* Starts once the appended bytes fit under the admission bound. */
 static void concat_admit(void *arg)
 {
 	struct concat *k = arg;
 	struct gs_io *io = k->io;
-	int ret;
 
 	if (admission_full(io->e, k->len)) {
 		STAT_ADD(io->e, admission_waits, 1);
@@ -1634,14 +1661,8 @@ static void concat_admit(void *arg)
 	}
 	/* the appended bytes count until the writer's buffers take them over */
 	STAT_ADD(io->e, admission_bytes, k->len);
-	k->w->credit = k->len;
-	ret = gs_stream_open(io, k->old, 0, k->old->meta.size, concat_wake, k,
-			     &k->s);
-	if (ret < 0) {
-		defer(io, &k->def, concat_done, k, ret);
-		return;
-	}
-	concat_pump(k);
+	k->charged = k->len;
+	concat_start(k);
 }
 
 int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
@@ -1669,4 +1690,106 @@ int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 out_free:
 	concat_free(k);
 	return ret;
+}
+
+int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
+		   bool prepend, size_t len, struct gs_concat **kp)
+{
+	struct concat *k;
+
+	if (klen > GS_KEY_MAX)
+		return -EINVAL;
+	if (len > io->e->cfg.max_object)
+		return -E2BIG;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
+			      .klen = klen };
+	memcpy(k->key, key, klen);
+	*kp = (struct gs_concat *)k;
+	return 0;
+}
+
+int gs_concat_buf(struct gs_concat *kc, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg)
+{
+	struct concat *k = (struct concat *)kc;
+	struct gs_io *io = k->io;
+	uint64_t left = k->len - k->got;
+
+	if (!k->buf && !k->error) {
+		if (admission_full(io->e, k->len)) {
+			if (!k->waiter.queued)
+				STAT_ADD(io->e, admission_waits, 1);
+			waiter_add(&io->writers.waiters, &k->waiter, wake, arg);
+			return -EAGAIN;
+		}
+		k->buf = malloc(k->len ? k->len : 1);
+		if (k->buf) {
+			STAT_ADD(io->e, admission_bytes, k->len);
+			k->charged = k->len;
+		} else {
+			k->error = -ENOMEM;
+		}
+	}
+	if (k->error) {
+		*p = io->sink;
+		*len = left < SINK_LEN ? left : SINK_LEN;
+	} else {
+		*p = k->buf + k->got;
+		*len = left;
+	}
+	return 0;
+}
+
+void gs_concat_advance(struct gs_concat *kc, size_t n)
+{
+	((struct concat *)kc)->got += n;
+}
+
+int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
+{
+	struct concat *k = (struct concat *)*kp;
+	struct gs_io *io = k->io;
+	const struct gs_meta *m;
+	int ret;
+
+	if (k->got != k->len)
+		return -EINVAL;
+	*kp = NULL;
+	ret = k->error;
+	if (!k->buf && !ret) {		/* nothing to append: no admission asked */
+		k->buf = malloc(1);
+		ret = k->buf ? 0 : -ENOMEM;
+	}
+	if (!ret)
+		ret = gs_lookup(io->e, k->key, k->klen, &k->old);
+	if (ret < 0)
+		goto out_free;
+	k->data = k->buf;
+	k->done = done;
+	k->arg = arg;
+	m = gs_obj_meta(k->old);
+	k->total = m->size + k->len;
+	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
+			     m->exptime, &k->w);
+	if (ret < 0)
+		goto out_free;
+	concat_start(k);
+	return 0;
+
+out_free:
+	concat_free(k);
+	return ret;
+}
+
+void gs_concat_abort(struct gs_concat **kp)
+{
+	struct concat *k = (struct concat *)*kp;
+
+	if (!k)
+		return;
+	*kp = NULL;
+	concat_free(k);
 }

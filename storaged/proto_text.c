@@ -234,8 +234,6 @@ static void store_done(void *arg, int res)
 	struct conn *c = arg;
 	struct pending_store *st = &c->store;
 
-	free(st->data);
-	st->data = NULL;
 	if (c->dead) {
 		conn_release(c);
 		return;
@@ -279,9 +277,9 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	if (cmd->bytes > gs_engine_config(e)->max_object) {
 		ret = -E2BIG;
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
-		st->data = malloc(cmd->bytes ? cmd->bytes : 1);
-		ret = st->data ? 0 : -ENOMEM;
-		c->state = CONN_VALUE_BUF;
+		ret = gs_concat_open(conn_io(c), st->key, st->klen,
+				     cmd->op == MC_PREPEND, cmd->bytes, &st->concat);
+		c->state = CONN_VALUE_CONCAT;
 	} else {
 		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
 				     cmd->flags, st->exptime, &st->writer);
@@ -314,8 +312,7 @@ static void end_value(struct conn *c)
 	c->state = CONN_WAIT;
 	if (st->bad_chunk) {
 		gs_writer_abort(&st->writer);
-		free(st->data);
-		st->data = NULL;
+		gs_concat_abort(&st->concat);
 		SRV_ADD(c->srv, protocol_errors, 1);
 		reply_unless(c, st->noreply && !st->meta,
 			     "CLIENT_ERROR bad data chunk\r\n");
@@ -323,16 +320,14 @@ static void end_value(struct conn *c)
 		return;
 	}
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
-		ret = gs_concat(conn_io(c), st->key, st->klen, st->op == MC_PREPEND,
-				st->data, st->len, store_done, c);
+		ret = gs_concat_finish(&st->concat, store_done, c);
 	} else {
 		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
 		       st->op == MC_CAS ? GS_CAS : GS_SET;
 		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
 	}
 	if (ret < 0) {
-		free(st->data);
-		st->data = NULL;
+		gs_concat_abort(&st->concat);
 		gs_writer_abort(&st->writer);
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
@@ -347,12 +342,11 @@ static void end_value(struct conn *c)
 
 void proto_abort(struct conn *c)
 {
-	if (c->state == CONN_VALUE || c->state == CONN_VALUE_BUF ||
+	if (c->state == CONN_VALUE || c->state == CONN_VALUE_CONCAT ||
 	    c->state == CONN_VALUE_END) {
 		SRV_ADD(c->srv, aborted_values, 1);
 		gs_writer_abort(&c->store.writer);
-		free(c->store.data);
-		c->store.data = NULL;
+		gs_concat_abort(&c->store.concat);
 	}
 }
 
@@ -561,10 +555,9 @@ static bool step_value(struct conn *c)
 	size_t n;
 	ssize_t got;
 
-	if (c->state == CONN_VALUE_BUF) {
-		p = st->data + st->got;
-		n = st->len - st->got;
-	} else if (gs_writer_buf(st->writer, &p, &n, value_wake, c) == -EAGAIN) {
+	if ((c->state == CONN_VALUE_CONCAT ?
+	     gs_concat_buf(st->concat, &p, &n, value_wake, c) :
+	     gs_writer_buf(st->writer, &p, &n, value_wake, c)) == -EAGAIN) {
 		conn_pause_input(c, true);
 		return true;
 	}
@@ -579,7 +572,9 @@ static bool step_value(struct conn *c)
 		if (got <= 0)
 			return got == 0;
 	}
-	if (c->state == CONN_VALUE)
+	if (c->state == CONN_VALUE_CONCAT)
+		gs_concat_advance(st->concat, got);
+	else
 		gs_writer_advance(st->writer, got);
 	st->got += got;
 	return true;
@@ -603,7 +598,7 @@ bool proto_process(struct conn *c)
 			get_step(c);
 			continue;
 		case CONN_VALUE:
-		case CONN_VALUE_BUF:
+		case CONN_VALUE_CONCAT:
 			if (c->store.got == c->store.len) {
 				c->state = CONN_VALUE_END;
 				continue;

@@ -90,7 +90,7 @@ struct out;
 enum conn_state {
 	CONN_CMD,		/* reading command lines */
 	CONN_VALUE,		/* reading a value into a writer */
-	CONN_VALUE_BUF,		/* reading an append/prepend value into memory */
+	CONN_VALUE_CONCAT,		/* reading an append/prepend value (gs_concat) */
 	CONN_VALUE_END,		/* expecting the "\r\n" after a value */
 	CONN_SWALLOW,		/* discarding a refused value */
 	CONN_GET,		/* sending a get's values, CONN_PINS_MAX at a time */
@@ -117,7 +117,7 @@ struct pending_store {
 	bool noreply;
 	bool bad_chunk;
 	struct gs_writer *writer;
-	char *data;		/* append/prepend value */
+	struct gs_concat *concat;	/* append/prepend */
 	uint64_t len, got;
 };
 
