@@ -28,7 +28,7 @@ UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
 all:
 
 include $(sort $(wildcard shared/*.mk storaged/*.mk bench/*.mk bench/*/*.mk \
-                          ngx_goblin_module/*.mk t/*.mk))
+                          ngx_goblin_module/*.mk t/*.mk t/*/*.mk))
 
 all: $(addprefix build/,$(PROGRAMS))
 asan: $(addprefix build/asan/,$(PROGRAMS)) \

@@ -1,9 +1,11 @@
 /*
  * Command-line parsing driven by the OPTIONS table.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,7 @@ static int set_value(struct options *o, const struct option_desc *d,
 	case OPT_TIME:
 		return duration_parse(v, field);
 	case OPT_UINT:
-		if (!*v || *v == '-')
+		if (!isdigit((unsigned char)*v))	/* strtoull takes " -1" */
 			return -EINVAL;
 		errno = 0;
 		*(uint64_t *)field = strtoull(v, &end, 10);
@@ -229,6 +231,14 @@ int options_parse(struct options *o, int argc, char **argv)
 	}
 	if (o->io_streams < 1 || o->io_streams > 1024) {
 		fprintf(stderr, "goblin-store: --io-streams must be between 1 and 1024\n");
+		return 2;
+	}
+	if (o->io_buffers < 1 || o->io_buffers > 64) {
+		fprintf(stderr, "goblin-store: --io-buffers must be between 1 and 64\n");
+		return 2;
+	}
+	if (o->numa < -1 || o->numa > INT_MAX) {
+		fprintf(stderr, "goblin-store: --numa must be -1 (none) or a node number\n");
 		return 2;
 	}
 	return 0;

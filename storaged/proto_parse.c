@@ -337,6 +337,8 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 	cmd->meta[cmd->nmeta++] = (struct mc_meta){ t->p[0], v.len, v.p };
 	switch (t->p[0]) {
 	case 'q':
+		if (v.len)
+			return client_error(cmd, "invalid flag");
 		cmd->noreply = true;
 		break;
 	case 'T':
