@@ -15,6 +15,14 @@
  * the kernel queued them: workers take a ticket when they receive a request
  * and schedule in ticket order, so a large I/O the kernel splits into
  * several requests still counts as sequential.
+ *
+ * Faults are injected at run time through a third file, "ctl" (0600): each
+ * line written to it sets one fault (EIO on reads or writes, ENOSPC on
+ * writes, for all requests, a byte range or every Nth, optionally only N
+ * times) or a stall (every request answered no sooner than a given time
+ * after it arrived); reading it shows the faults in force.  An injected
+ * error still books the device, touches no byte of the backing file, and
+ * counts in stats.
  */
 #define FUSE_USE_VERSION 35
 
@@ -52,6 +60,8 @@
 #define MAX_IO		(1u << 20)	/* max_read / max_write asked of the kernel */
 #define INO_DEV		2
 #define INO_STATS	3
+#define INO_CTL		4
+#define CTL_MAX		4096		/* longest write to ctl */
 
 struct profile {
 	const char *name;
@@ -75,12 +85,47 @@ static const struct profile profiles[] = {
 	X(fsyncs,	"fsync requests on dev")			\
 	X(late,		"requests whose backing I/O ended after their modelled completion") \
 	X(overshoot_us,	"sum over requests of reply time minus modelled completion") \
-	X(errors,	"backing I/O errors")
+	X(errors,	"backing I/O errors")				\
+	X(injected_read_eio,	"reads failed with EIO by a read-eio fault") \
+	X(injected_write_eio,	"writes failed with EIO by a write-eio fault") \
+	X(injected_write_enospc, "writes failed with ENOSPC by a write-enospc fault") \
+	X(stalled,	"requests held back by a stall")		\
+	X(stalled_us,	"sum over stalled requests of the time they were held")
 
 struct stats {
 #define X(name, desc) atomic_uint_fast64_t name;
 	DEVMODEL_STATS(X)
 #undef X
+};
+
+/*
+ * One error fault: requests of its direction that overlap [start, start +
+ * len) (len 0: the whole device) match; every <every>th match fails, at
+ * most <left> times (then the fault turns itself off).
+ */
+enum fault_kind { F_READ_EIO, F_WRITE_EIO, F_WRITE_ENOSPC, NFAULTS };
+
+struct fault {
+	bool on;
+	uint64_t start, len;
+	uint64_t every;
+	uint64_t left;			/* UINT64_MAX: no count given */
+	uint64_t seen;			/* matching requests since it was set */
+};
+
+static const struct {
+	const char *name;
+	bool write;
+	int err;
+} fault_kinds[NFAULTS] = {
+	[F_READ_EIO] = { "read-eio", false, EIO },
+	[F_WRITE_EIO] = { "write-eio", true, EIO },
+	[F_WRITE_ENOSPC] = { "write-enospc", true, ENOSPC },
+};
+
+struct faults {
+	struct fault f[NFAULTS];
+	uint64_t stall_ms;		/* 0: none */
 };
 
 struct channel {
@@ -105,6 +150,12 @@ struct model {
 	uint64_t tickets;
 
 	pthread_mutex_t rmw_lock;	/* serialises partial-block writes */
+
+	pthread_mutex_t fault_lock;	/* guards faults and stopping */
+	pthread_cond_t stall_cv;	/* broadcast when a stall changes */
+	struct faults faults;
+	bool stopping;			/* a stall holds nothing back any more */
+
 	struct stats st;
 	struct fuse_session *se;
 	time_t mtime;
@@ -297,13 +348,258 @@ static int bounce_io(struct model *m, struct worker *w, bool write,
 	return ret;
 }
 
+/* ---- fault injection ---- */
+
+static bool fault_matches(const struct fault *f, uint64_t off, uint64_t len)
+{
+	return f->on && (!f->len || (off < f->start + f->len && f->start < off + len));
+}
+
+/*
+ * Decides whether the request of <len> bytes at <off> fails; returns 0 or
+ * the errno to answer (ENOSPC before EIO for writes) and counts it.
+ */
+static int fault_check(struct model *m, bool write, uint64_t off, uint64_t len)
+{
+	static const enum fault_kind order[] = { F_WRITE_ENOSPC, F_WRITE_EIO, F_READ_EIO };
+	int err = 0;
+
+	pthread_mutex_lock(&m->fault_lock);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && !err; i++) {
+		struct fault *f = &m->faults.f[order[i]];
+
+		if (fault_kinds[order[i]].write != write || !fault_matches(f, off, len))
+			continue;
+		if (++f->seen % f->every)
+			continue;
+		err = fault_kinds[order[i]].err;
+		if (f->left != UINT64_MAX && !--f->left)
+			f->on = false;
+		switch (order[i]) {
+		case F_READ_EIO:
+			atomic_fetch_add(&m->st.injected_read_eio, 1);
+			break;
+		case F_WRITE_EIO:
+			atomic_fetch_add(&m->st.injected_write_eio, 1);
+			break;
+		default:
+			atomic_fetch_add(&m->st.injected_write_enospc, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->fault_lock);
+	return err;
+}
+
+/*
+ * Holds a request that arrived at <arrival> until the stall in force (read
+ * again on every change) has passed since then; a cleared stall or SIGTERM
+ * lets it go at once.
+ */
+static void stall_wait(struct model *m, uint64_t arrival)
+{
+	bool held = false;
+
+	pthread_mutex_lock(&m->fault_lock);
+	for (;;) {
+		uint64_t until = arrival + m->faults.stall_ms * 1000000u;
+		struct timespec ts;
+
+		if (m->stopping || !m->faults.stall_ms || now_ns() >= until)
+			break;
+		held = true;
+		ts.tv_sec = (time_t)(until / 1000000000u);
+		ts.tv_nsec = (long)(until % 1000000000u);
+		pthread_cond_timedwait(&m->stall_cv, &m->fault_lock, &ts);
+	}
+	pthread_mutex_unlock(&m->fault_lock);
+	if (held) {
+		atomic_fetch_add(&m->st.stalled, 1);
+		atomic_fetch_add(&m->st.stalled_us, (now_ns() - arrival) / 1000);
+	}
+}
+
+/* Parses a decimal count of at least 1 into <*out>; returns 0 or -1. */
+static int parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end || !*out ? -1 : 0;
+}
+
+/*
+ * Applies one ctl command, split into words <w>[0..<n>), to <fs>; returns 0,
+ * or -1 after writing why into <err>.
+ *
+ *   read-eio|write-eio|write-enospc off | [all | range START LEN] [every N] [count N]
+ *   stall DURATION     (0: none)
+ *   clear              (every fault off, no stall)
+ */
+static int fault_parse(struct faults *fs, char **w, int n, char *err, size_t errlen)
+{
+	struct fault f = { .on = true, .every = 1, .left = UINT64_MAX };
+	int k, i;
+
+	if (n == 1 && !strcmp(w[0], "clear")) {
+		memset(fs, 0, sizeof(*fs));
+		return 0;
+	}
+	if (!strcmp(w[0], "stall")) {
+		if (n != 2 || duration_parse(w[1], &fs->stall_ms)) {
+			snprintf(err, errlen, "stall takes one duration (e.g. 3s, 500ms, 0)");
+			return -1;
+		}
+		return 0;
+	}
+	for (k = 0; k < NFAULTS && strcmp(w[0], fault_kinds[k].name); k++)
+		;
+	if (k == NFAULTS) {
+		snprintf(err, errlen, "unknown command %.64s (read-eio, write-eio, "
+			 "write-enospc, stall, clear)", w[0]);
+		return -1;
+	}
+	if (n == 2 && !strcmp(w[1], "off")) {
+		memset(&fs->f[k], 0, sizeof(fs->f[k]));
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if (!strcmp(w[i], "all")) {
+			f.start = f.len = 0;
+			continue;
+		}
+		if (!strcmp(w[i], "range") && i + 2 < n &&
+		    !size_parse(w[i + 1], &f.start) && !size_parse(w[i + 2], &f.len) &&
+		    f.len && f.start + f.len > f.start) {
+			i += 2;
+		} else if (!strcmp(w[i], "every") &&
+			   !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.every)) {
+			i++;
+		} else if (!strcmp(w[i], "count") &&
+			   !parse_count(i + 1 < n ? w[i + 1] : NULL, &f.left)) {
+			i++;
+		} else {
+			snprintf(err, errlen, "%s: bad argument %.64s (off | [all | range "
+				 "START LEN] [every N] [count N])", w[0], w[i]);
+			return -1;
+		}
+	}
+	fs->f[k] = f;
+	return 0;
+}
+
+/*
+ * Applies the commands of <text> (one per line, # comments), all or none;
+ * returns 0 or -1 after writing why into <err>.
+ */
+static int faults_apply(struct model *m, const char *text, size_t len,
+			char *err, size_t errlen)
+{
+	char buf[CTL_MAX + 1], *line, *save;
+	struct faults fs;
+
+	if (len > CTL_MAX) {
+		snprintf(err, errlen, "ctl takes at most %u bytes at once", CTL_MAX);
+		return -1;
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		snprintf(err, errlen, "NUL byte in a ctl command");
+		return -1;
+	}
+	pthread_mutex_lock(&m->fault_lock);
+	fs = m->faults;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *w[16], *wsave, *hash = strchr(line, '#');
+		int n = 0;
+
+		if (hash)
+			*hash = '\0';
+		for (char *t = strtok_r(line, " \t\r", &wsave); t; t = strtok_r(NULL, " \t\r", &wsave)) {
+			if (n == 16) {
+				snprintf(err, errlen, "too many words in a ctl command");
+				goto out_unlock;
+			}
+			w[n++] = t;
+		}
+		if (n && fault_parse(&fs, w, n, err, errlen))
+			goto out_unlock;
+	}
+	m->faults = fs;
+	pthread_cond_broadcast(&m->stall_cv);
+	pthread_mutex_unlock(&m->fault_lock);
+	return 0;
+out_unlock:
+	pthread_mutex_unlock(&m->fault_lock);
+	return -1;
+}
+
+/* What <fill> writes about <m>, as a malloc'd string; NULL on ENOMEM. */
+static char *text_of(struct model *m, void (*fill)(struct model *, FILE *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fill(m, f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The faults in force, one command per line as ctl takes them. */
+static void faults_fill(struct model *m, FILE *f)
+{
+	pthread_mutex_lock(&m->fault_lock);
+	for (int k = 0; k < NFAULTS; k++) {
+		const struct fault *ft = &m->faults.f[k];
+
+		fprintf(f, "%s", fault_kinds[k].name);
+		if (!ft->on)
+			fprintf(f, " off");
+		else if (!ft->len && ft->every == 1 && ft->left == UINT64_MAX)
+			fprintf(f, " all");
+		if (ft->on && ft->len)
+			fprintf(f, " range %" PRIu64 " %" PRIu64, ft->start, ft->len);
+		if (ft->on && ft->every > 1)
+			fprintf(f, " every %" PRIu64, ft->every);
+		if (ft->on && ft->left != UINT64_MAX)
+			fprintf(f, " count %" PRIu64, ft->left);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "stall %" PRIu64 "ms\n", m->faults.stall_ms);
+	pthread_mutex_unlock(&m->fault_lock);
+}
+
+static char *faults_text(struct model *m)
+{
+	return text_of(m, faults_fill);
+}
+
+/* Lets every stalled request go: the model is stopping. */
+static void faults_stop(struct model *m)
+{
+	pthread_mutex_lock(&m->fault_lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->stall_cv);
+	pthread_mutex_unlock(&m->fault_lock);
+}
+
 /* Serves one read or write on dev and answers it at its modelled time. */
 static void dev_io(fuse_req_t req, bool write, const char *wbuf, size_t len,
 		   off_t offset)
 {
 	struct worker *w = self;
 	struct model *m = w->m;
-	uint64_t off = (uint64_t)offset, deadline;
+	uint64_t off = (uint64_t)offset, deadline, arrival = now_ns();
 	int ret;
 
 	if (offset < 0) {
@@ -323,12 +619,15 @@ static void dev_io(fuse_req_t req, bool write, const char *wbuf, size_t len,
 		len = (size_t)(m->size - off);
 
 	deadline = schedule_io(m, w, off, len);
-	ret = bounce_io(m, w, write, wbuf, len, off);
+	ret = -fault_check(m, write, off, len);
+	if (!ret)
+		ret = bounce_io(m, w, write, wbuf, len, off);
 	if (now_ns() > deadline)
 		atomic_fetch_add(&m->st.late, 1);
 	else
 		sleep_until(deadline);
 	atomic_fetch_add(&m->st.overshoot_us, (now_ns() - deadline) / 1000);
+	stall_wait(m, arrival);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -372,6 +671,10 @@ static void fill_attr(struct model *m, fuse_ino_t ino, struct stat *st)
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 		break;
+	case INO_CTL:
+		st->st_mode = S_IFREG | 0600;
+		st->st_nlink = 1;
+		break;
 	}
 }
 
@@ -381,12 +684,15 @@ static fuse_ino_t name_ino(const char *name)
 		return INO_DEV;
 	if (!strcmp(name, "stats"))
 		return INO_STATS;
+	if (!strcmp(name, "ctl"))
+		return INO_CTL;
 	return 0;
 }
 
 static bool valid_ino(fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID || ino == INO_DEV || ino == INO_STATS;
+	return ino == FUSE_ROOT_ID || ino == INO_DEV || ino == INO_STATS ||
+	       ino == INO_CTL;
 }
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn)
@@ -413,7 +719,7 @@ static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	fill_attr(req_model(req), e.ino, &e.attr);
-	if (e.ino == INO_STATS)
+	if (e.ino != INO_DEV)
 		e.attr_timeout = 0;
 	fuse_reply_entry(req, &e);
 }
@@ -428,10 +734,13 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fill_attr(req_model(req), ino, &st);
-	fuse_reply_attr(req, &st, ino == INO_STATS ? 0 : 3600);
+	fuse_reply_attr(req, &st, ino == INO_DEV || ino == FUSE_ROOT_ID ? 3600 : 0);
 }
 
-/* Only a truncate to the fixed size passes; times are accepted and ignored. */
+/*
+ * Only a truncate of dev to its fixed size passes (and any of ctl, which
+ * `echo ... > ctl` asks for); times are accepted and ignored.
+ */
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
@@ -445,7 +754,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if ((to_set & FUSE_SET_ATTR_SIZE) &&
+	if ((to_set & FUSE_SET_ATTR_SIZE) && ino != INO_CTL &&
 	    (ino != INO_DEV || (uint64_t)attr->st_size != m->size)) {
 		fuse_reply_err(req, ino == INO_DEV ? EINVAL : EACCES);
 		return;
@@ -453,14 +762,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	ll_getattr(req, ino, fi);
 }
 
-static char *stats_text(struct model *m)
+static void stats_fill(struct model *m, FILE *f)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
 	fprintf(f, "profile %s\naccess_us %g\nbandwidth_mbps %g\nchannels %u\n"
 		"size %" PRIu64 "\nbacking %s\n", m->p.name, m->p.access_us,
 		m->p.bandwidth_mbps, m->p.channels, m->size, m->backing_path);
@@ -468,11 +771,6 @@ static char *stats_text(struct model *m)
 	fprintf(f, #name " %" PRIuFAST64 "\n", atomic_load(&m->st.name));
 	DEVMODEL_STATS(X)
 #undef X
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -487,10 +785,21 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, EACCES);
 			return;
 		}
-		fi->fh = (uint64_t)(uintptr_t)stats_text(req_model(req));
+		fi->fh = (uint64_t)(uintptr_t)text_of(req_model(req), stats_fill);
 		if (!fi->fh) {
 			fuse_reply_err(req, ENOMEM);
 			return;
+		}
+		fi->direct_io = 1;
+		break;
+	case INO_CTL:
+		fi->fh = 0;
+		if ((fi->flags & O_ACCMODE) != O_WRONLY) {
+			fi->fh = (uint64_t)(uintptr_t)faults_text(req_model(req));
+			if (!fi->fh) {
+				fuse_reply_err(req, ENOMEM);
+				return;
+			}
 		}
 		fi->direct_io = 1;
 		break;
@@ -503,7 +812,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino == INO_STATS)
+	if (ino == INO_STATS || ino == INO_CTL)
 		free((char *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
@@ -540,10 +849,51 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, self->bounce, len);
 }
 
+/* Logs the faults in force on one line. */
+static void faults_log(struct model *m)
+{
+	char *now = faults_text(m);
+
+	if (!now)
+		return;
+	for (char *p = now; (p = strchr(p, '\n')); )
+		*p = *(p + 1) ? ';' : '\0';
+	fprintf(stderr, "goblin-devmodel: faults: %s\n", now);
+	free(now);
+}
+
+/* A write to ctl applies its commands, all or none; changes are logged. */
+static void ctl_write(fuse_req_t req, const char *buf, size_t size)
+{
+	struct model *m = req_model(req);
+	struct faults before;
+	char err[256];
+	bool changed;
+
+	pthread_mutex_lock(&m->fault_lock);
+	before = m->faults;
+	pthread_mutex_unlock(&m->fault_lock);
+	if (faults_apply(m, buf, size, err, sizeof(err))) {
+		fprintf(stderr, "goblin-devmodel: ctl: %s\n", err);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&m->fault_lock);
+	changed = memcmp(&before, &m->faults, sizeof(before)) != 0;
+	pthread_mutex_unlock(&m->fault_lock);
+	if (changed)
+		faults_log(m);
+	fuse_reply_write(req, size);
+}
+
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
+	if (ino == INO_CTL) {
+		ctl_write(req, buf, size);
+		return;
+	}
 	if (ino != INO_DEV) {
 		fuse_reply_err(req, EACCES);
 		return;
@@ -563,7 +913,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct model *m = req_model(req);
-	uint64_t idle;
+	uint64_t idle, arrival = now_ns();
 
 	(void)datasync;
 	(void)fi;
@@ -573,6 +923,7 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	}
 	idle = schedule_barrier(m, self);
 	sleep_until(idle);
+	stall_wait(m, arrival);
 	atomic_fetch_add(&m->st.fsyncs, 1);
 	if (fdatasync(m->backing_fd)) {
 		atomic_fetch_add(&m->st.errors, 1);
@@ -596,7 +947,7 @@ static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	static const struct { const char *name; fuse_ino_t ino; } ents[] = {
 		{ ".", FUSE_ROOT_ID }, { "..", FUSE_ROOT_ID },
-		{ "dev", INO_DEV }, { "stats", INO_STATS },
+		{ "dev", INO_DEV }, { "stats", INO_STATS }, { "ctl", INO_CTL },
 	};
 	char buf[512];
 	size_t used = 0;
@@ -628,7 +979,7 @@ static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
 		.f_bsize = DIO_ALIGN,
 		.f_frsize = DIO_ALIGN,
 		.f_blocks = m->size / DIO_ALIGN,
-		.f_files = 3,
+		.f_files = 4,
 		.f_namemax = 255,
 	};
 
@@ -720,6 +1071,19 @@ static const char usage[] =
 "MOUNTPOINT/stats shows the parameters and counters.  Runs in the foreground;\n"
 "SIGTERM or SIGINT detaches the mount and exits once the last user closed\n"
 "it (a second signal exits at once).\n"
+"\n"
+"Faults: each line written to MOUNTPOINT/ctl (mode 0600) is one command;\n"
+"reading ctl shows the faults in force.  A write is applied whole or not\n"
+"at all (EINVAL, reason on stderr).\n"
+"  read-eio|write-eio|write-enospc off | [all | range START LEN] [every N] [count N]\n"
+"      fail matching requests on dev with EIO (ENOSPC): those overlapping\n"
+"      the byte range (default: all), every Nth of them (default 1), at\n"
+"      most N times (then off); a failed request books the device, touches\n"
+"      no byte and counts in injected_*\n"
+"  stall DURATION   answer every request (and fsync) no sooner than\n"
+"      DURATION (ms/s/m; 0: off) after it arrived; changing or clearing it\n"
+"      releases held requests at once\n"
+"  clear            every fault off, no stall\n"
 "\n";
 
 static const char usage_options[] =
@@ -732,6 +1096,7 @@ static const char usage_options[] =
 "                       default: the backing file's size\n"
 "  --backing FILE       backing file; must support O_DIRECT (not tmpfs)\n"
 "  --threads N          FUSE worker threads (default 32)\n"
+"  --fault CMD          a ctl command applied at start (repeatable)\n"
 "  --help               this text\n";
 
 static int parse_double(const char *s, double min, double max, double *out)
@@ -816,7 +1181,7 @@ static void parse_args(struct model *m, int argc, char **argv,
 		       const char **mountpoint, unsigned *threads)
 {
 	enum { O_PROFILE = 256, O_ACCESS, O_BW, O_CHANNELS, O_SIZE, O_BACKING,
-	       O_THREADS, O_HELP };
+	       O_THREADS, O_FAULT, O_HELP };
 	static const struct option opts[] = {
 		{ "profile", required_argument, NULL, O_PROFILE },
 		{ "access-us", required_argument, NULL, O_ACCESS },
@@ -825,6 +1190,7 @@ static void parse_args(struct model *m, int argc, char **argv,
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "backing", required_argument, NULL, O_BACKING },
 		{ "threads", required_argument, NULL, O_THREADS },
+		{ "fault", required_argument, NULL, O_FAULT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -869,6 +1235,13 @@ static void parse_args(struct model *m, int argc, char **argv,
 			    nthreads != floor(nthreads))
 				die("--threads %s: expected 1..1024", optarg);
 			break;
+		case O_FAULT: {
+			char err[256];
+
+			if (faults_apply(m, optarg, strlen(optarg), err, sizeof(err)))
+				die("--fault: %s", err);
+			break;
+		}
 		case O_HELP:
 			fputs(usage, stdout);
 			fputs(usage_options, stdout);
@@ -921,7 +1294,13 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int sig, ret = 1;
 	bool stopping = false;
+	pthread_condattr_t ca;
 
+	pthread_mutex_init(&m.fault_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m.stall_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	parse_args(&m, argc, argv, &mountpoint, &nthreads);
 	m.mtime = time(NULL);
 	m.ch = calloc(m.p.channels, sizeof(*m.ch));
@@ -969,6 +1348,8 @@ int main(int argc, char **argv)
 			"%u channel(s), %" PRIu64 " bytes, backing %s\n", mountpoint,
 			m.p.name, m.p.access_us, m.p.bandwidth_mbps, m.p.channels,
 			m.size, m.backing_path);
+	if (started)
+		faults_log(&m);
 	while (started && !sigwait(&sigs, &sig) && sig != SIGUSR1) {
 		if (stopping) {
 			fprintf(stderr, "goblin-devmodel: second signal, exiting now\n");
@@ -976,6 +1357,7 @@ int main(int argc, char **argv)
 			_exit(1);
 		}
 		stopping = true;
+		faults_stop(&m);
 		detach_mount(mountpoint);
 	}
 	for (unsigned i = 0; i < started; i++) {
