@@ -332,8 +332,9 @@ static void ma_created_reply(struct conn *c, int res)
 	struct pending_store *st = &c->store;
 	char value[24];
 
+	/* q does not hide the HD of a created counter (memcached 1.6.18) */
 	snprintf(value, sizeof(value), "%" PRIu64, st->cas);
-	if (res == 0 && !st->noreply)
+	if (res == 0)
 		ma_reply(c, "HD", value, gs_last_cas(conn_io(c)), st->exptime);
 	else if (res == -EEXIST)	/* created by another client meanwhile */
 		ma_reply(c, "NS", NULL, 0, 0);

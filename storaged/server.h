@@ -27,10 +27,10 @@
 	ACTION(cmd_touch, "touch, gat and gats keys")			\
 	ACTION(delete_hits, "delete of a present key")			\
 	ACTION(delete_misses, "delete of an absent key")			\
-	ACTION(incr_hits, "incr of a present key")			\
-	ACTION(incr_misses, "incr of an absent key")			\
-	ACTION(decr_hits, "decr of a present key")			\
-	ACTION(decr_misses, "decr of an absent key")			\
+	ACTION(incr_hits, "incr or ma of a present key")		\
+	ACTION(incr_misses, "incr or ma of an absent key (not one that ma N creates)") \
+	ACTION(decr_hits, "decr or ma MD of a present key")		\
+	ACTION(decr_misses, "decr or ma MD of an absent key (not one that ma N creates)") \
 	ACTION(cas_hits, "cas that stored")				\
 	ACTION(cas_misses, "cas of an absent key")			\
 	ACTION(cas_badval, "cas with a stale unique")			\
