@@ -76,6 +76,8 @@ static const struct mc_def mc_defs[] = {
 	[MC_MS]		= { "ms",        0, 0, false, NULL, parse_meta },
 	[MC_MD]		= { "md",        0, 0, false, NULL, parse_meta },
 	[MC_MN]		= { "mn",        0, 0, false, NULL, NULL },
+	[MC_MA]		= { "ma",        0, 0, false, NULL, parse_meta },
+	[MC_ME]		= { "me",        0, 0, false, NULL, parse_meta },
 };
 
 #define MC_NDEFS	(sizeof(mc_defs) / sizeof(mc_defs[0]))
@@ -316,10 +318,21 @@ static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
 
 /* The flags each meta command takes; the upper-case ones carry a value. */
 static const char *const meta_flags[] = {
-	[MC_MG] = "cfkOqstvTPL",
-	[MC_MS] = "ckOqCFTMPL",
-	[MC_MD] = "kOqCPL",
+	[MC_MG] = "bcfkOqstvTPL",
+	[MC_MS] = "bckOqCFTMPL",
+	[MC_MD] = "bkOqCPL",
+	[MC_MA] = "bcktOqvCNJDTMPLfhIlsu",	/* f..u: taken, ignored
+						 * (memcached 1.6.18) */
 };
+
+#define BAD_TOKEN	"bad token in command line format"
+#define MA_BAD_FLAG	"invalid or duplicate flag"
+
+/* A bad flag of <cmd>: ma says so in one way (memcached 1.6.18). */
+static int flag_error(struct mc_cmd *cmd, const char *why)
+{
+	return client_error(cmd, cmd->op == MC_MA ? MA_BAD_FLAG : why);
+}
 
 static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 {
@@ -328,12 +341,12 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 
 	/* strchr() would find a NUL flag at the string's end */
 	if (!t->p[0] || !strchr(meta_flags[cmd->op], t->p[0]))
-		return client_error(cmd, "invalid flag");
+		return flag_error(cmd, "invalid flag");
 	for (unsigned i = 0; i < cmd->nmeta; i++)
 		if (cmd->meta[i].flag == t->p[0])
-			return client_error(cmd, "duplicate flag");
+			return flag_error(cmd, "duplicate flag");
 	if (cmd->nmeta == MC_META_MAX || v.len > 32)
-		return client_error(cmd, BAD_FORMAT);
+		return flag_error(cmd, BAD_FORMAT);
 	cmd->meta[cmd->nmeta++] = (struct mc_meta){ t->p[0], v.len, v.p };
 	switch (t->p[0]) {
 	case 'q':
@@ -341,22 +354,44 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 			return client_error(cmd, "invalid flag");
 		cmd->noreply = true;
 		break;
+	case 'b':
+		cmd->binary = true;
+		break;
 	case 'T':
 		cmd->has_exptime = true;
 		if (!tok_s64(&v, &cmd->exptime))
-			return client_error(cmd, "bad token in command line format");
+			return flag_error(cmd, BAD_TOKEN);
+		break;
+	case 'N':
+		cmd->vivify = true;
+		if (!tok_s64(&v, &cmd->viv_exptime))
+			return flag_error(cmd, BAD_TOKEN);
+		break;
+	case 'J':
+		if (!tok_u64(&v, UINT64_MAX, &cmd->initial))
+			return flag_error(cmd, BAD_TOKEN);
+		break;
+	case 'D':
+		if (!tok_u64(&v, UINT64_MAX, &cmd->delta))
+			return flag_error(cmd, BAD_TOKEN);
 		break;
 	case 'F':
 		if (!tok_u64(&v, UINT32_MAX, &u))
-			return client_error(cmd, "bad token in command line format");
+			return flag_error(cmd, BAD_TOKEN);
 		cmd->flags = u;
 		break;
 	case 'C':
 		cmd->has_cas = true;
 		if (!tok_u64(&v, UINT64_MAX, &cmd->cas))
-			return client_error(cmd, "bad token in command line format");
+			return flag_error(cmd, BAD_TOKEN);
 		break;
 	case 'M':
+		if (cmd->op == MC_MA) {
+			if (v.len != 1 || !v.p[0] || !strchr("I+D-", v.p[0]))
+				return client_error(cmd, "invalid mode for ma M token");
+			cmd->mode = v.p[0] == 'D' || v.p[0] == '-' ? 'D' : 'I';
+			break;
+		}
 		if (v.len != 1 || !v.p[0] || !strchr("EAPRS", v.p[0]))
 			return client_error(cmd, "invalid mode for ms M token");
 		cmd->mode = v.p[0];
@@ -367,33 +402,114 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 		break;
 	default:
 		if (v.len)
-			return client_error(cmd, "invalid flag");
+			return flag_error(cmd, "invalid flag");
 	}
 	return MC_PARSE_OK;
 }
 
-/* mg|md <key> <flag>*, ms <key> <bytes> <flag>* */
+static int b64_digit(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Decodes the padded base64 <t> into <out>; its length, or -1 when <t> is
+ * not base64 or decodes to nothing. */
+static int b64_decode(const struct tok *t, char *out)
+{
+	size_t n = 0, pad = 0;
+
+	if (!t->len || t->len % 4)
+		return -1;
+	if (t->p[t->len - 1] == '=')
+		pad = t->p[t->len - 2] == '=' ? 2 : 1;
+	for (size_t i = 0; i < t->len; i += 4) {
+		uint32_t v = 0;
+
+		for (size_t j = 0; j < 4; j++) {
+			int d = b64_digit(t->p[i + j]);
+
+			if (d < 0 && !(i + 4 == t->len && j >= 4 - pad))
+				return -1;
+			v = v << 6 | (d < 0 ? 0 : d);
+		}
+		out[n++] = v >> 16;
+		if (i + 4 < t->len || pad < 2)
+			out[n++] = v >> 8;
+		if (i + 4 < t->len || pad < 1)
+			out[n++] = v;
+	}
+	return n ? (int)n : -1;
+}
+
+size_t mc_base64_encode(const void *src, size_t len, char *dst)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = src;
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 |
+			     (i + 1 < len ? (uint32_t)s[i + 1] << 8 : 0) |
+			     (i + 2 < len ? s[i + 2] : 0);
+
+		dst[n++] = abc[v >> 18];
+		dst[n++] = abc[v >> 12 & 63];
+		dst[n++] = i + 1 < len ? abc[v >> 6 & 63] : '=';
+		dst[n++] = i + 2 < len ? abc[v & 63] : '=';
+	}
+	return n;
+}
+
+/* mg|md|ma <key> <flag>*, ms <key> <bytes> <flag>*, me <key> [b] */
 static int parse_meta(struct mc_cmd *cmd, struct cursor *cur,
 		      struct mc_key *keys, unsigned max_keys)
 {
-	struct tok t;
-	int ret;
+	struct tok t, key;
+	int ret, n;
 
 	(void)keys;
 	(void)max_keys;
-	cmd->mode = 'S';
+	cmd->mode = cmd->op == MC_MA ? 'I' : 'S';
+	if (cmd->op == MC_MA)
+		cmd->delta = 1;
 	if (!next_tok(cur, &t))
-		return MC_PARSE_ERROR;
+		return cmd->op == MC_ME ? client_error(cmd, BAD_FORMAT) :
+					  MC_PARSE_ERROR;
+	key = t;
 	if (!tok_key(&t, &cmd->key))
 		return client_error(cmd, BAD_FORMAT);
-	if (cmd->op == MC_MS) {
-		if (!next_tok(cur, &t) || !tok_u64(&t, MC_BYTES_MAX, &cmd->bytes))
-			return client_error(cmd, BAD_FORMAT);
-		cmd->swallow = true;
+	if (cmd->op == MC_ME) {
+		/* memcached reads b only as the token after the key */
+		cmd->binary = next_tok(cur, &t) && tok_is(&t, "b");
+	} else {
+		if (cmd->op == MC_MS) {
+			if (!next_tok(cur, &t) ||
+			    !tok_u64(&t, MC_BYTES_MAX, &cmd->bytes))
+				return client_error(cmd, BAD_FORMAT);
+			cmd->swallow = true;
+		}
+		while (next_tok(cur, &t))
+			if ((ret = meta_flag(cmd, &t)) != MC_PARSE_OK)
+				return ret;
 	}
-	while (next_tok(cur, &t))
-		if ((ret = meta_flag(cmd, &t)) != MC_PARSE_OK)
-			return ret;
+	if (cmd->binary) {
+		n = b64_decode(&key, cmd->kbuf);
+		if (n < 0 && cmd->op == MC_ME)
+			return client_error(cmd, BAD_FORMAT);
+		if (n < 0)	/* memcached 1.6.18's words for each */
+			return client_error(cmd, cmd->op == MC_MA ||
+						 cmd->op == MC_MD ?
+						 MA_BAD_FLAG : "error decoding key");
+		cmd->key.p = cmd->kbuf;
+		cmd->key.len = n;
+	}
 	cmd->swallow = false;
 	return MC_PARSE_OK;
 }

@@ -11,11 +11,20 @@
  *   touch <key> <exptime> [noreply]  flush_all [<delay>] [noreply]
  *   verbosity <level> [noreply]      stats [<args>]     version     quit
  *   mg <key> <flag>*   ms <key> <bytes> <flag>*   md <key> <flag>*   mn
+ *   ma <key> <flag>*   me <key> [b]
  *     flags (meta): mg  c f k O q s t v T<ttl>
  *                   ms  c k O q C<cas> F<flags> T<ttl> M<mode: E A P R S>
  *                   md  k O q C<cas>
- *                   all P<...> L<...> (proxy hints, ignored)
- *     others (b, h, u, E, I, N, R, l, x, ...) are refused: "invalid flag"
+ *                   ma  c k O q t v C<cas> N<ttl> J<initial> D<delta>
+ *                       T<ttl> M<mode: I + D ->; f h I l s u ignored
+ *                   all b (the key is base64: decoded into <kbuf>)
+ *                       P<...> L<...> (proxy hints, ignored)
+ *     others (h, u, E, I, R, l, x, ...) are refused: "invalid flag"
+ *     (ma: any bad flag or value is "invalid or duplicate flag", as
+ *     memcached 1.6.18 says; a key that is not padded base64 is "error
+ *     decoding key", for ma and md "invalid or duplicate flag", for me "bad
+ *     command line format".  Stricter than memcached: a '=' before the
+ *     end is refused, not read as the end)
  *
  * Tokens are separated by one or more spaces (only ' ').  Results:
  *   MC_PARSE_ERROR         unknown command or wrong number of tokens: the
@@ -60,7 +69,7 @@ enum mc_op {
 	MC_SET, MC_ADD, MC_REPLACE, MC_APPEND, MC_PREPEND, MC_CAS,
 	MC_DELETE, MC_INCR, MC_DECR, MC_TOUCH,
 	MC_FLUSH_ALL, MC_STATS, MC_VERSION, MC_VERBOSITY, MC_QUIT,
-	MC_MG, MC_MS, MC_MD, MC_MN,	/* meta commands */
+	MC_MG, MC_MS, MC_MD, MC_MN, MC_MA, MC_ME,	/* meta commands */
 };
 
 #define MC_META_MAX	16		/* flags on one meta command */
@@ -107,11 +116,17 @@ struct mc_cmd {
 	const char *error;	/* MC_PARSE_CLIENT_ERROR: text after "CLIENT_ERROR " */
 	/* meta commands: flags in the order sent; their values are also
 	 * parsed into the fields above (F -> flags, T -> exptime, C -> cas,
-	 * q -> noreply) and <mode> ('S' unless M says otherwise) */
+	 * q -> noreply, D -> delta) and <mode> (ms: 'S' unless M says
+	 * otherwise; ma: 'I' incr or 'D' decr) */
 	struct mc_meta meta[MC_META_MAX];
 	unsigned nmeta;
 	bool has_exptime, has_cas;
 	char mode;
+	bool vivify;		/* ma N<ttl>: create on a miss, TTL <viv_exptime> */
+	int64_t viv_exptime;
+	uint64_t initial;	/* ma J: the value created on a miss */
+	bool binary;		/* b: <key> points into <kbuf>, decoded */
+	char kbuf[MC_KEY_MAX];
 	bool swallow;		/* MC_PARSE_CLIENT_ERROR of an ms whose <bytes>
 				 * were read: the data block must be skipped */
 };
@@ -140,6 +155,11 @@ unsigned mc_next_keys(const char **rest, size_t *rest_len,
 /* True when the first <len> bytes of a line (no "\n" yet) may begin a get,
  * gets, gat or gats, whose lines may be up to MC_GET_LINE_MAX bytes. */
 bool mc_is_get_line(const char *line, size_t len);
+
+/* Writes the base64 form of <len> bytes at <src> to <dst> (room for
+ * MC_BASE64_LEN(len) bytes, no NUL); returns its length. */
+#define MC_BASE64_LEN(len)	(((len) + 2) / 3 * 4)
+size_t mc_base64_encode(const void *src, size_t len, char *dst);
 
 /* The command's protocol name ("get", "flush_all"), or "unknown". */
 const char *mc_op_name(enum mc_op op);

@@ -339,6 +339,29 @@ void conn_pause_input(struct conn *c, bool pause)
 		conn_set_events(c, c->events & EPOLLOUT);
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* accepting_conns is 0 while any thread's listener is out; the time until
+ * all are back counts in time_in_listen_disabled_us. */
+static void listen_off(struct server *srv, bool off)
+{
+	if (off) {
+		if (__atomic_fetch_add(&srv->listen_off, 1, __ATOMIC_ACQ_REL) == 0)
+			__atomic_store_n(&srv->listen_off_since, now_us(),
+					 __ATOMIC_RELEASE);
+	} else if (__atomic_sub_fetch(&srv->listen_off, 1, __ATOMIC_ACQ_REL) == 0) {
+		SRV_ADD(srv, time_in_listen_disabled_us,
+			now_us() - __atomic_load_n(&srv->listen_off_since,
+						   __ATOMIC_ACQUIRE));
+	}
+}
+
 /* Takes the listener back into <w>'s loop after accepting stopped. */
 static void accept_resume(struct worker *w)
 {
@@ -348,9 +371,10 @@ static void accept_resume(struct worker *w)
 	if (!w->accept_off)
 		return;
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev) == 0 ||
-	    errno == EEXIST)
+	    errno == EEXIST) {
 		w->accept_off = false;
-	else
+		listen_off(w->srv, false);
+	} else
 		w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
 }
 
@@ -635,6 +659,7 @@ static void accept_all(struct worker *w)
 				w->accept_off = true;
 				w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
 				SRV_ADD(srv, listen_disabled_num, 1);
+				listen_off(srv, true);
 			}
 			return;
 		}

@@ -27,10 +27,10 @@
 	ACTION(cmd_touch, "touch, gat and gats keys")			\
 	ACTION(delete_hits, "delete of a present key")			\
 	ACTION(delete_misses, "delete of an absent key")			\
-	ACTION(incr_hits, "incr of a present key")			\
-	ACTION(incr_misses, "incr of an absent key")			\
-	ACTION(decr_hits, "decr of a present key")			\
-	ACTION(decr_misses, "decr of an absent key")			\
+	ACTION(incr_hits, "incr or ma of a present key")		\
+	ACTION(incr_misses, "incr or ma of an absent key (not one that ma N creates)") \
+	ACTION(decr_hits, "decr or ma MD of a present key")		\
+	ACTION(decr_misses, "decr or ma MD of an absent key (not one that ma N creates)") \
 	ACTION(cas_hits, "cas that stored")				\
 	ACTION(cas_misses, "cas of an absent key")			\
 	ACTION(cas_badval, "cas with a stale unique")			\
@@ -39,14 +39,15 @@
 	ACTION(bytes_read, "bytes read from clients")			\
 	ACTION(bytes_written, "bytes sent to clients")			\
 	ACTION(protocol_errors, "lines answered ERROR or CLIENT_ERROR")	\
-	ACTION(too_large, "values refused as larger than --max-object")	\
-	ACTION(out_of_memory, "values refused for lack of room")		\
+	ACTION(store_too_large, "values refused as larger than --max-object") \
+	ACTION(store_no_memory, "values refused for lack of room")	\
 	ACTION(aborted_values, "values cut short by a closed connection")	\
 	ACTION(aborted_responses, "responses cut short by a broken object, a closed connection or no memory for the reply") \
 	ACTION(idle_timeouts, "connections closed idle between commands past --idle-timeout") \
 	ACTION(read_timeouts, "connections closed stalled inside a command line or value past --read-timeout") \
 	ACTION(send_timeouts, "connections closed taking none of their reply for --send-timeout") \
-	ACTION(listen_disabled_num, "times accepting stopped for lack of file descriptors")
+	ACTION(listen_disabled_num, "times accepting stopped for lack of file descriptors") \
+	ACTION(time_in_listen_disabled_us, "microseconds accepting was stopped, periods that ended")
 
 struct server_stats {
 #define SERVER_STAT_FIELD(name, desc) uint64_t name;
@@ -72,6 +73,8 @@ struct server {
 	int lfd;			/* the memcache listener, shared */
 	time_t started;
 	struct server_stats st;
+	unsigned listen_off;		/* threads whose listener is out */
+	uint64_t listen_off_since;	/* when the first went out, us */
 	pthread_mutex_t reset_lock;	/* guards base */
 	struct gs_stats base;		/* engine counters at the last stats reset */
 };
