@@ -46,12 +46,21 @@ int64_t gs_exptime(int64_t t)
 	return t;
 }
 
+static bool obj_expired(const struct gs_obj *obj, time_t now)
+{
+	return obj->meta.exptime && obj->meta.exptime <= now;
+}
+
+static bool obj_flushed(const struct gs_engine *e, const struct gs_obj *obj,
+			time_t now)
+{
+	return e->flush_at && e->flush_at <= now && obj->meta.mtime <= e->flush_at;
+}
+
 static bool obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 		     time_t now)
 {
-	if (obj->meta.exptime && obj->meta.exptime <= now)
-		return true;
-	return e->flush_at && e->flush_at <= now && obj->meta.mtime <= e->flush_at;
+	return obj_expired(obj, now) || obj_flushed(e, obj, now);
 }
 
 /* ---- layout ---- */
@@ -371,9 +380,12 @@ static struct gs_obj *find_live(struct gs_engine *e, const void *key,
 				size_t klen, bool count)
 {
 	struct gs_obj *obj = *find_slot(e, key, klen);
+	time_t now = time(NULL);
 
-	if (obj && obj_dead(e, obj, time(NULL))) {
-		if (count)
+	if (obj && obj_dead(e, obj, now)) {
+		if (count && obj_flushed(e, obj, now))	/* memcached's order */
+			STAT_ADD(e, get_flushed, 1);
+		else if (count)
 			STAT_ADD(e, get_expired, 1);
 		unlink_obj(e, obj);
 		obj = NULL;

@@ -278,6 +278,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(get_hits, "lookups that found an object")			\
 	ACTION(get_misses, "lookups that found nothing")			\
 	ACTION(get_expired, "lookups that found an expired object")	\
+	ACTION(get_flushed, "lookups that found an object flush_all invalidated") \
 	ACTION(evictions, "objects evicted for room")			\
 	ACTION(expired_unfetched, "expired objects reclaimed")		\
 	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\

@@ -137,7 +137,7 @@ static void stats_markdown(void)
 #define STAT_ROW(name, desc) printf("| `%s` | %s |\n", #name, desc);
 	SERVER_STATS(STAT_ROW)
 	printf("| `accepting_conns` | 1, or 0 while accepting is stopped for lack of file descriptors |\n");
-	printf("| `get_hits`, `get_misses`, `get_expired`, `curr_items`, `total_items`, `bytes`, `evictions` | engine counters, as in `stats goblin` |\n"
+	printf("| `get_hits`, `get_misses`, `get_expired`, `get_flushed`, `curr_items`, `total_items`, `bytes`, `evictions` | engine counters, as in `stats goblin` |\n"
 	       "| `limit_maxbytes` | `--memory` |\n"
 	       "| `max_connections` | `--max-conns` |\n");
 	printf("\n`stats goblin` (the engine):\n\n| stat | meaning |\n|---|---|\n");

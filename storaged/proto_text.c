@@ -1028,6 +1028,7 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 		stat_u64(c, "get_hits", st.get_hits - base.get_hits);
 		stat_u64(c, "get_misses", st.get_misses - base.get_misses);
 		stat_u64(c, "get_expired", st.get_expired - base.get_expired);
+		stat_u64(c, "get_flushed", st.get_flushed - base.get_flushed);
 		stat_u64(c, "curr_items", st.curr_items);
 		stat_u64(c, "total_items", st.total_items - base.total_items);
 		stat_u64(c, "bytes", st.bytes);
