@@ -347,11 +347,12 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 			return flag_error(cmd, "duplicate flag");
 	if (cmd->nmeta == MC_META_MAX || v.len > 32)
 		return flag_error(cmd, BAD_FORMAT);
+	/* only these carry a value: "vx" is not "v" */
+	if (v.len && !strchr("TNJDFCMOPL", t->p[0]))
+		return flag_error(cmd, "invalid flag");
 	cmd->meta[cmd->nmeta++] = (struct mc_meta){ t->p[0], v.len, v.p };
 	switch (t->p[0]) {
 	case 'q':
-		if (v.len)
-			return client_error(cmd, "invalid flag");
 		cmd->noreply = true;
 		break;
 	case 'b':
@@ -399,10 +400,8 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 	case 'O':
 	case 'P':	/* P and L: hints for proxies, ignored */
 	case 'L':
-		break;
 	default:
-		if (v.len)
-			return flag_error(cmd, "invalid flag");
+		break;
 	}
 	return MC_PARSE_OK;
 }

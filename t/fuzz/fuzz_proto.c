@@ -68,20 +68,20 @@ static bool is_get(enum mc_op op)
 
 static bool is_meta(enum mc_op op)
 {
-	return op == MC_MG || op == MC_MS || op == MC_MD;
+	return op == MC_MG || op == MC_MS || op == MC_MD || op == MC_MA;
 }
 
 /* The flags each meta command takes (proto_parse.h's list), with P and L
  * (proxy hints, any value) which the front-end hardening accepts. */
 static const char *meta_allowed(enum mc_op op)
 {
-	return op == MC_MG ? "cfkOqstvTPL" : op == MC_MS ? "ckOqCFTMPL" :
-	       "kOqCPL";
+	return op == MC_MG ? "bcfkOqstvTPL" : op == MC_MS ? "bckOqCFTMPL" :
+	       op == MC_MA ? "bcktOqvCNJDTMPLfhIlsu" : "bkOqCPL";
 }
 
 static bool has_key(enum mc_op op)
 {
-	return (op >= MC_SET && op <= MC_TOUCH) || is_meta(op);
+	return (op >= MC_SET && op <= MC_TOUCH) || is_meta(op) || op == MC_ME;
 }
 
 /* Appends <len> raw bytes (NULs too) at <*n>. */
@@ -106,6 +106,12 @@ static size_t write_back(const struct mc_cmd *c, char *buf, size_t cap)
 	if (is_get(c->op)) {
 		for (unsigned i = 0; i < c->nkeys; i++)
 			PUT_BYTES(c->keys[i].p, c->keys[i].len);
+	} else if (has_key(c->op) && c->binary) {
+		char b64[2 * MC_KEY_MAX + 4];
+
+		PUT_BYTES(b64, mc_base64_encode(c->key.p, c->key.len, b64));
+		if (c->op == MC_ME)
+			PUT(" b");
 	} else if (has_key(c->op)) {
 		PUT_BYTES(c->key.p, c->key.len);
 	}
@@ -170,6 +176,8 @@ static void same_cmd(const char *line, size_t len, const struct mc_cmd *a,
 	EXPECT(!a->arg || !memcmp(a->arg, b->arg, a->arg_len));
 	EXPECT(a->nmeta == b->nmeta && a->mode == b->mode);
 	EXPECT(a->has_exptime == b->has_exptime && a->has_cas == b->has_cas);
+	EXPECT(a->binary == b->binary && a->vivify == b->vivify);
+	EXPECT(a->viv_exptime == b->viv_exptime && a->initial == b->initial);
 	for (unsigned i = 0; i < a->nmeta; i++)
 		EXPECT(a->meta[i].flag == b->meta[i].flag &&
 		       a->meta[i].len == b->meta[i].len &&
@@ -209,7 +217,7 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 	static struct mc_cmd again;
 	size_t blen;
 
-	EXPECT(c->op <= MC_MN && strcmp(name, "unknown"));
+	EXPECT(c->op <= MC_ME && strcmp(name, "unknown"));
 	/* the first token is the command's name */
 	while (i < len && line[i] == ' ')
 		i++;
@@ -228,7 +236,10 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		check_rest(line, len, c, max_keys);
 	} else {
 		EXPECT(c->nkeys == 0);
-		if (has_key(c->op))
+		if (has_key(c->op) && c->binary)	/* decoded: any bytes */
+			EXPECT(c->key.p == c->kbuf && c->key.len >= 1 &&
+			       c->key.len <= MC_KEY_MAX);
+		else if (has_key(c->op))
 			EXPECT(key_ok(&c->key, line, len));
 		else
 			EXPECT(!c->key.p);
@@ -248,7 +259,8 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 
 		EXPECT(c->nmeta <= MC_META_MAX);
 		if (!OPEN_BUG("meta-nul-mode"))
-			EXPECT(strchr("EAPRS", c->mode) && c->mode);
+			EXPECT(strchr(c->op == MC_MA ? "ID" : "EAPRS", c->mode) &&
+			       c->mode);
 		for (unsigned k = 0; k < c->nmeta; k++) {
 			const struct mc_meta *m = &c->meta[k];
 
@@ -260,10 +272,13 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 				EXPECT(c->meta[j].flag != m->flag);
 			if (m->flag == 'q')
 				q = true;
-			if (m->flag == 'M')
+			if (m->flag == 'M' && c->op == MC_MA)
+				EXPECT(m->len == 1 && strchr(c->mode == 'I' ? "I+" :
+							     "D-", m->v[0]));
+			else if (m->flag == 'M')
 				EXPECT(m->len == 1 && m->v[0] == c->mode);
 			/* flags without a value take none (O, P, L: opaque) */
-			if (!strchr("TFCMOPL", m->flag) && !OPEN_BUG("meta-q-value"))
+			if (!strchr("TFCMOPLNJD", m->flag))
 				EXPECT(m->len == 0);
 		}
 		EXPECT(c->noreply == q);
@@ -295,7 +310,7 @@ static void check_client_error(const char *line, size_t len,
 	if (len > MC_LINE_MAX)
 		EXPECT(!strcmp(c->error, "line too long"));
 	else
-		EXPECT(c->op <= MC_MN);
+		EXPECT(c->op <= MC_ME);
 	if (c->swallow)
 		EXPECT(c->op == MC_MS && c->bytes <= MC_BYTES_MAX);
 }
