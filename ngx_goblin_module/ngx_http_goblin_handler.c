@@ -52,6 +52,9 @@ static void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
+static ngx_int_t ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx,
+    ngx_buf_t *b);
 static void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
 
@@ -378,7 +381,6 @@ ngx_http_goblin_cleanup(void *data)
 {
     ngx_http_goblin_ctx_t *ctx = data;
 
-    ngx_buf_t    *b;
     ngx_uint_t    i, linked;
     ngx_chain_t  *cl;
 
@@ -393,17 +395,7 @@ ngx_http_goblin_cleanup(void *data)
 
     for (i = 0; i < 2; i++) {
         for (cl = i ? ctx->out : ctx->busy; cl; cl = cl->next) {
-            b = cl->buf;
-
-            if (b->num >= 0 && linked) {
-                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num,
-                                              0, 0);
-
-            } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
-                ngx_free(b->start);
-            }
-
-            b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+            ngx_http_goblin_buf_done(ctx, cl->buf);
         }
     }
 
@@ -1151,19 +1143,92 @@ ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /*
- * Passes what is queued on and gives back every rx buffer the socket has
- * taken (the chains are walked as ngx_chain_update_chains() does).  When
- * the socket is full, what it has not taken is copied aside so the shared
- * rx buffers never wait on this client; the READ's window bounds that.
+ * While bytes passed on earlier still wait for the client, the rx buffers
+ * queued in ctx->out (not passed on yet) are copied to the heap and go
+ * back to storaged now.
+ */
+static ngx_int_t
+ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
+{
+    u_char       *p;
+    size_t        size;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    for (cl = ctx->busy; cl; cl = cl->next) {
+        if (ngx_buf_size(cl->buf)) {
+            break;
+        }
+    }
+
+    if (cl == NULL) {
+        return NGX_OK;
+    }
+
+    for (cl = ctx->out; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->num < 0) {
+            continue;
+        }
+
+        size = b->last - b->pos;
+
+        p = ngx_alloc(size, ctx->request->connection->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, b->pos, size);
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+
+        b->start = p;
+        b->pos = p;
+        b->last = p + size;
+        b->end = b->last;
+        b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
+
+        ngx_http_goblin_link->stats.spilled_bytes += size;
+    }
+
+    return NGX_OK;
+}
+
+
+/* A body buffer nginx is done with (or the request is): its memory goes
+ * back. */
+static void
+ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b)
+{
+    if (b->num >= 0) {
+        if (ngx_http_goblin_linked(ctx)) {
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+        }
+
+    } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
+        ngx_free(b->start);
+    }
+
+    b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+}
+
+
+/*
+ * Passes what is queued on and gives back every buffer nginx has sent
+ * (ngx_chain_update_chains(): the busy chain in order, a buffer is done
+ * when its size is 0).  A buffer passed on is never touched again: HTTP/2
+ * frames, sub_filter and gzip keep their own references to its memory
+ * (shadow buffers) after ngx_http_output_filter() returns.  So while bytes
+ * passed earlier still wait for the client, new rx buffers are copied
+ * aside BEFORE they are passed and go back to storaged at once: a slow
+ * client holds at most the rx buffers of one pass, and heap copies up to
+ * the READ's window.
  */
 static void
 ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char                    *p;
     off_t                      pending, accepted, window, more;
-    size_t                     size;
     ngx_int_t                  rc;
-    ngx_buf_t                 *b;
     ngx_chain_t               *cl, **ll;
     ngx_event_t               *wev;
     ngx_http_request_t        *r;
@@ -1172,59 +1237,31 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 
     r = ctx->request;
 
+    if (ctx->busy && ngx_http_goblin_copy_aside(ctx) != NGX_OK) {
+        ngx_http_goblin_finalize(ctx, NGX_ERROR);
+        return;
+    }
+
     rc = ngx_http_output_filter(r, ctx->out);
 
     for (ll = &ctx->busy; *ll; ll = &(*ll)->next) { /* void */ }
     *ll = ctx->out;
     ctx->out = NULL;
 
-    pending = 0;
-
-    for (cl = ctx->busy; cl; cl = cl->next) {
-        b = cl->buf;
-        size = ngx_buf_size(b);
-
-        if (b->num == NGX_HTTP_GOBLIN_HEAD_BUF || size == 0) {
-            continue;
-        }
-
-        if (b->num >= 0 && rc == NGX_AGAIN) {
-            p = ngx_alloc(size, r->connection->log);
-            if (p == NULL) {
-                ngx_http_goblin_finalize(ctx, NGX_ERROR);
-                return;
-            }
-
-            ngx_memcpy(p, b->pos, size);
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
-
-            b->start = p;
-            b->pos = p;
-            b->last = p + size;
-            b->end = b->last;
-            b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
-
-            link->stats.spilled_bytes += size;
-        }
-
-        pending += size;
-    }
-
     while (ctx->busy && ngx_buf_size(ctx->busy->buf) == 0) {
         cl = ctx->busy;
         ctx->busy = cl->next;
-        b = cl->buf;
-
-        if (b->num >= 0) {
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
-
-        } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
-            ngx_free(b->start);
-        }
-
-        b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+        ngx_http_goblin_buf_done(ctx, cl->buf);
         cl->next = ctx->free;
         ctx->free = cl;
+    }
+
+    pending = 0;
+
+    for (cl = ctx->busy; cl; cl = cl->next) {
+        if (cl->buf->num != NGX_HTTP_GOBLIN_HEAD_BUF) {
+            pending += ngx_buf_size(cl->buf);
+        }
     }
 
     if (rc == NGX_ERROR) {
