@@ -51,6 +51,7 @@ our @EXPORT = qw(
     no_root_location server_name server_addr server_port
     server_port_for_client server_root html_dir timeout no_long_string
     env_to_nginx add_block_preprocessor add_cleanup_handler bail_out
+    add_post_start_handler
     check_accum_error_log is_str
 );
 
@@ -77,7 +78,7 @@ our $NoRootLocation = 0;
 our $NoLongString = 0;
 our $CheckAccumErrLog = 0;
 our ($NginxVersion, $NginxRawVersion);
-our (@BlockPreprocessors, @CleanupHandlers, @EnvToNginx);
+our (@BlockPreprocessors, @CleanupHandlers, @PostStartHandlers, @EnvToNginx);
 our ($PrevConfig, $ChildPid, $ErrLogFilePos, $FirstTime) = (undef, undef, 0, 1);
 our $InSubprocess;
 
@@ -150,6 +151,8 @@ sub no_long_string () { $NoLongString = 1 }
 sub check_accum_error_log () { $CheckAccumErrLog = 1 }
 sub add_block_preprocessor (&) { unshift @BlockPreprocessors, shift }
 sub add_cleanup_handler ($) { unshift @CleanupHandlers, shift }
+# not in the real Test::Nginx: called with the block after nginx (re)started
+sub add_post_start_handler (&) { push @PostStartHandlers, shift }
 
 sub master_process_enabled (@) {
     $MasterProcessEnabled = shift() ? 'on' : 'off' if @_;
@@ -1104,6 +1107,7 @@ sub run_block ($) {
             return;
         }
         start_nginx($block, undef);
+        for my $h (@PostStartHandlers) { $h->($block) }
     }
 
     if (defined(my $init = sec($block, 'init'))) {
