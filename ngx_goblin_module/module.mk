@@ -12,3 +12,11 @@ module: build/ngx_http_goblin_module.so
 
 build/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
 	ngx_goblin_module/build-module $@
+
+# The same module with ASan+UBSan (build/asan/nginx-src), for Debian's
+# nginx started through t/nginx-asan; `make test-nginx-asan` (t/nginx.mk).
+.PHONY: module-asan
+module-asan: build/asan/ngx_http_goblin_module.so
+
+build/asan/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
+	ngx_goblin_module/build-module --asan $@
