@@ -20,3 +20,8 @@ module-asan: build/asan/ngx_http_goblin_module.so
 
 build/asan/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
 	ngx_goblin_module/build-module --asan $@
+
+# t/unit/test_http.c and t/fuzz/fuzz_http.c: Range, If-None-Match and key
+# mapping without nginx.
+UNIT_SRCS += ngx_goblin_module/ngx_http_goblin_http.c
+UNIT_HDRS += ngx_goblin_module/ngx_http_goblin_http.h

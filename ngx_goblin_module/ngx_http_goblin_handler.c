@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_http.h"
 
 #include <jansson.h>
 
@@ -44,8 +45,6 @@ static void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
-static ngx_int_t ngx_http_goblin_etag_match(ngx_str_t *list,
-    ngx_str_t *etag);
 static ngx_int_t ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx);
 static ngx_chain_t *ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
@@ -281,7 +280,9 @@ static ngx_int_t
 ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
     ngx_str_t *key)
 {
-    size_t                     i;
+    size_t                     prefix_len;
+    ngx_int_t                  valid;
+    const u_char              *data;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (glcf->key) {
@@ -289,36 +290,28 @@ ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
+        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX);
+
     } else {
         clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-        *key = r->uri;
-
-        if (
+        prefix_len = (
 #if (NGX_PCRE)
-            clcf->regex == NULL &&
+                      clcf->regex == NULL &&
 #endif
-            !clcf->named && key->len >= clcf->name.len
-            && ngx_strncmp(key->data, clcf->name.data, clcf->name.len) == 0)
-        {
-            key->data += clcf->name.len;
-            key->len -= clcf->name.len;
-        }
+                      !clcf->named) ? clcf->name.len : 0;
+
+        valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
+                                        clcf->name.data, prefix_len,
+                                        RING_KEY_MAX, &data, &key->len);
+        key->data = (u_char *) data;
     }
 
-    if (key->len == 0 || key->len > RING_KEY_MAX) {
+    if (!valid) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "goblin: a key of %uz bytes (1 to %d)", key->len,
-                      RING_KEY_MAX);
+                      "goblin: a key of %uz bytes (1 to %d, no space or "
+                      "control character)", key->len, RING_KEY_MAX);
         return NGX_HTTP_BAD_REQUEST;
-    }
-
-    for (i = 0; i < key->len; i++) {
-        if (key->data[i] <= ' ' || key->data[i] == 0x7f) {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "goblin: a key with a space or control character");
-            return NGX_HTTP_BAD_REQUEST;
-        }
     }
 
     return NGX_OK;
@@ -793,8 +786,9 @@ ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx)
     ctx->end = (off_t) m->size;
 
     if (r->headers_in.if_none_match
-        && ngx_http_goblin_etag_match(&r->headers_in.if_none_match->value,
-                                      &etag))
+        && ngx_http_goblin_etag_match(r->headers_in.if_none_match->value.data,
+                                      r->headers_in.if_none_match->value.len,
+                                      etag.data, etag.len))
     {
         link->stats.not_modified++;
         r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
@@ -864,54 +858,6 @@ ngx_http_goblin_add_header(ngx_http_request_t *r, const char *key,
 }
 
 
-/* If-None-Match: "*" or a list of (weak) entity tags, weakly compared. */
-static ngx_int_t
-ngx_http_goblin_etag_match(ngx_str_t *list, ngx_str_t *etag)
-{
-    u_char  *p, *last, *tag;
-
-    p = list->data;
-    last = p + list->len;
-
-    while (p < last) {
-        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
-            p++;
-        }
-
-        if (p == last) {
-            break;
-        }
-
-        if (*p == '*') {
-            return 1;
-        }
-
-        if (last - p > 2 && p[0] == 'W' && p[1] == '/') {
-            p += 2;
-        }
-
-        tag = p;
-
-        if (p < last && *p == '"') {
-            for (p++; p < last && *p != '"'; p++) { /* void */ }
-            p++;
-        }
-
-        if (p <= last && (size_t) (p - tag) == etag->len
-            && ngx_strncmp(tag, etag->data, etag->len) == 0)
-        {
-            return 1;
-        }
-
-        while (p < last && *p != ',') {
-            p++;
-        }
-    }
-
-    return 0;
-}
-
-
 /*
  * A single "bytes=" range: NGX_OK with ctx->start/end, NGX_DECLINED to
  * send the whole object (no, several, malformed or If-Range-stale
@@ -920,11 +866,10 @@ ngx_http_goblin_etag_match(ngx_str_t *list, ngx_str_t *etag)
 static ngx_int_t
 ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char              *p, *last;
-    off_t                size, start, end, cutoff, cutlim;
+    off_t                size;
     time_t               t;
+    int64_t              start, end;
     ngx_str_t           *v, *etag;
-    ngx_uint_t           suffix, have_end;
     ngx_http_request_t  *r;
 
     r = ctx->request;
@@ -961,80 +906,20 @@ ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx)
         v = &r->headers_in.range->value;
     }
 
-    p = v->data + 6;
-    last = v->data + v->len;
-    cutoff = NGX_MAX_OFF_T_VALUE / 10;
-    cutlim = NGX_MAX_OFF_T_VALUE % 10;
-
-    while (p < last && *p == ' ') { p++; }
-
-    suffix = (p < last && *p == '-');
-    if (suffix) {
-        p++;
-    }
-
-    if (p == last || *p < '0' || *p > '9') {
-        return NGX_DECLINED;
-    }
-
-    start = 0;
-    while (p < last && *p >= '0' && *p <= '9') {
-        if (start >= cutoff && (start > cutoff || *p - '0' > cutlim)) {
-            return NGX_DECLINED;
-        }
-        start = start * 10 + (*p++ - '0');
-    }
-
-    end = 0;
-    have_end = 0;
-
-    if (!suffix) {
-        while (p < last && *p == ' ') { p++; }
-
-        if (p == last || *p++ != '-') {
-            return NGX_DECLINED;
-        }
-
-        while (p < last && *p == ' ') { p++; }
-
-        while (p < last && *p >= '0' && *p <= '9') {
-            if (end >= cutoff && (end > cutoff || *p - '0' > cutlim)) {
-                return NGX_DECLINED;
-            }
-            end = end * 10 + (*p++ - '0');
-            have_end = 1;
-        }
-    }
-
-    while (p < last && *p == ' ') { p++; }
-
-    if (p != last) {
-        /* several ranges, or junk: the whole object */
-        return NGX_DECLINED;
-    }
-
-    if (suffix) {
-        if (start == 0 || size == 0) {
-            return NGX_HTTP_RANGE_NOT_SATISFIABLE;
-        }
-
-        ctx->start = start < size ? size - start : 0;
-        ctx->end = size;
+    switch (ngx_http_goblin_range_parse(v->data, v->len, size, &start,
+                                        &end))
+    {
+    case NGX_HTTP_GOBLIN_RANGE_PART:
+        ctx->start = (off_t) start;
+        ctx->end = (off_t) end;
         return NGX_OK;
-    }
 
-    if (have_end && end < start) {
+    case NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE:
+        return NGX_HTTP_RANGE_NOT_SATISFIABLE;
+
+    default:
         return NGX_DECLINED;
     }
-
-    if (start >= size) {
-        return NGX_HTTP_RANGE_NOT_SATISFIABLE;
-    }
-
-    ctx->start = start;
-    ctx->end = (have_end && end < size) ? end + 1 : size;
-
-    return NGX_OK;
 }
 
 
@@ -1106,6 +991,7 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     b->memory = 1;
     b->num = (int) cqe->buf;
     b->start = (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf);
+    link->rx_held++;
     b->pos = b->start;
     b->last = b->start + cqe->len;
     b->end = b->last;
@@ -1143,25 +1029,41 @@ ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /*
- * While bytes passed on earlier still wait for the client, the rx buffers
- * queued in ctx->out (not passed on yet) are copied to the heap and go
- * back to storaged now.
+ * The rx buffers queued in ctx->out (not passed on yet) go out uncopied
+ * only while nothing passed earlier waits for this client and the
+ * worker's clients hold few rx buffers; else they are copied to the heap
+ * and go back to storaged now.
  */
 static ngx_int_t
 ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char       *p;
-    size_t        size;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
+    u_char                  *p;
+    size_t                   size;
+    ngx_buf_t               *b;
+    ngx_uint_t               n, limit, waiting;
+    ngx_chain_t             *cl;
+    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    waiting = 0;
 
     for (cl = ctx->busy; cl; cl = cl->next) {
         if (ngx_buf_size(cl->buf)) {
+            waiting = 1;
             break;
         }
     }
 
-    if (cl == NULL) {
+    n = 0;
+
+    for (cl = ctx->out; cl; cl = cl->next) {
+        if (cl->buf->num >= 0) {
+            n++;
+        }
+    }
+
+    limit = ngx_max(ctx->map->ring.n_rx / NGX_HTTP_GOBLIN_RX_HELD_SHARE, 1);
+
+    if (n == 0 || (!waiting && link->rx_held <= limit)) {
         return NGX_OK;
     }
 
@@ -1181,6 +1083,7 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
 
         ngx_memcpy(p, b->pos, size);
         ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+        link->rx_held--;
 
         b->start = p;
         b->pos = p;
@@ -1188,7 +1091,7 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
         b->end = b->last;
         b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
 
-        ngx_http_goblin_link->stats.spilled_bytes += size;
+        link->stats.spilled_bytes += size;
     }
 
     return NGX_OK;
@@ -1201,6 +1104,8 @@ static void
 ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b)
 {
     if (b->num >= 0) {
+        ngx_http_goblin_link->rx_held--;
+
         if (ngx_http_goblin_linked(ctx)) {
             ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
         }
@@ -1237,7 +1142,7 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 
     r = ctx->request;
 
-    if (ctx->busy && ngx_http_goblin_copy_aside(ctx) != NGX_OK) {
+    if (ngx_http_goblin_copy_aside(ctx) != NGX_OK) {
         ngx_http_goblin_finalize(ctx, NGX_ERROR);
         return;
     }
@@ -1751,6 +1656,7 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_JSON)
 #undef NGX_HTTP_GOBLIN_STAT_JSON
 
+    json_object_set_new(module, "rx_held", json_integer(link->rx_held));
     json_object_set_new(root, "module", module);
     json_object_set_new(root, "storaged", storaged ? storaged : json_null());
 
