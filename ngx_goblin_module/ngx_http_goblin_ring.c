@@ -9,6 +9,12 @@
  * posted event writes one byte after a batch of submissions.  When the
  * daemon goes away every request waiting on it is told, and the link
  * reconnects with a growing backoff.
+ *
+ * The daemon is not trusted blindly: it must run as root or as the owner
+ * of the socket's directory, its descriptors must be sealed memfds as
+ * large as it says, and every buffer index and count a completion
+ * carries is checked against who holds that buffer now; anything else
+ * drops the link with an [error].
  */
 
 
@@ -21,6 +27,14 @@
 #define NGX_HTTP_GOBLIN_BACKOFF_MIN   100
 #define NGX_HTTP_GOBLIN_BACKOFF_MAX   2000
 #define NGX_HTTP_GOBLIN_SLOTS         256
+
+
+/* Who holds a staging buffer of the current attach, as nginx sees it. */
+typedef enum {
+    NGX_HTTP_GOBLIN_TX_FREE = 0,    /* on the tx free list */
+    NGX_HTTP_GOBLIN_TX_TAKEN,       /* a PUT fills it */
+    NGX_HTTP_GOBLIN_TX_DAEMON       /* its WDATA went to storaged */
+} ngx_http_goblin_tx_state_e;
 
 
 typedef struct {
@@ -48,9 +62,18 @@ static void ngx_http_goblin_down(ngx_http_goblin_link_t *link,
 static void ngx_http_goblin_reconnect_handler(ngx_event_t *ev);
 static void ngx_http_goblin_send_orphan(ngx_http_goblin_link_t *link,
     ngx_uint_t op, uint32_t handle, uint32_t buf);
+static const char *ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_pushed(ngx_http_goblin_link_t *link,
+    struct ring_sqe *sqe);
 
 
 ngx_http_goblin_link_t  *ngx_http_goblin_link;
+
+/* one link per worker process: its buffers' holders live here */
+static u_char    ngx_http_goblin_rx_held[RING_BUFS_MAX];  /* nginx's */
+static u_char    ngx_http_goblin_tx_state[RING_BUFS_MAX];
+static uint64_t  ngx_http_goblin_tx_ud[RING_BUFS_MAX];    /* its WDATA's */
 
 
 ngx_int_t
@@ -263,11 +286,25 @@ ngx_http_goblin_connected(ngx_event_t *wev)
 static void
 ngx_http_goblin_send_hello(ngx_http_goblin_link_t *link)
 {
-    int                 rc;
-    struct ring_hello   hello;
-    ngx_connection_t   *c;
+    int                  rc;
+    char                 why[NGX_MAX_ERROR_STR];
+    struct ring_hello    hello;
+    ngx_connection_t    *c;
+    struct sockaddr_un  *saun;
 
     c = link->connection;
+
+    /* whoever bound a stale path first must not pose as storaged */
+
+    saun = (struct sockaddr_un *) link->conf->storaged->addrs[0].sockaddr;
+
+    rc = ring_check_server(c->fd, saun->sun_path, why, sizeof(why) - 32);
+    if (rc != 0) {
+        ngx_memcpy(why + ngx_strlen(why), ", not attaching",
+                   sizeof(", not attaching"));
+        ngx_http_goblin_down(link, NGX_LOG_ERR, 0, why);
+        return;
+    }
 
     ngx_memzero(&hello, sizeof(struct ring_hello));
     hello.magic = RING_MAGIC;
@@ -324,6 +361,20 @@ ngx_http_goblin_attach(ngx_http_goblin_link_t *link)
         return NGX_ERROR;
     }
 
+    /* a region smaller than it says, or one it could shrink, would
+     * fault under the mapping */
+
+    if (w.region_size == 0 || w.region_size > NGX_MAX_SIZE_T_VALUE
+        || ring_fd_check(region_fd, w.region_size) != 0)
+    {
+        close(region_fd);
+        close(ring_fd);
+        ngx_http_goblin_down(link, NGX_LOG_ERR, 0,
+                             "the head region from storaged is not a sealed "
+                             "memfd of the size it says");
+        return NGX_ERROR;
+    }
+
     map = ngx_calloc(sizeof(ngx_http_goblin_map_t), link->log);
     if (map == NULL) {
         close(region_fd);
@@ -348,7 +399,7 @@ ngx_http_goblin_attach(ngx_http_goblin_link_t *link)
         munmap(region, w.region_size);
         ngx_free(map);
         close(ring_fd);
-        ngx_http_goblin_down(link, NGX_LOG_ALERT, rc == -EPROTO ? 0 : -rc,
+        ngx_http_goblin_down(link, NGX_LOG_ERR, rc == -EPROTO ? 0 : -rc,
                              "the ring from storaged does not fit");
         return NGX_ERROR;
     }
@@ -370,6 +421,9 @@ ngx_http_goblin_attach(ngx_http_goblin_link_t *link)
     for (i = map->ring.n_tx; i-- > 0; /* void */) {
         link->tx_free[link->ntx_free++] = i;
     }
+
+    ngx_memzero(ngx_http_goblin_rx_held, sizeof(ngx_http_goblin_rx_held));
+    ngx_memzero(ngx_http_goblin_tx_state, sizeof(ngx_http_goblin_tx_state));
 
     if (c->read->timer_set) {
         ngx_del_timer(c->read);
@@ -458,6 +512,7 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
 {
     int                      rc;
     uint32_t                 idx;
+    const char              *why;
     ngx_connection_t        *c;
     struct ring_cqe          cqe;
     ngx_http_goblin_map_t   *map;
@@ -469,18 +524,10 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
     while (link->state == NGX_HTTP_GOBLIN_UP
            && (rc = ring_cq_pop(&map->ring, &cqe)) == 1)
     {
-        if (cqe.op == RING_OP_TXDONE && cqe.buf >= map->ring.n_tx) {
-            ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
-                                 "storaged returned a bad tx buffer");
-            return;
-        }
+        why = ngx_http_goblin_check_cqe(link, &cqe);
 
-        if ((cqe.op == RING_OP_DATA || cqe.op == RING_OP_STATS)
-            && cqe.res == 0
-            && (cqe.buf >= map->ring.n_rx || cqe.len > map->ring.buf_size))
-        {
-            ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
-                                 "storaged staged a bad rx buffer");
+        if (why != NULL) {
+            ngx_http_goblin_down(link, NGX_LOG_ERR, 0, why);
             return;
         }
 
@@ -507,13 +554,91 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
     }
 
     if (rc < 0) {
-        ngx_http_goblin_down(link, NGX_LOG_ALERT, 0,
+        ngx_http_goblin_down(link, NGX_LOG_ERR, 0,
                              "the completion queue indices are corrupt");
         return;
     }
 
     if (ring_cq_wants_doorbell(&map->ring)) {
         ngx_http_goblin_ring_bell(link);
+    }
+}
+
+
+/*
+ * Checks what <cqe> says about staging buffers against who holds them
+ * now, and moves them to nginx: an rx buffer staged while nginx still
+ * holds it, or a tx buffer returned that storaged never had, would have
+ * two owners.  Returns NULL, or why the link must go.
+ */
+static const char *
+ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
+{
+    struct ring  *ring;
+
+    ring = &link->map->ring;
+
+    switch (cqe->op) {
+
+    case RING_OP_LOOKUP:
+    case RING_OP_READ:
+    case RING_OP_WOPEN:
+    case RING_OP_WFINISH:
+    case RING_OP_DELETE:
+        return NULL;
+
+    case RING_OP_STATS:
+        if (cqe->res != 0) {
+            return NULL;
+        }
+
+        /* fall through */
+
+    case RING_OP_DATA:
+        if (cqe->res != 0 || cqe->buf >= ring->n_rx
+            || cqe->len > ring->buf_size)
+        {
+            return "storaged staged a bad rx buffer";
+        }
+
+        if (ngx_http_goblin_rx_held[cqe->buf]) {
+            return "storaged staged an rx buffer nginx still holds";
+        }
+
+        ngx_http_goblin_rx_held[cqe->buf] = 1;
+        return NULL;
+
+    case RING_OP_TXDONE:
+        if (cqe->buf >= ring->n_tx
+            || ngx_http_goblin_tx_state[cqe->buf] != NGX_HTTP_GOBLIN_TX_DAEMON
+            || ngx_http_goblin_tx_ud[cqe->buf] != cqe->user_data)
+        {
+            return "storaged returned a tx buffer it does not hold";
+        }
+
+        ngx_http_goblin_tx_state[cqe->buf] = NGX_HTTP_GOBLIN_TX_TAKEN;
+        return NULL;
+
+    default:
+        return "storaged sent an unknown completion";
+    }
+}
+
+
+/* <sqe> is in the SQ: buffers it hands over are storaged's now. */
+static void
+ngx_http_goblin_pushed(ngx_http_goblin_link_t *link, struct ring_sqe *sqe)
+{
+    struct ring  *ring;
+
+    ring = &link->map->ring;
+
+    if (sqe->op == RING_OP_BUFREL && sqe->buf < ring->n_rx) {
+        ngx_http_goblin_rx_held[sqe->buf] = 0;
+
+    } else if (sqe->op == RING_OP_WDATA && sqe->buf < ring->n_tx) {
+        ngx_http_goblin_tx_state[sqe->buf] = NGX_HTTP_GOBLIN_TX_DAEMON;
+        ngx_http_goblin_tx_ud[sqe->buf] = sqe->user_data;
     }
 }
 
@@ -607,6 +732,7 @@ ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe)
     if (ngx_queue_empty(&link->backlog)
         && ring_sq_push(&link->map->ring, sqe) == 0)
     {
+        ngx_http_goblin_pushed(link, sqe);
         ngx_http_goblin_ring_bell(link);
         return;
     }
@@ -647,6 +773,8 @@ ngx_http_goblin_flush_backlog(ngx_http_goblin_link_t *link)
         if (ring_sq_push(&link->map->ring, &b->sqe) != 0) {
             break;
         }
+
+        ngx_http_goblin_pushed(link, &b->sqe);
 
         ngx_queue_remove(q);
         ngx_queue_insert_tail(&link->spare, q);
@@ -773,6 +901,7 @@ ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx)
 ngx_int_t
 ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
 {
+    uint32_t                 buf;
     ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     if (!ngx_http_goblin_linked(ctx)) {
@@ -780,7 +909,9 @@ ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
     }
 
     if (link->ntx_free && ngx_queue_empty(&link->tx_waiters)) {
-        return link->tx_free[--link->ntx_free];
+        buf = link->tx_free[--link->ntx_free];
+        ngx_http_goblin_tx_state[buf] = NGX_HTTP_GOBLIN_TX_TAKEN;
+        return buf;
     }
 
     if (!ctx->waiting_tx) {
@@ -801,11 +932,14 @@ ngx_http_goblin_tx_give(ngx_http_goblin_link_t *link, uint32_t buf)
     ngx_http_goblin_ctx_t  *ctx;
 
     if (ngx_queue_empty(&link->tx_waiters)) {
+        ngx_http_goblin_tx_state[buf] = NGX_HTTP_GOBLIN_TX_FREE;
         link->tx_free[link->ntx_free++] = buf;
         return;
     }
 
     /* straight to the request that waited longest */
+
+    ngx_http_goblin_tx_state[buf] = NGX_HTTP_GOBLIN_TX_TAKEN;
 
     q = ngx_queue_head(&link->tx_waiters);
     ngx_queue_remove(q);
@@ -827,6 +961,22 @@ ngx_http_goblin_tx_put(uint32_t buf)
 {
     ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
+    /* only a buffer a request holds goes back: the free list never
+     * holds one twice, nor more than n_tx */
+
+    if (link->state != NGX_HTTP_GOBLIN_UP) {
+        return;     /* it went with the attach it belonged to */
+    }
+
+    if (buf >= link->map->ring.n_tx
+        || ngx_http_goblin_tx_state[buf] != NGX_HTTP_GOBLIN_TX_TAKEN)
+    {
+        ngx_log_error(NGX_LOG_ALERT, link->log, 0,
+                      "goblin: tx buffer %uD given back twice", buf);
+        return;
+    }
+
+    ngx_http_goblin_tx_state[buf] = NGX_HTTP_GOBLIN_TX_FREE;
     link->tx_free[link->ntx_free++] = buf;
 
     /* waiters get it from a posted event, not from inside a cleanup */

@@ -4,8 +4,9 @@
  *
  * A worker connects to goblin-store's unix socket and sends a ring_hello.
  * The daemon answers with a ring_welcome carrying two descriptors over
- * SCM_RIGHTS: the RAM-head region (mapped read-only by the worker) and a
- * memfd holding this worker's ring.  From then on the socket only carries
+ * SCM_RIGHTS: the RAM-head region (an O_RDONLY descriptor of a memfd
+ * sealed against new writable mappings and resizing) and a memfd holding
+ * this worker's ring (read-write, sealed against resizing: RING_SEALS).  From then on the socket only carries
  * one-byte doorbells: whoever publishes entries writes one byte, whoever
  * reads a byte drains the queue it consumes.  Both sides sleep in their
  * own event loops (epoll).
@@ -42,6 +43,13 @@
  * granted with RING_OP_MORE, which bounds that copying.  A tx buffer is nginx's
  * until RING_OP_WDATA hands it over, and comes back with RING_OP_TXDONE.
  *
+ * Trust: the daemon admits only root, its own user, --socket-user and
+ * members of --socket-group (SO_PEERCRED), and validates every index,
+ * offset and length once, from a private copy of each entry.  The worker
+ * admits only a daemon running as root or as the owner of the socket's
+ * directory (ring_check_server), and validates every buffer index and
+ * count a completion carries.
+ *
  * Pins: LOOKUP pins the object (its head and extents stay valid whatever
  * happens to the key) until RELEASE.  When the socket closes, the daemon
  * releases every pin, stream and writer of that worker.
@@ -49,6 +57,7 @@
 #ifndef GOBLIN_RING_T_H
 #define GOBLIN_RING_T_H
 
+#include <fcntl.h>
 #include <stdint.h>
 
 #define RING_MAGIC		0x474f424cu	/* "GOBL" */
@@ -64,6 +73,9 @@
 #define RING_RX_DEFAULT		32u
 #define RING_TX_DEFAULT		16u
 #define RING_BUFS_MAX		256u
+
+/* Seals on both memfds: neither side can resize what the other maps. */
+#define RING_SEALS		(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* Submission opcodes (nginx -> storaged). */
 enum ring_op {

@@ -6,9 +6,14 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -113,10 +118,13 @@ int ring_create(struct ring *r, struct ring_hello *h)
 	layout(h, hdr.cq_entries, &hdr.sq_off, &hdr.cq_off, &hdr.buf_off,
 	       &hdr.size);
 
-	fd = memfd_create("goblin-ring", MFD_CLOEXEC);
+	fd = memfd_create("goblin-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)hdr.size) < 0) {
+	/* the worker maps it read-write: it must not be able to resize it
+	 * under the daemon's mapping (SIGBUS) */
+	if (ftruncate(fd, (off_t)hdr.size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, RING_SEALS) < 0) {
 		ret = -errno;
 		goto out_close;
 	}
@@ -145,7 +153,7 @@ int ring_attach(struct ring *r, int fd, uint64_t size)
 
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
-	if (size < sizeof(hdr))
+	if (size < sizeof(hdr) || ring_fd_check(fd, size))
 		return -EPROTO;
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
@@ -170,6 +178,22 @@ int ring_attach(struct ring *r, int fd, uint64_t size)
 	}
 	ring_set_views(r, base, &hdr);
 	r->fd = fd;
+	return 0;
+}
+
+int ring_fd_check(int fd, uint64_t size)
+{
+	struct stat st;
+	int seals;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return errno == EINVAL ? -EPROTO : -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < size ||
+	    (seals & RING_SEALS) != RING_SEALS)
+		return -EPROTO;
 	return 0;
 }
 
@@ -439,4 +463,34 @@ int ring_recv_welcome(int fd, struct ring_welcome *w, int *region_fd,
 	*region_fd = fds[0];
 	*ring_fd = fds[1];
 	return 0;
+}
+
+/* ---- who is at the other end ---- */
+
+int ring_check_server(int fd, const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct stat st;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(err, errlen, "SO_PEERCRED: %s", strerror(errno));
+		return -errno;
+	}
+	if (strlen(path) >= sizeof(dir)) {
+		snprintf(err, errlen, "socket path too long");
+		return -ENAMETOOLONG;
+	}
+	strcpy(dir, path);
+	if (stat(dirname(dir), &st) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (cred.uid == 0 || cred.uid == st.st_uid)
+		return 0;
+	snprintf(err, errlen, "the server on %s runs as uid %u (pid %d), neither root nor uid %u who owns %s",
+		 path, (unsigned)cred.uid, (int)cred.pid, (unsigned)st.st_uid,
+		 dir);
+	return -EPERM;
 }

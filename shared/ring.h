@@ -22,17 +22,35 @@ void ring_geometry(struct ring_hello *h);
 uint64_t ring_size_for(const struct ring_hello *h);
 
 /*
- * Daemon side: creates a memfd for geometry <h> (clamped first), maps it
- * read-write and writes the header.  Returns 0 or -errno.
+ * Daemon side: creates a memfd for geometry <h> (clamped first), seals
+ * it against resizing (RING_SEALS), maps it read-write and writes the
+ * header.  Returns 0 or -errno.
  */
 int ring_create(struct ring *r, struct ring_hello *h);
 
 /*
  * Worker side: maps the ring memfd <fd> of <size> bytes received in a
- * welcome and checks its header.  Takes <fd> on success.  Returns 0,
- * -EPROTO for a header that does not fit <size>, or -errno.
+ * welcome and checks it (sealed, large enough) and its header.  Takes
+ * <fd> on success.  Returns 0, -EPROTO for a descriptor or header that
+ * does not fit <size>, or -errno.
  */
 int ring_attach(struct ring *r, int fd, uint64_t size);
+
+/*
+ * Is <fd> a memfd of at least <size> bytes sealed against resizing
+ * (RING_SEALS)?  Mapping it then cannot fault past its end.  Returns 0,
+ * -EPROTO, or -errno.
+ */
+int ring_fd_check(int fd, uint64_t size);
+
+/*
+ * Worker side, once connected to <path> on <fd>: is it the daemon?  The
+ * listener must run as root or as the user that owns <path>'s directory
+ * (the daemon refuses a directory others can write), so whoever bound a
+ * stale path first cannot pose as goblin-store.  Returns 0, or -EPERM
+ * (or -errno) with a one-line reason in <err>.
+ */
+int ring_check_server(int fd, const char *path, char *err, size_t errlen);
 
 /* Unmaps <r> and closes its memfd; safe on a zeroed or unmapped ring. */
 void ring_unmap(struct ring *r);

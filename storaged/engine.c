@@ -272,12 +272,11 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 	return 0;
 }
 
-int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
-		   uint64_t size, struct gs_obj **objp)
+int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
+		      uint64_t size, struct gs_obj **objp)
 {
 	uint32_t n = layout(e, size, NULL);
 	struct gs_obj *obj;
-	int ret = 0;
 
 	if (size > e->cfg.max_object)
 		return -E2BIG;
@@ -292,26 +291,50 @@ int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 	obj->meta.size = size;
 	obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
 	obj->meta.tier_bytes[GS_TIER_RAM] = obj->meta.head_len;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		obj->chunks[i].addr = UINT64_MAX;
+		obj->meta.tier_bytes[obj->chunks[i].tier] += obj->chunks[i].len;
+	}
+	*objp = obj;
+	return 0;
+}
 
-	if (obj->meta.head_len) {
+int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
+{
+	struct chunk *c;
+	uint64_t addr;
+	int ret;
+
+	if (i < 0) {
+		if (obj->head || !obj->meta.head_len)
+			return 0;
 		ret = alloc_ram(e, obj->meta.head_len, &obj->meta.head_off);
 		if (ret == 0)
 			obj->head = (char *)e->region.base + obj->meta.head_off;
+		return ret;
 	}
-	for (uint32_t i = 0; ret == 0 && i < n; i++) {
-		struct chunk *c = &obj->chunks[i];
-		uint64_t addr;
+	c = &obj->chunks[i];
+	if (c->addr != UINT64_MAX)
+		return 0;
+	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
+		ret = alloc_ram(e, e->cfg.ram_head, &addr);
+	else
+		ret = alloc_disk(e, c->tier, c->len, &addr);
+	if (ret == 0)
+		c->addr = addr;
+	return ret;
+}
 
-		if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
-			ret = alloc_ram(e, e->cfg.ram_head, &addr);
-		else
-			ret = alloc_disk(e, c->tier, c->len, &addr);
-		if (ret == 0)
-			c->addr = addr;
-		obj->meta.tier_bytes[c->tier] += c->len;
-	}
+int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
+		   uint64_t size, struct gs_obj **objp)
+{
+	struct gs_obj *obj;
+	int ret = engine_new_record(e, key, klen, size, &obj);
+
+	if (ret < 0)
+		return ret;
+	for (int64_t i = -1; ret == 0 && i < (int64_t)obj->nchunks; i++)
+		ret = engine_reserve_part(e, obj, i);
 	if (ret < 0) {
 		rec_free(e, obj);
 		return ret;
@@ -372,9 +395,8 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
 		return -ENOENT;
 	if (mode == GS_CAS && old->meta.cas != cas)
 		return -EEXIST;
-	if (old)
-		unlink_obj(e, old);
-	if (e->clock_len == e->clock_cap) {
+	/* room in the CLOCK first: failing after the unlink would lose <old> */
+	if (!old && e->clock_len == e->clock_cap) {
 		uint32_t cap = e->clock_cap ? 2 * e->clock_cap : 1024;
 		struct gs_obj **c = realloc(e->clock, cap * sizeof(*c));
 
@@ -383,6 +405,8 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
 		e->clock = c;
 		e->clock_cap = cap;
 	}
+	if (old)
+		unlink_obj(e, old);
 	if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
 		grow_index(e);
 	{
@@ -531,14 +555,16 @@ int gs_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
 	else
 		v += delta;		/* wraps at 2^64, as memcached does */
 	len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	obj->refs++;			/* CLOCK must not free it under us */
 	ret = engine_reserve(e, key, klen, len, &nobj);
-	if (ret < 0)
-		goto out;
-	memcpy(nobj->head, buf, len);
-	nobj->meta.flags = obj->meta.flags;
-	nobj->meta.exptime = obj->meta.exptime;
-	ret = engine_link(e, nobj, GS_SET, 0, NULL);
-	engine_unref(e, nobj);
+	if (ret == 0) {
+		memcpy(nobj->head, buf, len);
+		nobj->meta.flags = obj->meta.flags;
+		nobj->meta.exptime = obj->meta.exptime;
+		ret = engine_link(e, nobj, GS_SET, 0, NULL);
+		engine_unref(e, nobj);
+	}
+	engine_unref(e, obj);
 	if (ret == 0)
 		*result = v;
 out:
@@ -601,6 +627,12 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 	}
 	if (c->stripe_unit < 4096 || c->stripe_unit % 4096) {
 		snprintf(err, errlen, "--stripe-unit must be a multiple of 4K");
+		return -EINVAL;
+	}
+	if ((c->n_ssd_dirs > 1 || c->n_hdd_dirs > 1) &&
+	    c->stripe_unit < GS_MIN_STRIPE) {
+		snprintf(err, errlen, "--stripe-unit must be at least 64K with more than one dir in a tier (a chunk may span at most %u stripes)",
+			 GS_MAX_SEGS);
 		return -EINVAL;
 	}
 	if (c->numa_node >= 0 &&

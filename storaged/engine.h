@@ -99,6 +99,11 @@ struct pool {
 	uint64_t used;			/* bytes allocated */
 };
 
+/* A chunk spans at most GS_MAX_SEGS stripes: with GS_HDD_CHUNK and a
+ * stripe of GS_MIN_STRIPE, 16 whole ones and one cut across a boundary. */
+#define GS_MAX_SEGS	32
+#define GS_MIN_STRIPE	(64u << 10)
+
 /* A piece of a chunk on one dir: what a single read or write covers. */
 struct pool_seg {
 	int dir;
@@ -165,9 +170,17 @@ struct gs_engine {
 	struct gs_io *io_list;
 };
 
-/* Creates an unlinked record for <key> with room for <size> bytes:
- * RAM head and every disk extent allocated, evicting for room.
- * Called with e->lock held; returns 0 or -errno. */
+/* Creates an unlinked record for <key> sized <size>, with no space yet
+ * (writers reserve each part as its bytes arrive).  No lock needed;
+ * returns 0, -E2BIG or -ENOMEM. */
+int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
+		      uint64_t size, struct gs_obj **objp);
+/* Allocates the space of part <i> of <obj> (-1: the RAM head, else chunk
+ * <i>), evicting for room; a no-op when it has its space.  Called with
+ * e->lock held; returns 0 or -ENOMEM. */
+int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i);
+/* engine_new_record() with every part reserved.  Called with e->lock held;
+ * returns 0 or -errno. */
 int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 		   uint64_t size, struct gs_obj **objp);
 /* Links <obj> per <mode>, replacing an older record (then *<replaced>,

@@ -160,6 +160,9 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		   uint64_t len, gs_wake_fn wake, void *arg,
 		   struct gs_stream **sp);
 /* Next in-order bytes: 0 with <*len> > 0; 0 with <*len> == 0 at the end;
+ * <*data> stays valid until consumed or until the caller is back in its
+ * event loop (gs_io_run() gives the window of a stream whose consumer left
+ * its bytes unread for a while to waiting streams; they are read again);
  * -EAGAIN not landed yet; -EBADMSG/-EIO the object is broken (it has been
  * dropped from the index; no byte of the bad chunk is ever returned). */
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len);
@@ -186,9 +189,12 @@ size_t gs_read_size(const struct gs_obj *obj);
 enum gs_mode { GS_SET, GS_ADD, GS_REPLACE, GS_CAS, GS_APPEND, GS_PREPEND };
 
 /*
- * Starts an object of exactly <size> bytes: reserves its RAM head and disk
- * extents, evicting whole objects (CLOCK) when short of room.  Nothing is
- * visible until gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
+ * Starts an object of exactly <size> bytes.  Its RAM head and each disk
+ * extent are reserved as their bytes arrive (evicting whole objects, CLOCK,
+ * when short of room), so a set whose bytes never come holds nothing; when
+ * no room can be found the rest of the value is taken and dropped, and
+ * gs_writer_finish()'s callback gets -ENOMEM.  Nothing is visible until
+ * gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
  */
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
@@ -203,7 +209,9 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
 /*
  * All bytes given: waits for them to reach their tiers, then links the
  * object per <mode> (<cas> for GS_CAS).  <done>(<arg>, res) fires with 0
- * (stored), -EEXIST, -ENOENT, -EIO.  The writer is freed by then.
+ * (stored), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
+ * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
+ * missing (then <*wp> is untouched: abort it).
  * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat().
  */
 int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
@@ -218,10 +226,34 @@ bool gs_last_replaced(const struct gs_io *io);
 /*
  * append/prepend: stores old value + <data> (or <data> + old) under <key>,
  * keeping the old flags and exptime.  <done> as for gs_writer_finish,
- * -ENOENT when there is no such key.  <data> is copied before return.
+ * -ENOENT when there is no such key.  The old value is read through a
+ * stream, the new one written through a writer, and <len> bytes count
+ * against the admission bound until <done>: <data> must stay valid until
+ * <done> fires (it is not copied).  Returns 0 (armed) or -errno.
  */
 int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 	      const void *data, size_t len, gs_done_fn done, void *arg);
+
+/*
+ * append/prepend streamed from a client, as a writer is: gs_concat_open()
+ * takes <len>, the bytes to add; gs_concat_buf() says where the next ones go
+ * (0, or -EAGAIN until the admission bound lets the <len> bytes in: <wake>
+ * fires, stop reading meanwhile), gs_concat_advance() counts them, and
+ * gs_concat_finish() looks <key> up and stores as gs_concat() does (clears
+ * <*kp> whatever it returns; -EINVAL with <*kp> untouched when bytes are
+ * missing).  The appended bytes are held only once admitted, and count
+ * against the bound until <done>.  With no memory for them the rest is read
+ * and dropped and gs_concat_finish() returns -ENOMEM.  gs_concat_abort()
+ * drops it before finish and clears <*kp>.
+ */
+struct gs_concat;
+int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
+		   bool prepend, size_t len, struct gs_concat **kp);
+int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg);
+void gs_concat_advance(struct gs_concat *k, size_t n);
+int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg);
+void gs_concat_abort(struct gs_concat **kp);
 
 /* ---- stats ---- */
 
@@ -252,6 +284,7 @@ int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 	ACTION(admission_waits, "times a writer waited for admission")	\
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
+	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
 	ACTION(disk_reads, "disk chunk reads completed")			\
 	ACTION(disk_read_bytes, "bytes read from the pools")		\
 	ACTION(disk_writes, "disk chunk writes completed")		\

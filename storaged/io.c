@@ -8,8 +8,15 @@
  * Buffers: each gs_io registers io_buffers * io_streams stream buffers and
  * 2 * io_buffers writer buffers.  A stream takes its whole read-ahead window
  * (up to io_buffers buffers, cut into SSD-chunk slices) at once and recycles
- * it until it closes, so streams can't deadlock on each other; writers take
- * one buffer per chunk and give it back when the write completes.
+ * it until it closes, so streams can't deadlock on each other; while others
+ * wait for a window, gs_io_run() takes it back from a stream whose consumer
+ * left its landed bytes unread for READAHEAD_STALL_MS (they are read, and
+ * checked, again when it returns).  Writers take one buffer per chunk and
+ * give it back when the write completes.
+ *
+ * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
+ * (completions reaped meanwhile go to a stash gs_io_run() drains), other
+ * errors fail the queued operations through their callbacks.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -24,7 +31,9 @@
 #include "log.h"
 
 #define RING_ENTRIES	256
-#define MAX_SEGS	32
+#define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */
+#define SINK_LEN	(64u << 10)	/* where a failed writer's bytes go */
+#define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 
 struct io_waiter {
 	struct io_waiter *prev, *next;
@@ -33,6 +42,8 @@ struct io_waiter {
 	bool queued;
 };
 
+/* A callback to fire from gs_io_run; embedded in its owner, so arming one
+ * never allocates (and never fails). */
 struct deferred {
 	struct deferred *next;
 	gs_done_fn fn;
@@ -53,6 +64,8 @@ struct io_seg {
 	struct io_op *op;
 	struct pool_seg seg;
 	uint32_t done;
+	int stash_res;			/* its result, while on io->stash */
+	struct io_seg *stash_next;
 };
 
 struct io_op {
@@ -79,6 +92,11 @@ struct gs_io {
 	size_t bufmem_len;
 	struct buf_pool streams, writers;
 	struct deferred *def_head, *def_tail;
+	struct io_seg *stash_head, *stash_tail;	/* completions to handle */
+	struct gs_stream *holders;	/* streams holding a window */
+	bool timer_armed, timer_fired;
+	struct __kernel_timespec timer_ts;
+	char *sink;			/* SINK_LEN bytes nobody reads */
 	unsigned inflight;
 	uint64_t last_cas;
 	bool last_replaced;
@@ -135,12 +153,11 @@ static void kick(struct gs_io *io)
 	eventfd_write(io->efd, 1);
 }
 
-static int defer(struct gs_io *io, gs_done_fn fn, void *arg, int res)
+/* Queues <fn>(<arg>, <res>) for the next gs_io_run() in <d>, which its
+ * owner embeds. */
+static void defer(struct gs_io *io, struct deferred *d, gs_done_fn fn,
+		  void *arg, int res)
 {
-	struct deferred *d = malloc(sizeof(*d));
-
-	if (!d)
-		return -ENOMEM;
 	*d = (struct deferred){ NULL, fn, arg, res };
 	if (io->def_tail)
 		io->def_tail->next = d;
@@ -148,7 +165,6 @@ static int defer(struct gs_io *io, gs_done_fn fn, void *arg, int res)
 		io->def_head = d;
 	io->def_tail = d;
 	kick(io);
-	return 0;
 }
 
 static int buf_get(struct buf_pool *bp)
@@ -189,12 +205,145 @@ void engine_wake_admission(struct gs_engine *e)
 
 /* ---- submission and completion ---- */
 
+#ifdef GS_FAULTS
+/* Test hook: the next <gs_fault_submit_n> submits fail with
+ * <gs_fault_submit_err> before reaching the kernel. */
+int gs_fault_submit_err;
+unsigned gs_fault_submit_n;
+#endif
+
+static int ring_submit(struct gs_io *io)
+{
+#ifdef GS_FAULTS
+	if (gs_fault_submit_n) {
+		gs_fault_submit_n--;
+		return gs_fault_submit_err;
+	}
+#endif
+	return io_uring_submit(&io->ring);
+}
+
+#define container_of(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+#define TIMER_DATA(io)	((void *)&(io)->timer_armed)
+
+static void stash(struct gs_io *io, struct io_seg *s, int res)
+{
+	s->stash_res = res;
+	s->stash_next = NULL;
+	if (io->stash_tail)
+		io->stash_tail->stash_next = s;
+	else
+		io->stash_head = s;
+	io->stash_tail = s;
+}
+
+static struct io_seg *stash_pop(struct gs_io *io)
+{
+	struct io_seg *s = io->stash_head;
+
+	if (s) {
+		io->stash_head = s->stash_next;
+		if (!io->stash_head)
+			io->stash_tail = NULL;
+	}
+	return s;
+}
+
+/* Moves every completion waiting in the CQ to io->stash, to be handled by
+ * gs_io_run(); returns how many. */
+static unsigned reap_to_stash(struct gs_io *io)
+{
+	struct io_uring_cqe *cqe;
+	unsigned n = 0;
+
+	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+		void *data = io_uring_cqe_get_data(cqe);
+
+		if (data == TIMER_DATA(io)) {
+			io->timer_armed = false;
+			io->timer_fired = true;
+		} else {
+			stash(io, data, cqe->res);
+		}
+		io_uring_cqe_seen(&io->ring, cqe);
+		n++;
+	}
+	if (n)
+		kick(io);
+	return n;
+}
+
+/* The kernel refused the SQ for now (-EAGAIN: no memory for requests,
+ * -EBUSY: the CQ is backed up): takes completions off its hands, waiting up
+ * to 10 ms for one.  Returns false when nothing is in flight to wait for. */
+static bool make_room(struct gs_io *io)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+
+	if (reap_to_stash(io))
+		return true;
+	if (!io->inflight && !io->timer_armed)
+		return false;
+	io_uring_wait_cqe_timeout(&io->ring, &cqe, &ts);
+	reap_to_stash(io);
+	return true;
+}
+
+/* Takes back the SQEs the kernel never consumed and completes each with
+ * <err> through io->stash (their callbacks fire from gs_io_run). */
+static void fail_unsubmitted(struct gs_io *io, int err)
+{
+	struct io_uring_sq *sq = &io->ring.sq;
+	unsigned head = io_uring_smp_load_acquire(sq->khead);
+
+	log_warn("io_uring submit failed: %s; failing %u queued I/O(s)",
+		 strerror(-err), sq->sqe_tail - head);
+	for (unsigned h = head; h != sq->sqe_tail; h++) {
+		struct io_uring_sqe *sqe = &sq->sqes[sq->array[h & sq->ring_mask]];
+		void *data = (void *)(uintptr_t)sqe->user_data;
+
+		if (data == TIMER_DATA(io))
+			io->timer_armed = false;
+		else
+			stash(io, data, -EIO);
+	}
+	sq->sqe_head = sq->sqe_tail = head;
+	io_uring_smp_store_release(sq->ktail, head);
+	kick(io);
+}
+
+/* Submits every queued SQE; -EAGAIN/-EBUSY are waited out, any other error
+ * (or a kernel that stays busy) fails the queued operations. */
+static void io_submit(struct gs_io *io)
+{
+	unsigned tries = 0;
+	int ret;
+
+	while (io_uring_sq_ready(&io->ring)) {
+		ret = ring_submit(io);
+		if (ret > 0) {
+			tries = 0;
+			continue;
+		}
+		if (ret == 0 || ret == -EAGAIN || ret == -EBUSY || ret == -EINTR) {
+			if (++tries <= SUBMIT_TRIES && make_room(io))
+				continue;
+			if (ret == 0 || ret == -EINTR)
+				ret = -EAGAIN;
+		}
+		fail_unsubmitted(io, ret);
+		return;
+	}
+}
+
 static struct io_uring_sqe *get_sqe(struct gs_io *io)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
 
 	if (!sqe) {
-		io_uring_submit(&io->ring);
+		io_submit(io);
 		sqe = io_uring_get_sqe(&io->ring);
 	}
 	return sqe;
@@ -232,10 +381,10 @@ static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 {
 	struct chunk *c = &obj->chunks[ci];
 	struct pool *p = &io->e->pools[c->tier];
-	struct pool_seg segs[MAX_SEGS];
+	struct pool_seg segs[GS_MAX_SEGS];
 	uint32_t len = round_up(c->len, p->align);
 	struct io_op *op;
-	int n = pool_segments(p, c->addr, len, segs, MAX_SEGS);
+	int n = pool_segments(p, c->addr, len, segs, GS_MAX_SEGS);
 
 	if (n < 0) {
 		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
@@ -273,7 +422,7 @@ static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
 
 	if (res == -EAGAIN || res == -EINTR) {
 		if (seg_submit(io, s) == 0) {
-			io_uring_submit(&io->ring);
+			io_submit(io);
 			return;
 		}
 		res = -EIO;
@@ -283,7 +432,7 @@ static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
 		if (s->done < s->seg.len) {
 			STAT_ADD(e, short_ios, 1);
 			if (s->done % 512 == 0 && seg_submit(io, s) == 0) {
-				io_uring_submit(&io->ring);
+				io_submit(io);
 				return;
 			}
 			res = -EIO;
@@ -305,26 +454,42 @@ static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
 	free(op);
 }
 
+static void stream_waiters_check(struct gs_io *io);
+static bool waiters_empty(const struct io_waiter *head);
+static bool reclaim_windows(struct gs_io *io);
+
 int gs_io_run(struct gs_io *io, bool wait)
 {
 	struct io_uring_cqe *cqe;
 	struct deferred *d;
+	struct io_seg *s;
 	eventfd_t v;
 	int n = 0;
 
 	eventfd_read(io->efd, &v);
-	if (wait && !io->def_head && io->inflight) {
+	if (wait && !io->def_head && !io->stash_head && io->inflight) {
 		int ret = io_uring_wait_cqe(&io->ring, &cqe);
 
 		if (ret < 0 && ret != -EINTR)
 			return ret;
 	}
-	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
-		struct io_seg *s = io_uring_cqe_get_data(cqe);
-		int res = cqe->res;
+	for (;;) {
+		if ((s = stash_pop(io))) {
+			seg_complete(io, s, s->stash_res);
+		} else if (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+			void *data = io_uring_cqe_get_data(cqe);
+			int res = cqe->res;
 
-		io_uring_cqe_seen(&io->ring, cqe);
-		seg_complete(io, s, res);
+			io_uring_cqe_seen(&io->ring, cqe);
+			if (data == TIMER_DATA(io)) {
+				io->timer_armed = false;
+				io->timer_fired = true;
+			} else {
+				seg_complete(io, data, res);
+			}
+		} else {
+			break;
+		}
 		n++;
 	}
 	d = io->def_head;
@@ -332,15 +497,20 @@ int gs_io_run(struct gs_io *io, bool wait)
 	while (d) {
 		struct deferred *next = d->next;
 
-		d->fn(d->arg, d->res);
-		free(d);
+		d->fn(d->arg, d->res);	/* may free the owner of <d> */
 		d = next;
 		n++;
 	}
-	if (io->streams.nfree)
+	if (!waiters_empty(&io->streams.waiters) && reclaim_windows(io))
+		io->timer_fired = true;
+	if (io->streams.nfree || io->timer_fired) {
+		io->timer_fired = false;
 		waiters_fire(&io->streams.waiters);
-	if (io->writers.nfree && !admission_full(io->e, GS_IO_BUFFER))
+	}
+	if ((io->writers.nfree || !io->writers.n) &&
+	    !admission_full(io->e, GS_IO_BUFFER))
 		waiters_fire(&io->writers.waiters);
+	stream_waiters_check(io);
 	return n;
 }
 
@@ -351,7 +521,7 @@ int gs_io_fd(const struct gs_io *io)
 
 unsigned gs_io_pending(const struct gs_io *io)
 {
-	return io->inflight + (io->def_head != NULL);
+	return io->inflight + (io->def_head != NULL) + (io->stash_head != NULL);
 }
 
 /* ---- create / destroy ---- */
@@ -380,6 +550,11 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	if (!io)
 		return -ENOMEM;
 	io->e = e;
+	io->sink = malloc(SINK_LEN);
+	if (!io->sink) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
 	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (io->efd < 0) {
 		ret = -errno;
@@ -436,6 +611,7 @@ out_ring:
 out_efd:
 	close(io->efd);
 out_free:
+	free(io->sink);
 	free(io);
 	return ret;
 }
@@ -463,6 +639,7 @@ void gs_io_destroy(struct gs_io **iop)
 	free(io->streams.free);
 	free(io->writers.free);
 	close(io->efd);
+	free(io->sink);
 	free(io);
 	*iop = NULL;
 }
@@ -547,10 +724,12 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	int *window;			/* our buffers, held until close */
+	int *window;			/* our buffers, held until close or reclaim */
 	uint8_t *free_slices;		/* per window buffer: bit set = free */
 	unsigned window_size;
 	bool have_window;
+	struct gs_stream *hold_prev, *hold_next;	/* io->holders */
+	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
 	unsigned inflight;
 	int error;
 	bool closed;
@@ -560,15 +739,48 @@ struct gs_stream {
 };
 
 static void stream_refill(struct gs_stream *s);
+static void put_slices(struct gs_stream *s, struct stream_slot *sl);
+static unsigned window_for(struct gs_stream *s, unsigned max);
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static bool waiters_empty(const struct io_waiter *head)
+{
+	return head->next == head;
+}
+
+/* Gives the window buffers of <s> back to the pool. */
+static void window_put(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+
+	if (!s->have_window)
+		return;
+	for (unsigned i = 0; i < s->window_size; i++)
+		buf_put(&io->streams, s->window[i]);
+	s->have_window = false;
+	if (s->hold_prev)
+		s->hold_prev->hold_next = s->hold_next;
+	else
+		io->holders = s->hold_next;
+	if (s->hold_next)
+		s->hold_next->hold_prev = s->hold_prev;
+	s->hold_prev = s->hold_next = NULL;
+	if (!waiters_empty(&io->streams.waiters))
+		kick(io);
+}
 
 static void stream_free(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 
-	for (unsigned i = 0; s->have_window && i < s->window_size; i++)
-		buf_put(&io->streams, s->window[i]);
-	if (s->have_window && io->streams.waiters.next != &io->streams.waiters)
-		kick(io);
+	window_put(s);
 	waiter_del(&s->waiter);
 	gs_obj_put(io->e, &s->obj);
 	free(s->order);
@@ -588,14 +800,90 @@ static void stream_retry(void *arg)
 		s->wake(s->arg);
 }
 
+/* Whether <s> holds a window whose bytes its consumer has left unread for
+ * READAHEAD_STALL_MS: nothing in flight, the next chunk landed. */
+static bool stream_stalled(const struct gs_stream *s, uint64_t now)
+{
+	const struct stream_slot *sl;
+
+	if (s->inflight || s->cur >= s->last)
+		return false;
+	sl = &s->slots[s->cur - s->first];
+	return sl->state == CH_READY && sl->win >= 0 &&
+	       now - s->stall_since >= READAHEAD_STALL_MS * 1000000ull;
+}
+
+/* Takes the window from a stalled stream: its landed chunks are forgotten
+ * and read again (checksums checked again) when its consumer comes back. */
+static void stream_reclaim(struct gs_stream *s)
+{
+	for (uint32_t c = s->cur; c < s->last; c++) {
+		struct stream_slot *sl = &s->slots[c - s->first];
+
+		if (s->obj->chunks[c].tier == GS_TIER_RAM)
+			continue;
+		put_slices(s, sl);
+		sl->state = CH_IDLE;
+	}
+	s->norder = read_order(s->obj, s->cur, s->last,
+			       s->io->e->cfg.io_buffers > 1, s->order);
+	s->next_submit = 0;
+	window_put(s);
+	s->window_size = window_for(s, s->io->e->cfg.io_buffers);
+	STAT_ADD(s->io->e, readahead_reclaims, 1);
+}
+
+/* Frees window buffers for the streams waiting for one by reclaiming
+ * stalled streams; returns whether any came free.  Only from gs_io_run(),
+ * between callbacks: a consumer may use what gs_stream_peek() returned
+ * until it is back in its event loop, never longer. */
+static bool reclaim_windows(struct gs_io *io)
+{
+	struct io_waiter *head = &io->streams.waiters, *w;
+	unsigned need = 0, before = io->streams.nfree;
+	uint64_t now = now_ns();
+	struct gs_stream *h, *next;
+
+	for (w = head->next; w != head; w = w->next)
+		need += container_of(w, struct gs_stream, waiter)->window_size;
+	for (h = io->holders; h && io->streams.nfree < need; h = next) {
+		next = h->hold_next;
+		if (stream_stalled(h, now))
+			stream_reclaim(h);
+	}
+	return io->streams.nfree > before;
+}
+
+/* While streams wait for a window, a timer makes gs_io_run() look for
+ * stalled holders again, since no completion may ever come to do so. */
+static void stream_waiters_check(struct gs_io *io)
+{
+	struct io_uring_sqe *sqe;
+
+	if (io->timer_armed || waiters_empty(&io->streams.waiters) ||
+	    !io->holders)
+		return;
+	sqe = get_sqe(io);
+	if (!sqe)
+		return;
+	io->timer_ts = (struct __kernel_timespec){
+		.tv_nsec = READAHEAD_STALL_MS * 1000000ll / 2 };
+	io_uring_prep_timeout(sqe, &io->timer_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, TIMER_DATA(io));
+	io->timer_armed = true;
+	io_submit(io);
+}
+
 static bool take_window(struct gs_stream *s)
 {
-	struct buf_pool *bp = &s->io->streams;
+	struct gs_io *io = s->io;
+	struct buf_pool *bp = &io->streams;
 
 	if (s->have_window)
 		return true;
 	if (bp->nfree < s->window_size) {
 		waiter_add(&bp->waiters, &s->waiter, stream_retry, s);
+		stream_waiters_check(io);	/* the timer finds stalled holders */
 		return false;
 	}
 	for (unsigned i = 0; i < s->window_size; i++) {
@@ -603,6 +891,11 @@ static bool take_window(struct gs_stream *s)
 		s->free_slices[i] = ALL_SLICES;
 	}
 	s->have_window = true;
+	s->hold_prev = NULL;
+	s->hold_next = io->holders;
+	if (io->holders)
+		io->holders->hold_prev = s;
+	io->holders = s;
 	return true;
 }
 
@@ -661,6 +954,8 @@ static void stream_read_done(struct io_op *op)
 	if (res < 0 && !s->error)
 		s->error = res;
 	sl->state = CH_READY;
+	if (op->chunk == s->cur)
+		s->stall_since = now_ns();
 	if (s->wake && (op->chunk == s->cur || s->error))
 		s->wake(s->arg);
 }
@@ -695,7 +990,7 @@ static void stream_refill(struct gs_stream *s)
 			STAT_ADD(e, readahead_chunks, 1);
 		STAT_MAX(e, readahead_max_depth, s->inflight);
 	}
-	io_uring_submit(&s->io->ring);
+	io_submit(s->io);
 }
 
 /* Window buffers for the chunks in <s->order>: what they span, at most
@@ -831,6 +1126,7 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		sl->state = CH_DONE;
 		s->cur++;
 	}
+	s->stall_since = now_ns();
 	stream_refill(s);
 }
 
@@ -855,6 +1151,7 @@ void gs_stream_close(struct gs_stream **sp)
 /* ---- whole-object reads into caller memory ---- */
 
 struct read_into {
+	struct deferred def;
 	struct gs_io *io;
 	struct gs_obj *obj;
 	unsigned pending;
@@ -921,7 +1218,7 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		}
 	}
 	free(order);
-	io_uring_submit(&io->ring);	/* the disk starts while we copy */
+	io_submit(io);			/* the disk starts while we copy */
 	if (obj->meta.head_len)
 		memcpy(buf, obj->head, obj->meta.head_len);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
@@ -930,13 +1227,14 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 			       (char *)io->e->region.base + obj->chunks[c].addr,
 			       obj->chunks[c].len);
 	if (--r->pending == 0)
-		defer(io, read_into_deferred, r, 0);
+		defer(io, &r->def, read_into_deferred, r, 0);
 	return 0;
 }
 
 /* ---- writers ---- */
 
 struct gs_writer {
+	struct deferred def;
 	struct gs_io *io;
 	struct gs_obj *obj;
 	uint64_t pos;
@@ -944,6 +1242,7 @@ struct gs_writer {
 	uint64_t cur_off;
 	int cur_buf;
 	uint64_t cur_admitted;
+	uint64_t credit;		/* admitted for us already (append data) */
 	unsigned inflight;
 	int error;
 	bool finishing, aborted, waited;
@@ -967,9 +1266,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	pthread_mutex_lock(&e->lock);
-	ret = engine_reserve(e, key, klen, size, &w->obj);
-	pthread_mutex_unlock(&e->lock);
+	ret = engine_new_record(e, key, klen, size, &w->obj);
 	if (ret < 0) {
 		free(w);
 		return ret;
@@ -983,11 +1280,15 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	return 0;
 }
 
+static void release_admission(struct gs_io *io, uint64_t n);
+
 static void writer_free(struct gs_writer *w)
 {
 	struct gs_engine *e = w->io->e;
 
 	waiter_del(&w->waiter);
+	if (w->credit)
+		release_admission(w->io, w->credit);
 	if (w->obj) {
 		pthread_mutex_lock(&e->lock);
 		engine_unref(e, w->obj);
@@ -1043,15 +1344,42 @@ static void writer_write_done(struct io_op *op)
 		writer_commit(w, 0);
 }
 
+/* Reserves part <i> (-1: the head) of the writer's object as its bytes
+ * arrive: a set whose bytes never come holds no space.  A failure is kept
+ * for the done callback; the rest of the value goes to the sink. */
+static void writer_reserve(struct gs_writer *w, int64_t i)
+{
+	struct gs_engine *e = w->io->e;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	ret = engine_reserve_part(e, w->obj, i);
+	pthread_mutex_unlock(&e->lock);
+	if (ret < 0 && !w->error)
+		w->error = ret;
+}
+
+static int writer_sink(struct gs_writer *w, void **p, size_t *len,
+		       uint64_t part_end)
+{
+	*p = w->io->sink;
+	*len = part_end - w->pos < SINK_LEN ? part_end - w->pos : SINK_LEN;
+	return 0;
+}
+
 int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg)
 {
 	struct gs_io *io = w->io;
 	struct gs_obj *obj = w->obj;
 	const struct chunk *c;
-	uint64_t need;
+	uint64_t need, part_end;
 
 	if (w->pos < obj->meta.head_len) {
+		if (!w->error && !obj->head)
+			writer_reserve(w, -1);
+		if (w->error)
+			return writer_sink(w, p, len, obj->meta.head_len);
 		*p = (char *)obj->head + w->pos;
 		*len = obj->meta.head_len - w->pos;
 		return 0;
@@ -1061,14 +1389,23 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		return 0;
 	}
 	c = &obj->chunks[w->cur];
+	part_end = w->cur_off + c->len;
+	if (c->addr == UINT64_MAX && !w->error)
+		writer_reserve(w, w->cur);
+	if (w->cur_buf < 0 && w->error)
+		return writer_sink(w, p, len, part_end);
 	if (c->tier == GS_TIER_RAM) {
 		*p = (char *)io->e->region.base + c->addr + (w->pos - w->cur_off);
-		*len = w->cur_off + c->len - w->pos;
+		*len = part_end - w->pos;
 		return 0;
 	}
 	if (w->cur_buf < 0) {
+		uint64_t paid;
+
 		need = round_up(c->len, tier_align(io->e, c->tier));
-		if (admission_full(io->e, need) || !io->writers.nfree) {
+		paid = need < w->credit ? need : w->credit;
+		if ((need > paid && admission_full(io->e, need - paid)) ||
+		    !io->writers.nfree) {
 			if (!w->waited)
 				STAT_ADD(io->e, admission_waits, 1);
 			w->waited = true;
@@ -1078,10 +1415,11 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		w->waited = false;
 		w->cur_buf = buf_get(&io->writers);
 		w->cur_admitted = need;
-		STAT_ADD(io->e, admission_bytes, need);
+		w->credit -= paid;
+		STAT_ADD(io->e, admission_bytes, need - paid);
 	}
 	*p = buf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
-	*len = w->cur_off + c->len - w->pos;
+	*len = part_end - w->pos;
 	return 0;
 }
 
@@ -1100,21 +1438,24 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		return;
 	w->cur++;
 	w->cur_off += c->len;
-	if (c->tier == GS_TIER_RAM)
-		return;
+	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
+		return;			/* in place, or in the sink */
 	buf = buf_ptr(w->io, w->cur_buf);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));
 	memset(buf + c->len, 0, alen - c->len);
 	c->sum = XXH3_64bits(buf, c->len);
-	if (op_start(w->io, obj, w->cur - 1, true, buf, w->cur_buf,
-		     writer_write_done, w) < 0) {
+	if (w->error) {
+		buf_put(&w->io->writers, w->cur_buf);
+		release_admission(w->io, w->cur_admitted);
+	} else if (op_start(w->io, obj, w->cur - 1, true, buf, w->cur_buf,
+			    writer_write_done, w) < 0) {
 		buf_put(&w->io->writers, w->cur_buf);
 		release_admission(w->io, w->cur_admitted);
 		STAT_ADD(w->io->e, io_errors, 1);
 		w->error = -EIO;
 	} else {
 		w->inflight++;
-		io_uring_submit(&w->io->ring);
+		io_submit(w->io);
 	}
 	w->cur_buf = -1;
 }
@@ -1133,7 +1474,7 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
 	w->arg = arg;
 	w->finishing = true;
 	if (!w->inflight)
-		return defer(w->io, writer_commit, w, 0);
+		defer(w->io, &w->def, writer_commit, w, 0);
 	return 0;
 }
 
@@ -1169,26 +1510,42 @@ bool gs_last_replaced(const struct gs_io *io)
 
 /* ---- append / prepend ---- */
 
+/* The old value streams in through gs_stream (io_uring, checksummed), the
+ * new one goes out through a writer: no whole-value copy, no blocking read.
+ * The appended bytes (held by the caller) count against the admission bound
+ * from the start, as the writer's credit: its first buffers are paid from
+ * it, so a large append can't wait on its own charge. */
 struct concat {
+	struct deferred def;
 	struct gs_io *io;
 	struct gs_writer *w;
 	struct gs_obj *old;
-	char *data;
+	struct gs_stream *s;
+	const char *data;
 	size_t len;
 	bool prepend;
 	uint64_t pos, total;
-	char *chunk_buf;		/* one old disk chunk, read synchronously */
-	uint32_t chunk_cached;
 	gs_done_fn done;
 	void *arg;
+	struct io_waiter waiter;
+	/* streamed from the caller (gs_concat_open): */
+	char *buf;			/* the appended bytes as they arrive */
+	uint64_t got;
+	uint64_t charged;		/* admission held for buf, not yet the writer's */
+	int error;			/* no room for buf: the bytes go to the sink */
+	uint8_t klen;
+	char key[GS_KEY_MAX];
 };
 
 static void concat_free(struct concat *k)
 {
+	waiter_del(&k->waiter);
 	gs_writer_abort(&k->w);
+	gs_stream_close(&k->s);
 	gs_obj_put(k->io->e, &k->old);
-	free(k->chunk_buf);
-	free(k->data);
+	if (k->charged)
+		release_admission(k->io, k->charged);
+	free(k->buf);
 	free(k);
 }
 
@@ -1200,76 +1557,39 @@ static void concat_done(void *arg, int res)
 	concat_free(k);
 }
 
-/* Reads old chunk <ci> into k->chunk_buf with plain preads; verifies it. */
-static int concat_load(struct concat *k, uint32_t ci)
+static void concat_fail(struct concat *k, int res)
 {
-	struct gs_engine *e = k->io->e;
-	const struct chunk *c = &k->old->chunks[ci];
-	struct pool *p = &e->pools[c->tier];
-	struct pool_seg segs[MAX_SEGS];
-	int n = pool_segments(p, c->addr, round_up(c->len, p->align), segs, MAX_SEGS);
-
-	for (int i = 0; i < n; i++) {
-		ssize_t r = pread(p->dirs[segs[i].dir].fd,
-				  k->chunk_buf + segs[i].buf_off, segs[i].len,
-				  segs[i].off);
-
-		if (r != (ssize_t)segs[i].len) {
-			STAT_ADD(e, io_errors, 1);
-			engine_drop(e, k->old);
-			return -EIO;
-		}
-	}
-	k->chunk_cached = ci;
-	return chunk_check(k->io, k->old, ci, k->chunk_buf, 0);
+	gs_writer_abort(&k->w);
+	gs_stream_close(&k->s);
+	defer(k->io, &k->def, concat_done, k, res);
 }
 
-/* Copies up to <n> bytes of the old value from offset <at> to <dst>. */
-static int concat_copy_old(struct concat *k, uint64_t at, char *dst, size_t *n)
+/* Copies old bytes into [p, p + *n) from the stream; -EAGAIN: not landed
+ * (its wake brings us back). */
+static int concat_copy_old(struct concat *k, char *p, size_t *n)
 {
-	const struct gs_obj *o = k->old;
-	uint64_t off = o->meta.head_len;
+	const void *src;
+	size_t have;
+	int ret = gs_stream_peek(k->s, &src, &have);
 
-	if (at < o->meta.head_len) {
-		if (*n > o->meta.head_len - at)
-			*n = o->meta.head_len - at;
-		memcpy(dst, (char *)o->head + at, *n);
-		return 0;
-	}
-	for (uint32_t ci = 0; ci < o->nchunks; ci++) {
-		const struct chunk *c = &o->chunks[ci];
-		const char *src;
-
-		if (at >= off + c->len) {
-			off += c->len;
-			continue;
-		}
-		if (*n > off + c->len - at)
-			*n = off + c->len - at;
-		if (c->tier == GS_TIER_RAM) {
-			src = (char *)k->io->e->region.base + c->addr;
-		} else {
-			if (k->chunk_cached != ci) {
-				int ret = concat_load(k, ci);
-
-				if (ret < 0)
-					return ret;
-			}
-			src = k->chunk_buf;
-		}
-		memcpy(dst, src + (at - off), *n);
-		return 0;
-	}
-	return -EIO;
+	if (ret < 0)
+		return ret;
+	if (!have)
+		return -EIO;		/* the old value ended early */
+	if (*n > have)
+		*n = have;
+	memcpy(p, src, *n);
+	gs_stream_consume(k->s, *n);
+	return 0;
 }
 
 static void concat_pump(void *arg)
 {
 	struct concat *k = arg;
 	uint64_t old_size = k->old->meta.size;
+	uint64_t data_at = k->prepend ? 0 : old_size;
 
-	while (k->pos < k->total) {
-		uint64_t data_at = k->prepend ? 0 : old_size;
+	while (k->w && k->pos < k->total) {
 		void *p;
 		size_t n;
 		int ret = gs_writer_buf(k->w, &p, &n, concat_pump, k);
@@ -1281,22 +1601,68 @@ static void concat_pump(void *arg)
 				n = data_at + k->len - k->pos;
 			memcpy(p, k->data + (k->pos - data_at), n);
 		} else {
-			uint64_t at = k->prepend ? k->pos - k->len : k->pos;
+			uint64_t old_end = k->prepend ? k->total : old_size;
 
-			if (!k->prepend && n > old_size - k->pos)
-				n = old_size - k->pos;
-			ret = concat_copy_old(k, at, p, &n);
+			if (n > old_end - k->pos)
+				n = old_end - k->pos;
+			ret = concat_copy_old(k, p, &n);
+			if (ret == -EAGAIN)
+				return;
 			if (ret < 0) {
-				defer(k->io, concat_done, k, ret);
-				gs_writer_abort(&k->w);
+				concat_fail(k, ret);
 				return;
 			}
 		}
 		gs_writer_advance(k->w, n);
 		k->pos += n;
 	}
-	if (gs_writer_finish(&k->w, GS_REPLACE, 0, concat_done, k) < 0)
-		defer(k->io, concat_done, k, -EIO);
+	if (!k->w)
+		return;
+	gs_stream_close(&k->s);
+	gs_writer_finish(&k->w, GS_REPLACE, 0, concat_done, k);
+}
+
+static void concat_wake(void *arg)
+{
+	struct concat *k = arg;
+
+	if (k->w)
+		concat_pump(k);
+}
+
+/* Admission is held (k->charged): hands it to the writer, reads the old
+ * value in and pumps. */
+static void concat_start(struct concat *k)
+{
+	struct gs_io *io = k->io;
+	int ret;
+
+	k->w->credit = k->charged;
+	k->charged = 0;
+	ret = gs_stream_open(io, k->old, 0, k->old->meta.size, concat_wake, k,
+			     &k->s);
+	if (ret < 0) {
+		defer(io, &k->def, concat_done, k, ret);
+		return;
+	}
+	concat_pump(k);
+}
+
+/* Starts once the appended bytes fit under the admission bound. */
+static void concat_admit(void *arg)
+{
+	struct concat *k = arg;
+	struct gs_io *io = k->io;
+
+	if (admission_full(io->e, k->len)) {
+		STAT_ADD(io->e, admission_waits, 1);
+		waiter_add(&io->writers.waiters, &k->waiter, concat_admit, k);
+		return;
+	}
+	/* the appended bytes count until the writer's buffers take them over */
+	STAT_ADD(io->e, admission_bytes, k->len);
+	k->charged = k->len;
+	concat_start(k);
 }
 
 int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
@@ -1308,29 +1674,122 @@ int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
 
 	if (!k)
 		return -ENOMEM;
-	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
-			      .chunk_cached = UINT32_MAX, .done = done, .arg = arg };
+	*k = (struct concat){ .io = io, .prepend = prepend, .data = data,
+			      .len = len, .done = done, .arg = arg };
 	ret = gs_lookup(io->e, key, klen, &k->old);
-	if (ret < 0) {
-		free(k);
-		return ret;
-	}
+	if (ret < 0)
+		goto out_free;
 	m = gs_obj_meta(k->old);
 	k->total = m->size + len;
-	k->data = malloc(len ? len : 1);
-	k->chunk_buf = aligned_alloc(4096, GS_IO_BUFFER);
-	if (!k->data || !k->chunk_buf) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	memcpy(k->data, data, len);
 	ret = gs_writer_open(io, key, klen, k->total, m->flags, m->exptime, &k->w);
 	if (ret < 0)
 		goto out_free;
-	concat_pump(k);
+	concat_admit(k);
 	return 0;
 
 out_free:
 	concat_free(k);
 	return ret;
+}
+
+int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
+		   bool prepend, size_t len, struct gs_concat **kp)
+{
+	struct concat *k;
+
+	if (klen > GS_KEY_MAX)
+		return -EINVAL;
+	if (len > io->e->cfg.max_object)
+		return -E2BIG;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
+			      .klen = klen };
+	memcpy(k->key, key, klen);
+	*kp = (struct gs_concat *)k;
+	return 0;
+}
+
+int gs_concat_buf(struct gs_concat *kc, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg)
+{
+	struct concat *k = (struct concat *)kc;
+	struct gs_io *io = k->io;
+	uint64_t left = k->len - k->got;
+
+	if (!k->buf && !k->error) {
+		if (admission_full(io->e, k->len)) {
+			if (!k->waiter.queued)
+				STAT_ADD(io->e, admission_waits, 1);
+			waiter_add(&io->writers.waiters, &k->waiter, wake, arg);
+			return -EAGAIN;
+		}
+		k->buf = malloc(k->len ? k->len : 1);
+		if (k->buf) {
+			STAT_ADD(io->e, admission_bytes, k->len);
+			k->charged = k->len;
+		} else {
+			k->error = -ENOMEM;
+		}
+	}
+	if (k->error) {
+		*p = io->sink;
+		*len = left < SINK_LEN ? left : SINK_LEN;
+	} else {
+		*p = k->buf + k->got;
+		*len = left;
+	}
+	return 0;
+}
+
+void gs_concat_advance(struct gs_concat *kc, size_t n)
+{
+	((struct concat *)kc)->got += n;
+}
+
+int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
+{
+	struct concat *k = (struct concat *)*kp;
+	struct gs_io *io = k->io;
+	const struct gs_meta *m;
+	int ret;
+
+	if (k->got != k->len)
+		return -EINVAL;
+	*kp = NULL;
+	ret = k->error;
+	if (!k->buf && !ret) {		/* nothing to append: no admission asked */
+		k->buf = malloc(1);
+		ret = k->buf ? 0 : -ENOMEM;
+	}
+	if (!ret)
+		ret = gs_lookup(io->e, k->key, k->klen, &k->old);
+	if (ret < 0)
+		goto out_free;
+	k->data = k->buf;
+	k->done = done;
+	k->arg = arg;
+	m = gs_obj_meta(k->old);
+	k->total = m->size + k->len;
+	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
+			     m->exptime, &k->w);
+	if (ret < 0)
+		goto out_free;
+	concat_start(k);
+	return 0;
+
+out_free:
+	concat_free(k);
+	return ret;
+}
+
+void gs_concat_abort(struct gs_concat **kp)
+{
+	struct concat *k = (struct concat *)*kp;
+
+	if (!k)
+		return;
+	*kp = NULL;
+	concat_free(k);
 }

@@ -54,7 +54,12 @@ int main(int argc, char **argv)
 	}
 #ifdef HAVE_RING
 	if (!opt.no_http) {
-		ret = ring_server_start(e, opt.socket, err, sizeof(err));
+		struct ring_server_conf rc = {
+			.socket = opt.socket, .socket_user = opt.socket_user,
+			.socket_group = opt.socket_group,
+		};
+
+		ret = ring_server_start(e, &rc, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "goblin-store: %s\n", err);
 			goto out_server;

@@ -135,7 +135,8 @@ static void stats_markdown(void)
 #define STAT_ROW(name, desc) printf("| `%s` | %s |\n", #name, desc);
 	SERVER_STATS(STAT_ROW)
 	printf("| `get_hits`, `get_misses`, `get_expired`, `curr_items`, `total_items`, `bytes`, `evictions` | engine counters, as in `stats goblin` |\n"
-	       "| `limit_maxbytes` | `--memory` |\n");
+	       "| `limit_maxbytes` | `--memory` |\n"
+	       "| `max_connections` | `--max-conns` |\n");
 	printf("\n`stats goblin` (the engine):\n\n| stat | meaning |\n|---|---|\n");
 	GS_STATS(STAT_ROW)
 	printf("| `index_bytes_per_object` | `index_bytes` / `curr_items` |\n"
@@ -146,7 +147,14 @@ static void stats_markdown(void)
 	RING_STATS(STAT_ROW)
 #endif
 #undef STAT_ROW
-	printf("\n`stats settings`: every option above by its flag name, with its value.\n");
+	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
+	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "
+	       "`stats items` (none), `stats sizes` (`sizes_status disabled`), "
+	       "`stats conns` (per connection: `addr`, `listen_addr`, `state`, "
+	       "`secs_since_last_cmd`) answer as memcached's do; `stats reset` "
+	       "answers `RESET` and zeroes the counters of `stats` (not "
+	       "`curr_connections`, `curr_items`, `bytes`; `stats goblin` keeps "
+	       "counting from the start).\n");
 }
 
 int options_parse(struct options *o, int argc, char **argv)
@@ -213,6 +221,10 @@ int options_parse(struct options *o, int argc, char **argv)
 	}
 	if (o->memcache_port > 65535) {
 		fprintf(stderr, "goblin-store: --memcache-port must be at most 65535\n");
+		return 2;
+	}
+	if (o->max_conns < 1 || o->max_conns > 1048576) {
+		fprintf(stderr, "goblin-store: --max-conns must be between 1 and 1048576\n");
 		return 2;
 	}
 	if (o->io_streams < 1 || o->io_streams > 1024) {

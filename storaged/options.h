@@ -56,9 +56,9 @@
 	OPTION(idle_timeout, "idle-timeout", TIME, "0",			\
 	       "close a memcache connection idle between commands this long (0: never)") \
 	OPTION(read_timeout, "read-timeout", TIME, "60s",		\
-	       "close a client that stalls this long inside a command line or value") \
+	       "close a client that stalls this long inside a command line or value (0: never)") \
 	OPTION(send_timeout, "send-timeout", TIME, "60s",		\
-	       "close a client that takes none of its reply for this long")	\
+	       "close a client that takes none of its reply for this long (0: never)")	\
 	OPTION(socket, "socket", STR, "/run/goblin-store/goblin-store.sock", \
 	       "unix socket nginx workers attach to (its directory is created 0750)") \
 	OPTION(socket_user, "socket-user", STR, "",			\

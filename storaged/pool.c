@@ -25,6 +25,7 @@
 
 static const char *const tier_names[] = { "ram", "ssd", "hdd" };
 
+/* Creates <path> and its missing parents, 0700. */
 static int mkdir_p(const char *path)
 {
 	char buf[4096];
@@ -37,24 +38,92 @@ static int mkdir_p(const char *path)
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 			return -errno;
 		*s = '/';
 	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
 }
 
-/* Returns 1 when <path> holds anything but the marker and extents file. */
-static int dir_has_foreign_files(const char *path)
+/* Refuses what another user owns or may write: with write access to a pool
+ * dir, anyone could swap its files for links to files we may write. */
+static int check_owner(int fd, const char *path, const char *what,
+		       mode_t type, char *err, size_t errlen)
 {
-	DIR *d = opendir(path);
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if ((st.st_mode & S_IFMT) != type) {
+		snprintf(err, errlen, "%s: is not a %s", path, what);
+		return -EINVAL;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s: owned by uid %u, not by us (uid %u); refusing to use it",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "%s: group or world writable (mode %04o); refusing to use it",
+			 path, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (type == S_IFREG && st.st_nlink != 1) {
+		snprintf(err, errlen, "%s: has %u hard links; refusing to use it",
+			 path, (unsigned)st.st_nlink);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Opens <name> in the pool dir, never through a symlink, and checks it. */
+static int open_in_dir(struct pool_dir *d, int dfd, const char *name,
+		       int flags, char *err, size_t errlen)
+{
+	char path[4200];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", d->path, name);
+	fd = openat(dfd, name, flags | O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		ret = -errno;
+		if (errno == ELOOP)
+			snprintf(err, errlen, "%s: is a symlink; refusing to follow it", path);
+		else if (errno == EINVAL && (flags & O_DIRECT))
+			snprintf(err, errlen, "%s: does not support O_DIRECT (tmpfs?): pools need a disk file system, e.g. under /var/tmp",
+				 d->path);
+		else
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	ret = check_owner(fd, path, "regular file", S_IFREG, err, errlen);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Returns 1 when the dir holds anything at all. */
+static int dir_has_foreign_files(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct dirent *de;
 	int found = 0;
+	DIR *d;
 
-	if (!d)
+	if (fd < 0)
 		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -132,12 +201,17 @@ static int probe_direct(struct pool_dir *d, uint32_t align, char *err,
 	return n < 0 ? -errno : -EIO;
 }
 
+/*
+ * Opens pool dir <i>.  The path the admin gave may go through symlinks; the
+ * dir it ends at must be ours and not group/world writable, and nothing in
+ * it is opened through a symlink.
+ */
 static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 {
 	struct pool_dir *d = &p->dirs[i];
-	char want[128], path[4200];
+	char want[128];
 	struct statfs sfs;
-	int ret;
+	int dfd, ret;
 
 	ret = mkdir_p(d->path);
 	if (ret < 0) {
@@ -145,53 +219,60 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 			 strerror(-ret));
 		return ret;
 	}
-	if (statfs(d->path, &sfs) == 0 &&
+	dfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", d->path, strerror(errno));
+		return ret;
+	}
+	ret = check_owner(dfd, d->path, "directory", S_IFDIR, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	if (fstatfs(dfd, &sfs) == 0 &&
 	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
 		snprintf(err, errlen, "%s: is on tmpfs, which keeps no data on disk and does not support O_DIRECT as a disk does: put pools on a disk file system, e.g. under /var/tmp",
 			 d->path);
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out_dir;
 	}
-	snprintf(path, sizeof(path), "%s/" MARKER_NAME, d->path);
-	if (access(path, F_OK) < 0) {
-		ret = dir_has_foreign_files(d->path);
+	if (faccessat(dfd, MARKER_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = dir_has_foreign_files(dfd);
 		if (ret != 0) {
 			snprintf(err, errlen, "%s: %s", d->path, ret > 0 ?
 				 "not empty and has no goblin-store marker; refusing to use it" :
 				 strerror(-ret));
-			return ret > 0 ? -EEXIST : ret;
+			ret = ret > 0 ? -EEXIST : ret;
+			goto out_dir;
 		}
 	}
-	d->marker_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (d->marker_fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return ret;
-	}
+	ret = open_in_dir(d, dfd, MARKER_NAME, 0, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	d->marker_fd = ret;
 	snprintf(want, sizeof(want), "goblin-store %s %u/%u\n",
 		 tier_names[p->tier], i + 1, p->ndirs);
 	ret = check_marker(d, want, err, errlen);
 	if (ret < 0)
-		return ret;
-
-	snprintf(path, sizeof(path), "%s/" EXTENTS_NAME, d->path);
-	d->fd = open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-	if (d->fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", d->path, errno == EINVAL ?
-			 "does not support O_DIRECT (tmpfs?): pools need a disk file system, e.g. under /var/tmp" :
-			 strerror(errno));
-		return ret;
-	}
+		goto out_dir;
+	ret = open_in_dir(d, dfd, EXTENTS_NAME, O_DIRECT, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	d->fd = ret;
+	close(dfd);
 	if (ftruncate(d->fd, p->per_dir) < 0 ||
 	    (fallocate(d->fd, 0, 0, p->per_dir) < 0 && errno != EOPNOTSUPP)) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: cannot preallocate %llu bytes: %s",
-			 path, (unsigned long long)p->per_dir, strerror(errno));
+		snprintf(err, errlen, "%s/" EXTENTS_NAME ": cannot preallocate %llu bytes: %s",
+			 d->path, (unsigned long long)p->per_dir, strerror(errno));
 		return ret;
 	}
 	if (dio_alignment(d->fd) > p->align)
 		p->align = dio_alignment(d->fd);
 	return probe_direct(d, p->align, err, errlen);
+
+out_dir:
+	close(dfd);
+	return ret;
 }
 
 int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,

@@ -159,11 +159,13 @@ static bool tok_key(const struct tok *t, struct mc_key *key)
 	return true;
 }
 
-/* get|gets <key>+, gat|gats <exptime> <key>+ */
+/* get|gets <key>+, gat|gats <exptime> <key>+: every key is checked, the
+ * first <max_keys> are stored, the rest left in cmd->rest. */
 static int parse_get(struct mc_cmd *cmd, struct cursor *cur,
 		     struct mc_key *keys, unsigned max_keys)
 {
 	unsigned limit = max_keys < MC_KEYS_MAX ? max_keys : MC_KEYS_MAX;
+	struct mc_key key;
 	struct tok t;
 
 	if (cmd->op == MC_GAT || cmd->op == MC_GATS) {
@@ -174,16 +176,56 @@ static int parse_get(struct mc_cmd *cmd, struct cursor *cur,
 	}
 	cmd->keys = keys;
 	while (next_tok(cur, &t)) {
-		if (cmd->nkeys == limit)
-			return client_error(cmd, "too many keys");
-		if (!tok_key(&t, &keys[cmd->nkeys]))
+		if (!tok_key(&t, &key))
 			return client_error(cmd, BAD_FORMAT);
-		cmd->nkeys++;
+		if (cmd->nkeys < limit)
+			keys[cmd->nkeys++] = key;
+		else if (!cmd->rest)
+			cmd->rest = t.p;
 	}
 	if (!cmd->nkeys)
 		return MC_PARSE_ERROR;
+	if (cmd->rest)
+		cmd->rest_len = cur->end - cmd->rest;
 	cmd->key = keys[0];
 	return MC_PARSE_OK;
+}
+
+unsigned mc_next_keys(const char **rest, size_t *rest_len,
+		      struct mc_key *keys, unsigned max_keys)
+{
+	struct cursor cur = { *rest, *rest + *rest_len };
+	unsigned n = 0;
+	struct tok t;
+
+	while (n < max_keys && next_tok(&cur, &t)) {
+		keys[n].p = t.p;
+		keys[n].len = t.len;
+		n++;
+	}
+	while (cur.p < cur.end && *cur.p == ' ')
+		cur.p++;
+	*rest_len = cur.end - cur.p;
+	*rest = *rest_len ? cur.p : NULL;
+	return n;
+}
+
+bool mc_is_get_line(const char *line, size_t len)
+{
+	static const char *const names[] = { "get ", "gets ", "gat ", "gats " };
+	unsigned i;
+
+	while (len && *line == ' ') {
+		line++;
+		len--;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (len >= n && !memcmp(line, names[i], n))
+			return true;
+	}
+	return false;
 }
 
 /* stats [<args>]: the arguments are the daemon's to judge. */
@@ -258,12 +300,14 @@ static int parse_flush_all(struct mc_cmd *cmd, const struct tok *arg,
 	return MC_PARSE_OK;
 }
 
-/* <level> */
+/* <level>; "verbosity noreply" is level 0 (memcached reads it so) */
 static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
 			   unsigned nargs)
 {
 	uint64_t level;
 
+	if (nargs == 0 && cmd->noreply)
+		return MC_PARSE_OK;
 	if (nargs != 1 || !tok_u64(&arg[0], UINT32_MAX, &level))
 		return client_error(cmd, BAD_FORMAT);
 	cmd->level = level;
@@ -272,9 +316,9 @@ static int parse_verbosity(struct mc_cmd *cmd, const struct tok *arg,
 
 /* The flags each meta command takes; the upper-case ones carry a value. */
 static const char *const meta_flags[] = {
-	[MC_MG] = "cfkOqstvT",
-	[MC_MS] = "ckOqCFTM",
-	[MC_MD] = "kOqC",
+	[MC_MG] = "cfkOqstvTPL",
+	[MC_MS] = "ckOqCFTMPL",
+	[MC_MD] = "kOqCPL",
 };
 
 static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
@@ -282,7 +326,8 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 	struct tok v = { t->p + 1, t->len - 1 };
 	uint64_t u;
 
-	if (!strchr(meta_flags[cmd->op], t->p[0]))
+	/* strchr() would find a NUL flag at the string's end */
+	if (!t->p[0] || !strchr(meta_flags[cmd->op], t->p[0]))
 		return client_error(cmd, "invalid flag");
 	for (unsigned i = 0; i < cmd->nmeta; i++)
 		if (cmd->meta[i].flag == t->p[0])
@@ -310,12 +355,16 @@ static int meta_flag(struct mc_cmd *cmd, const struct tok *t)
 			return client_error(cmd, "bad token in command line format");
 		break;
 	case 'M':
-		if (v.len != 1 || !strchr("EAPRS", v.p[0]))
+		if (v.len != 1 || !v.p[0] || !strchr("EAPRS", v.p[0]))
 			return client_error(cmd, "invalid mode for ms M token");
 		cmd->mode = v.p[0];
 		break;
+	case 'O':
+	case 'P':	/* P and L: hints for proxies, ignored */
+	case 'L':
+		break;
 	default:
-		if (v.len && t->p[0] != 'O')
+		if (v.len)
 			return client_error(cmd, "invalid flag");
 	}
 	return MC_PARSE_OK;
@@ -347,6 +396,19 @@ static int parse_meta(struct mc_cmd *cmd, struct cursor *cur,
 	return MC_PARSE_OK;
 }
 
+/* memcached hangs up on an unknown command whose last token starts with
+ * "HTTP/": an HTTP request sent to the memcache port. */
+static int unknown_command(struct cursor *cur, const struct tok *name)
+{
+	struct tok last = *name, t;
+
+	while (next_tok(cur, &t))
+		last = t;
+	if (last.len >= 5 && !memcmp(last.p, "HTTP/", 5))
+		return MC_PARSE_CLOSE;
+	return MC_PARSE_ERROR;
+}
+
 static const struct mc_def *find_def(const struct tok *name, enum mc_op *op)
 {
 	unsigned i;
@@ -369,13 +431,14 @@ int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	unsigned nargs = 0;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (len > MC_LINE_MAX)
+	if (len > MC_GET_LINE_MAX ||
+	    (len > MC_LINE_MAX && !mc_is_get_line(line, len)))
 		return client_error(cmd, "line too long");
 	if (!next_tok(&cur, &name))
 		return MC_PARSE_ERROR;
 	def = find_def(&name, &cmd->op);
 	if (!def)
-		return MC_PARSE_ERROR;
+		return unknown_command(&cur, &name);
 	if (def->rest)
 		return def->rest(cmd, &cur, keys, max_keys);
 
@@ -386,7 +449,8 @@ int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	}
 	if (nargs < def->min_args)
 		return MC_PARSE_ERROR;
-	if (def->noreply && nargs > def->min_args &&
+	if (def->noreply && nargs && (nargs > def->min_args ||
+				      cmd->op == MC_VERBOSITY) &&
 	    tok_is(&arg[nargs - 1], "noreply")) {
 		cmd->noreply = true;
 		nargs--;

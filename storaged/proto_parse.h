@@ -14,6 +14,7 @@
  *     flags (meta): mg  c f k O q s t v T<ttl>
  *                   ms  c k O q C<cas> F<flags> T<ttl> M<mode: E A P R S>
  *                   md  k O q C<cas>
+ *                   all P<...> L<...> (proxy hints, ignored)
  *     others (b, h, u, E, I, N, R, l, x, ...) are refused: "invalid flag"
  *
  * Tokens are separated by one or more spaces (only ' ').  Results:
@@ -23,10 +24,20 @@
  *                          "CLIENT_ERROR <cmd->error>".  As in memcached, the
  *                          data block of a rejected storage command is not
  *                          consumed: it is read as the next command line.
+ *   MC_PARSE_CLOSE         an unknown command whose last token starts with
+ *                          "HTTP/" ("GET / HTTP/1.1"): as memcached does
+ *                          against cross-protocol attacks, the server hangs
+ *                          up without a reply.
+ * Numbers are decimal digits only (exptime and delay may start with '-')
+ * and must fit their field: flags 32 bits, exptime/delay/T int64, cas/C and
+ * delta 64 bits, <bytes> at most MC_BYTES_MAX; anything else is refused,
+ * never truncated or wrapped.  A meta flag is a printable letter: a token
+ * starting with NUL or any other byte is "invalid flag".
  * Stricter than memcached: an unknown token where "noreply" may stand, or
  * any token after it, is a CLIENT_ERROR ("bad command line format"), not
  * ignored; version and quit take no arguments; gat/gats need a key; flags
- * of 2^32 and more are refused instead of truncated.
+ * of 2^32 and more are refused instead of truncated.  "verbosity noreply"
+ * is verbosity 0, silently (as memcached).
  */
 #ifndef GOBLIN_PROTO_PARSE_H
 #define GOBLIN_PROTO_PARSE_H
@@ -37,8 +48,12 @@
 
 #define MC_KEY_MAX	250		/* bytes in a key */
 #define MC_LINE_MAX	65536		/* bytes in a command line, no "\r\n" */
-#define MC_KEYS_MAX	1024		/* keys in one get/gets/gat/gats */
-#define MC_BYTES_MAX	((uint64_t)INT64_MAX - 2)	/* <bytes> + "\r\n" fits off_t */
+#define MC_GET_LINE_MAX	(1 << 20)	/* a get/gets/gat/gats line: memcached takes
+					 * multigets of any length, we 1 MiB */
+#define MC_KEYS_MAX	1024		/* keys parsed at once (a get with more
+					 * is answered in batches: <rest>) */
+#define MC_BYTES_MAX	((uint64_t)INT32_MAX - 2)	/* memcached's rule: <bytes> + "\r\n"
+						 * fits an int */
 
 enum mc_op {
 	MC_GET, MC_GETS, MC_GAT, MC_GATS,
@@ -61,6 +76,7 @@ enum mc_parse_result {
 	MC_PARSE_OK,
 	MC_PARSE_ERROR,
 	MC_PARSE_CLIENT_ERROR,
+	MC_PARSE_CLOSE,		/* looks like HTTP: hang up, no reply */
 };
 
 /* 1 to MC_KEY_MAX bytes, none of them a control character or space. */
@@ -74,6 +90,9 @@ struct mc_cmd {
 	struct mc_key key;	/* single-key commands; get family: keys[0] */
 	struct mc_key *keys;	/* get family: the caller's <keys> array */
 	unsigned nkeys;
+	const char *rest;	/* get family: the keys past <keys> (all
+				 * checked), for mc_next_keys(); NULL if none */
+	size_t rest_len;
 	uint32_t flags;
 	int64_t exptime;	/* as sent: memcached's relative/absolute rule */
 	uint64_t bytes;		/* storage commands: value bytes, no "\r\n" */
@@ -83,7 +102,8 @@ struct mc_cmd {
 	const char *arg;	/* stats: text after "stats " (NULL if none) */
 	size_t arg_len;
 	uint32_t level;		/* verbosity */
-	int64_t delay;		/* flush_all: seconds, <= 0 means now */
+	int64_t delay;		/* flush_all: an exptime (<= 30 days relative,
+				 * else absolute); <= 0 means now */
 	const char *error;	/* MC_PARSE_CLIENT_ERROR: text after "CLIENT_ERROR " */
 	/* meta commands: flags in the order sent; their values are also
 	 * parsed into the fields above (F -> flags, T -> exptime, C -> cas,
@@ -99,14 +119,27 @@ struct mc_cmd {
 /*
  * Parses the command <line> of <len> bytes, without its "\r\n" or "\n",
  * into <cmd>; get-family keys go to <keys>, which has room for <max_keys>
- * (more than MC_KEYS_MAX are never taken).  Returns an mc_parse_result.
+ * (more than MC_KEYS_MAX are never taken; every key is checked, those that do
+ * not fit are left in <cmd>->rest).  Returns an mc_parse_result.
  * On MC_PARSE_CLIENT_ERROR, <cmd>->error says why (memcached's wording where
- * it has one; "line too long" and "too many keys" are ours), <cmd>->op is
+ * it has one; "line too long" is ours), <cmd>->op is
  * set unless the line was too long, and <cmd>->noreply tells whether the
  * line ended in "noreply" (memcached then sends no error either).
  */
 int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	     struct mc_key *keys, unsigned max_keys);
+
+/*
+ * Takes up to <max_keys> keys from the <*rest_len> bytes at <*rest> (a get's
+ * <rest>, already checked by mc_parse) into <keys>, advancing <*rest> and
+ * <*rest_len> past them (to NULL, 0 after the last).  Returns the count.
+ */
+unsigned mc_next_keys(const char **rest, size_t *rest_len,
+		      struct mc_key *keys, unsigned max_keys);
+
+/* True when the first <len> bytes of a line (no "\n" yet) may begin a get,
+ * gets, gat or gats, whose lines may be up to MC_GET_LINE_MAX bytes. */
+bool mc_is_get_line(const char *line, size_t len);
 
 /* The command's protocol name ("get", "flush_all"), or "unknown". */
 const char *mc_op_name(enum mc_op op);

@@ -51,7 +51,7 @@ static const char *store_reply(enum mc_op op, int res)
 
 /* ---- meta commands ---- */
 
-static bool start_store(struct conn *c, const struct mc_cmd *cmd);
+static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
 
 /* Appends " <flag><value>" for each flag of <cmd> that a reply echoes:
  * O and k always; with <m> (a hit), c f s t too. */
@@ -109,9 +109,10 @@ static bool meta_has(const struct mc_cmd *cmd, char flag)
 static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 {
 	struct gs_engine *e = c->srv->e;
-	char flags[600];
+	char flags[600], line[640];
 	struct gs_obj *obj;
 	const struct gs_meta *m;
+	int n;
 
 	SRV_ADD(c->srv, cmd_get, 1);
 	if (cmd->has_exptime) {
@@ -136,9 +137,8 @@ static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 		gs_obj_put(e, &obj);
 		return;
 	}
-	conn_replyf(c, "VA %" PRIu64 "%s\r\n", m->size, flags);
-	conn_reply_obj(c, obj);
-	REPLY(c, "\r\n");
+	n = snprintf(line, sizeof(line), "VA %" PRIu64 "%s\r\n", m->size, flags);
+	conn_reply_value(c, line, n, obj);
 }
 
 /* md <key> <flags>: HD, NF, EX (C<cas> mismatch); q hides HD. */
@@ -214,8 +214,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 		plain.op = MC_CAS;
 	if (!cmd->has_exptime)
 		plain.exptime = 0;
-	ok = start_store(c, &plain);
-	st->meta = true;
+	ok = start_store(c, &plain, true);
 	st->necho = 0;
 	for (unsigned i = 0; i < cmd->nmeta; i++) {
 		const struct mc_meta *f = &cmd->meta[i];
@@ -235,8 +234,6 @@ static void store_done(void *arg, int res)
 	struct conn *c = arg;
 	struct pending_store *st = &c->store;
 
-	free(st->data);
-	st->data = NULL;
 	if (c->dead) {
 		conn_release(c);
 		return;
@@ -263,7 +260,8 @@ static void value_wake(void *arg)
 	conn_pause_input(arg, false);
 }
 
-static bool start_store(struct conn *c, const struct mc_cmd *cmd)
+/* <meta>: an ms, whose q hides only its success (errors always show). */
+static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 {
 	struct pending_store *st = &c->store;
 	struct gs_engine *e = c->srv->e;
@@ -274,14 +272,14 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd)
 				      .flags = cmd->flags,
 				      .exptime = gs_exptime(cmd->exptime),
 				      .cas = cmd->cas, .noreply = cmd->noreply,
-				      .len = cmd->bytes };
+				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	if (cmd->bytes > gs_engine_config(e)->max_object) {
 		ret = -E2BIG;
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
-		st->data = malloc(cmd->bytes ? cmd->bytes : 1);
-		ret = st->data ? 0 : -ENOMEM;
-		c->state = CONN_VALUE_BUF;
+		ret = gs_concat_open(conn_io(c), st->key, st->klen,
+				     cmd->op == MC_PREPEND, cmd->bytes, &st->concat);
+		c->state = CONN_VALUE_CONCAT;
 	} else {
 		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
 				     cmd->flags, st->exptime, &st->writer);
@@ -298,7 +296,8 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd)
 	} else {
 		SRV_ADD(c->srv, out_of_memory, 1);
 	}
-	reply_unless(c, cmd->noreply && ret == -E2BIG, store_reply(cmd->op, ret));
+	reply_unless(c, cmd->noreply && !meta && ret == -E2BIG,
+		     store_reply(cmd->op, ret));
 	c->swallow = cmd->bytes + 2;
 	c->state = CONN_SWALLOW;
 	return true;
@@ -313,24 +312,22 @@ static void end_value(struct conn *c)
 	c->state = CONN_WAIT;
 	if (st->bad_chunk) {
 		gs_writer_abort(&st->writer);
-		free(st->data);
-		st->data = NULL;
+		gs_concat_abort(&st->concat);
 		SRV_ADD(c->srv, protocol_errors, 1);
-		reply_unless(c, st->noreply, "CLIENT_ERROR bad data chunk\r\n");
+		reply_unless(c, st->noreply && !st->meta,
+			     "CLIENT_ERROR bad data chunk\r\n");
 		c->state = CONN_CMD;
 		return;
 	}
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
-		ret = gs_concat(conn_io(c), st->key, st->klen, st->op == MC_PREPEND,
-				st->data, st->len, store_done, c);
+		ret = gs_concat_finish(&st->concat, store_done, c);
 	} else {
 		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
 		       st->op == MC_CAS ? GS_CAS : GS_SET;
 		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
 	}
 	if (ret < 0) {
-		free(st->data);
-		st->data = NULL;
+		gs_concat_abort(&st->concat);
 		gs_writer_abort(&st->writer);
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
@@ -345,32 +342,46 @@ static void end_value(struct conn *c)
 
 void proto_abort(struct conn *c)
 {
-	if (c->state == CONN_VALUE || c->state == CONN_VALUE_BUF ||
+	if (c->state == CONN_VALUE || c->state == CONN_VALUE_CONCAT ||
 	    c->state == CONN_VALUE_END) {
 		SRV_ADD(c->srv, aborted_values, 1);
 		gs_writer_abort(&c->store.writer);
-		free(c->store.data);
-		c->store.data = NULL;
+		gs_concat_abort(&c->store.concat);
 	}
 }
 
 /* ---- retrieval ---- */
 
-static void do_get(struct conn *c, const struct mc_cmd *cmd)
+/* Looks up the pending get's next keys while the connection holds fewer
+ * than CONN_PINS_MAX values, queueing each hit; END after the last key.
+ * Keys past MC_KEYS_MAX are taken from the line a batch at a time. */
+static void get_step(struct conn *c)
 {
+	struct pending_get *g = &c->get;
 	struct gs_engine *e = c->srv->e;
-	bool with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS;
-	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
-	int64_t exptime = touch ? gs_exptime(cmd->exptime) : 0;
 
-	for (unsigned i = 0; i < cmd->nkeys; i++) {
-		const struct mc_key *k = &cmd->keys[i];
+	for (;;) {
+		const struct mc_key *k;
 		const struct gs_meta *m;
 		struct gs_obj *obj;
+		char line[320];
+		int n;
 
+		if (c->out_objs >= CONN_PINS_MAX || c->broken)
+			return;
+		if (g->next == g->nkeys) {
+			if (!g->rest)
+				break;
+			g->nkeys = mc_next_keys(&g->rest, &g->rest_len, c->keys,
+						MC_KEYS_MAX);
+			g->next = 0;
+			continue;
+		}
+		k = &c->keys[g->next];
+		g->next++;
 		SRV_ADD(c->srv, cmd_get, 1);
-		if (touch) {
-			int ret = gs_touch(e, k->p, k->len, exptime, NULL);
+		if (g->touch) {
+			int ret = gs_touch(e, k->p, k->len, g->exptime, NULL);
 
 			SRV_ADD(c->srv, cmd_touch, 1);
 			SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -379,16 +390,31 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 		if (gs_lookup(e, k->p, k->len, &obj) < 0)
 			continue;
 		m = gs_obj_meta(obj);
-		if (with_cas)
-			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 " %" PRIu64 "\r\n",
-				    k->len, k->p, m->flags, m->size, m->cas);
+		if (g->with_cas)
+			n = snprintf(line, sizeof(line), "VALUE %.*s %" PRIu32 " %" PRIu64
+				     " %" PRIu64 "\r\n", k->len, k->p, m->flags,
+				     m->size, m->cas);
 		else
-			conn_replyf(c, "VALUE %.*s %" PRIu32 " %" PRIu64 "\r\n",
-				    k->len, k->p, m->flags, m->size);
-		conn_reply_obj(c, obj);
-		REPLY(c, "\r\n");
+			n = snprintf(line, sizeof(line), "VALUE %.*s %" PRIu32 " %" PRIu64
+				     "\r\n", k->len, k->p, m->flags, m->size);
+		conn_reply_value(c, line, n, obj);
 	}
 	REPLY(c, "END\r\n");
+	c->state = CONN_CMD;
+}
+
+static void do_get(struct conn *c, const struct mc_cmd *cmd)
+{
+	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
+
+	c->get = (struct pending_get){
+		.nkeys = cmd->nkeys, .touch = touch,
+		.rest = cmd->rest, .rest_len = cmd->rest_len,
+		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
+		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
+	};
+	c->state = CONN_GET;
+	get_step(c);
 }
 
 /* ---- the rest ---- */
@@ -443,6 +469,13 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	struct mc_cmd cmd;
 	int ret = mc_parse(line, len, &cmd, c->keys, MC_KEYS_MAX);
 
+	__atomic_store_n(&c->last_cmd, time(NULL), __ATOMIC_RELAXED);
+	if (ret == MC_PARSE_CLOSE) {
+		/* HTTP on the memcache port: earlier replies go out, then
+		 * the connection closes without reading further */
+		c->state = CONN_CLOSING;
+		return true;
+	}
 	if (ret == MC_PARSE_ERROR) {
 		SRV_ADD(c->srv, protocol_errors, 1);
 		REPLY(c, "ERROR\r\n");
@@ -459,7 +492,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		return true;
 	}
 	if (is_storage(cmd.op))
-		return start_store(c, &cmd);
+		return start_store(c, &cmd, false);
 	switch (cmd.op) {
 	case MC_GET:
 	case MC_GETS:
@@ -479,7 +512,9 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		break;
 	case MC_FLUSH_ALL:
 		SRV_ADD(c->srv, cmd_flush, 1);
-		gs_flush(c->srv->e, cmd.delay > 0 ? time(NULL) + cmd.delay : 0);
+		/* an exptime, as memcached: relative up to 30 days, else
+		 * absolute; no arithmetic that a huge delay overflows */
+		gs_flush(c->srv->e, cmd.delay > 0 ? gs_exptime(cmd.delay) : 0);
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_STATS:
@@ -531,10 +566,9 @@ static bool step_value(struct conn *c)
 	size_t n;
 	ssize_t got;
 
-	if (c->state == CONN_VALUE_BUF) {
-		p = st->data + st->got;
-		n = st->len - st->got;
-	} else if (gs_writer_buf(st->writer, &p, &n, value_wake, c) == -EAGAIN) {
+	if ((c->state == CONN_VALUE_CONCAT ?
+	     gs_concat_buf(st->concat, &p, &n, value_wake, c) :
+	     gs_writer_buf(st->writer, &p, &n, value_wake, c)) == -EAGAIN) {
 		conn_pause_input(c, true);
 		return true;
 	}
@@ -549,7 +583,9 @@ static bool step_value(struct conn *c)
 		if (got <= 0)
 			return got == 0;
 	}
-	if (c->state == CONN_VALUE)
+	if (c->state == CONN_VALUE_CONCAT)
+		gs_concat_advance(st->concat, got);
+	else
 		gs_writer_advance(st->writer, got);
 	st->got += got;
 	return true;
@@ -562,28 +598,38 @@ bool proto_process(struct conn *c)
 		char *line, *nl;
 		size_t len;
 
+		c->want_input = false;
 		if (c->state == CONN_WAIT || c->state == CONN_CLOSING ||
-		    c->input_paused || c->out_items >= 64 || c->out_bytes >= (4u << 20))
+		    c->input_paused || c->out_items >= 64 ||
+		    c->out_bytes >= (4u << 20) || c->out_objs >= CONN_PINS_MAX ||
+		    c->broken)
 			return true;
 		switch (c->state) {
+		case CONN_GET:
+			get_step(c);
+			continue;
 		case CONN_VALUE:
-		case CONN_VALUE_BUF:
+		case CONN_VALUE_CONCAT:
 			if (c->store.got == c->store.len) {
 				c->state = CONN_VALUE_END;
 				continue;
 			}
 			if (!step_value(c))
 				return false;
-			if (c->store.got < c->store.len && c->rend == c->rstart)
+			if (c->store.got < c->store.len && c->rend == c->rstart) {
+				c->want_input = !c->input_paused;
 				return true;	/* wait for the socket */
+			}
 			continue;
 		case CONN_VALUE_END:
 			if (c->rend - c->rstart < 2) {
 				avail = conn_fill(c);
 				if (avail < 0)
 					return false;
-				if (c->rend - c->rstart < 2)
+				if (c->rend - c->rstart < 2) {
+					c->want_input = true;
 					return true;
+				}
 			}
 			c->store.bad_chunk = memcmp(c->rbuf + c->rstart, "\r\n", 2) != 0;
 			c->rstart += 2;
@@ -593,8 +639,10 @@ bool proto_process(struct conn *c)
 			avail = buffered(c);
 			if (avail < 0)
 				return false;
-			if (avail == 0)
+			if (avail == 0) {
+				c->want_input = true;
 				return true;
+			}
 			if ((uint64_t)avail > c->swallow)
 				avail = c->swallow;
 			c->rstart += avail;
@@ -605,7 +653,11 @@ bool proto_process(struct conn *c)
 		case CONN_CMD:
 			nl = memchr(c->rbuf + c->rstart, '\n', c->rend - c->rstart);
 			if (!nl) {
-				if (c->rend - c->rstart > MC_LINE_MAX + 1) {
+				size_t have = c->rend - c->rstart;
+
+				if (have > MC_GET_LINE_MAX + 1 ||
+				    (have > MC_LINE_MAX + 1 &&
+				     !mc_is_get_line(c->rbuf + c->rstart, have))) {
 					SRV_ADD(c->srv, protocol_errors, 1);
 					REPLY(c, "CLIENT_ERROR line too long\r\n");
 					c->state = CONN_CLOSING;
@@ -614,8 +666,10 @@ bool proto_process(struct conn *c)
 				avail = conn_fill(c);
 				if (avail < 0)
 					return false;
-				if (avail == 0)
+				if (avail == 0) {
+					c->want_input = true;
 					return true;
+				}
 				continue;
 			}
 			line = c->rbuf + c->rstart;
@@ -644,13 +698,82 @@ static void stat_setting(void *arg, const char *name, const char *value)
 	conn_replyf(arg, "STAT %s %s\r\n", name, value);
 }
 
+static bool arg_is(const char *arg, size_t len, const char *s)
+{
+	return len == strlen(s) && !memcmp(arg, s, len);
+}
+
+/* stats cachedump <class> <limit>: memcached's checks and errors; there are
+ * no slab classes (stats items lists none), so every class is empty. */
+static void stats_cachedump(struct conn *c, const char *arg, size_t len)
+{
+	unsigned long id, limit;
+	char buf[64], *end;
+	int n;
+
+	if (len >= sizeof(buf)) {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	memcpy(buf, arg, len);
+	buf[len] = 0;
+	n = 0;
+	for (end = buf; *end; end++)
+		if (*end != ' ' && (end == buf || end[-1] == ' '))
+			n++;
+	if (n < 2) {
+		REPLY(c, "CLIENT_ERROR bad command line\r\n");
+		return;
+	}
+	errno = 0;
+	id = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end != ' ' || buf[strspn(buf, " ")] == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	arg = end + strspn(end, " ");
+	limit = strtoul(arg, &end, 10);
+	if (errno || end == arg || (*end && *end != ' ') || *arg == '-') {
+		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
+		return;
+	}
+	(void)limit;
+	if ((uint32_t)id >= 64) {	/* memcached's MAX_NUMBER_OF_SLAB_CLASSES,
+					 * its id an unsigned int */
+		REPLY(c, "CLIENT_ERROR Illegal slab id\r\n");
+		return;
+	}
+	REPLY(c, "END\r\n");
+}
+
 void proto_stats(struct conn *c, const char *arg, size_t len)
 {
 	struct server *srv = c->srv;
-	struct gs_stats st;
+	struct gs_stats st, base;
 	struct rusage ru;
+	size_t sub = 0;
+
+	/* memcached judges the first word; the rest is ignored but for
+	 * cachedump's arguments */
+	while (sub < len && arg[sub] != ' ')
+		sub++;
+	if (arg_is(arg, sub, "cachedump")) {
+		while (sub < len && arg[sub] == ' ')
+			sub++;
+		stats_cachedump(c, arg + sub, len - sub);
+		return;
+	}
+	len = sub;
 
 	gs_stats(srv->e, &st);
+	pthread_mutex_lock(&srv->reset_lock);
+	base = srv->base;
+	pthread_mutex_unlock(&srv->reset_lock);
+	if (arg_is(arg, len, "reset")) {
+		server_stats_reset(srv);
+		REPLY(c, "RESET\r\n");
+		return;
+	}
 	if (len == 0) {
 		getrusage(RUSAGE_SELF, &ru);
 		stat_u64(c, "pid", getpid());
@@ -667,17 +790,29 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 		stat_u64(c, #name, __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED));
 		SERVER_STATS(SERVER_STAT_EMIT)
 #undef SERVER_STAT_EMIT
-		stat_u64(c, "get_hits", st.get_hits);
-		stat_u64(c, "get_misses", st.get_misses);
-		stat_u64(c, "get_expired", st.get_expired);
+		/* counters since the last stats reset */
+		stat_u64(c, "get_hits", st.get_hits - base.get_hits);
+		stat_u64(c, "get_misses", st.get_misses - base.get_misses);
+		stat_u64(c, "get_expired", st.get_expired - base.get_expired);
 		stat_u64(c, "curr_items", st.curr_items);
-		stat_u64(c, "total_items", st.total_items);
+		stat_u64(c, "total_items", st.total_items - base.total_items);
 		stat_u64(c, "bytes", st.bytes);
-		stat_u64(c, "evictions", st.evictions);
+		stat_u64(c, "evictions", st.evictions - base.evictions);
 		stat_u64(c, "limit_maxbytes", srv->opt->memory);
-	} else if (len == 8 && !memcmp(arg, "settings", 8)) {
+		stat_u64(c, "max_connections", srv->opt->max_conns);
+	} else if (arg_is(arg, len, "settings")) {
 		options_each(srv->opt, stat_setting, c);
-	} else if (len == 6 && !memcmp(arg, "goblin", 6)) {
+	} else if (arg_is(arg, len, "slabs")) {
+		/* no slab classes: the RAM region's totals */
+		stat_u64(c, "active_slabs", 0);
+		stat_u64(c, "total_malloced", st.ram_used_bytes);
+	} else if (arg_is(arg, len, "items")) {
+		/* per-class item stats: none (memcached's answer when empty) */
+	} else if (arg_is(arg, len, "sizes")) {
+		conn_replyf(c, "STAT sizes_status disabled\r\n");
+	} else if (arg_is(arg, len, "conns")) {
+		server_stats_conns(c);
+	} else if (arg_is(arg, len, "goblin")) {
 #define GS_STAT_EMIT(name, desc) stat_u64(c, #name, st.name);
 		GS_STATS(GS_STAT_EMIT)
 #undef GS_STAT_EMIT

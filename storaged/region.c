@@ -4,8 +4,10 @@
  * full heads take --ram-head slots, smaller objects take power-of-two
  * slots from 64 bytes up.  Head blocks are charged to --memory, small ones
  * to --sub-memory (to --memory when that is 0).  All calls expect the engine lock.
+ * The memfd is sealed (seal_region): only the engine's mapping writes it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
@@ -19,10 +21,32 @@
 
 #define MIN_SLOT 64u
 #define HUGE_PAGE (2u << 20)
+#define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | \
+		      F_SEAL_SEAL)
+
+/*
+ * Seals the region once the engine's own writable mapping exists: nobody
+ * holding the fd (nginx workers get an O_RDONLY reopen of it) can map it
+ * writable again, write it, punch holes in it or resize it.  Kernels
+ * before 5.1 lack F_SEAL_FUTURE_WRITE: then only resizing is sealed.
+ */
+static int seal_region(struct region *r)
+{
+	if (fcntl(r->fd, F_ADD_SEALS, REGION_SEALS) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	log_warn("RAM region: this kernel cannot seal it against writes (F_SEAL_FUTURE_WRITE, Linux 5.1): only its size is sealed");
+	if (fcntl(r->fd, F_ADD_SEALS, REGION_SEALS & ~F_SEAL_FUTURE_WRITE) < 0)
+		return -errno;
+	return 0;
+}
 
 static int map_region(struct region *r, bool hugetlb)
 {
-	unsigned flags = MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0);
+	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING |
+			 (hugetlb ? MFD_HUGETLB : 0);
+	int err;
 
 	r->fd = memfd_create("goblin-heads", flags);
 	if (r->fd < 0)
@@ -33,18 +57,21 @@ static int map_region(struct region *r, bool hugetlb)
 		       r->fd, 0);
 	if (r->base == MAP_FAILED)
 		goto out_close;
+	err = seal_region(r);
+	if (err)
+		goto out_unmap;
 	r->hugetlb = hugetlb;
 	return 0;
 
+out_unmap:
+	munmap(r->base, r->size);
+	errno = -err;
 out_close:
-	{
-		int err = -errno;
-
-		close(r->fd);
-		r->fd = -1;
-		r->base = NULL;
-		return err;
-	}
+	err = -errno;
+	close(r->fd);
+	r->fd = -1;
+	r->base = NULL;
+	return err;
 }
 
 static void setup_classes(struct region *r, uint64_t ram_head)

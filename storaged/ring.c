@@ -11,9 +11,23 @@
  * fit the CQ live in the worker's struct ring_conn; when its socket closes every
  * pin is dropped and every writer aborted.  A writer whose commit is in
  * flight keeps the conn's memory until its done callback has run.
+ *
+ * Trust: only root, goblin-store's user, --socket-user and members of
+ * --socket-group attach (SO_PEERCRED, peer_allowed); the socket lives in
+ * a directory nobody else can write (claim_dir).  An attached worker is
+ * still not trusted with the daemon's memory: each SQE is copied out of
+ * the ring once (ring_sq_pop) and every index, offset and length is
+ * checked on that copy; a worker holds at most RING_HANDLES_MAX handles,
+ * pins of max_pins distinct objects, 2 * n_tx unfinished writers, and
+ * RING_MAX_WORKERS
+ * attach at once.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "goblin.h"
@@ -30,7 +45,6 @@
 #include "ring.h"
 #include "../shared/ring.h"
 
-#define MAX_CONNS	1024
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
 enum ring_stat {
@@ -122,16 +136,25 @@ struct ring_handle {
 
 struct ring_server;
 
+struct pin_slot {
+	const struct gs_obj *obj;	/* NULL: empty */
+	uint32_t n;			/* handles pinning it */
+};
+
 struct ring_conn {
 	struct ring_server *srv;
-	int fd;
+	int fd;				/* -1 for a local (test) worker */
 	pid_t pid;
+	uid_t uid;
 	bool welcomed, dead, bell;
 	unsigned busy;			/* writer commits in flight */
 	struct ring ring;
 	struct ring_handle *h;
 	uint32_t nh;
 	struct ring_handle *free_h;
+	uint32_t nkind[H_STATS + 1];	/* live handles of each kind */
+	struct pin_slot *pinset;	/* distinct objects pinned */
+	uint32_t pin_cap, npinned;
 	uint32_t *rx_free;
 	uint32_t nrx_free;
 	uint8_t *rx_state;
@@ -148,14 +171,23 @@ struct ring_server {
 	struct gs_engine *e;
 	struct gs_io *io;
 	int lfd, epfd, stopfd;
-	int region_fd;
+	int spare_fd;			/* given up to shed a worker on EMFILE */
+	bool listen_paused;		/* out of descriptors, even the spare */
+	int region_fd;			/* O_RDONLY reopen of the region memfd */
 	uint64_t region_size;
 	pthread_t thread;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct list conns;
 	struct list ready;
 	unsigned nconns;
+	uint32_t max_pins;		/* distinct objects per worker */
 	uint64_t st[ST_MAX];
+
+	/* who may attach besides root and goblin-store's own user */
+	uid_t user_uid;
+	gid_t group_gid;
+	bool has_user, has_group;
+	time_t refusal_logged;
 
 	/* start-up handshake with the thread */
 	pthread_mutex_t lock;
@@ -180,6 +212,7 @@ static struct ring_handle *handle_get(struct ring_conn *c, enum handle_kind kind
 	if (!h)
 		return NULL;
 	c->free_h = h->next_free;
+	c->nkind[kind]++;
 	h->kind = kind;
 	h->gen = h->gen == 0xffff ? 1 : h->gen + 1;
 	h->id = (uint32_t)h->gen << 16 | (uint32_t)(h - c->h);
@@ -195,6 +228,7 @@ static void handle_put(struct ring_handle *h)
 	if (h->on_ready)
 		list_del(&h->ready_link);
 	list_del(&h->wait_link);
+	c->nkind[h->kind]--;
 	free(h->q);
 	memset(h, 0, sizeof(*h));
 	h->c = c;
@@ -315,6 +349,67 @@ static void wait_for_buffer(struct ring_handle *h)
 
 /* ---- objects: LOOKUP, READ, RELEASE ---- */
 
+static bool refusal_log_due(struct ring_server *srv);
+
+/* ---- the distinct objects a worker pins: a linear-probing set ---- */
+
+static struct pin_slot *pin_slot(struct ring_conn *c, const struct gs_obj *obj)
+{
+	uint32_t mask = c->pin_cap - 1;
+	uint32_t i = (uint32_t)(((uintptr_t)obj >> 4) * 0x9e3779b1u) & mask;
+
+	while (c->pinset[i].obj && c->pinset[i].obj != obj)
+		i = (i + 1) & mask;
+	return &c->pinset[i];
+}
+
+/* One more pin of <obj>: -EBUSY when it is a new object and the worker
+ * pins max_pins already. */
+static int pin_add(struct ring_conn *c, struct gs_obj *obj)
+{
+	struct pin_slot *p = pin_slot(c, obj);
+
+	if (!p->obj) {
+		if (c->npinned >= c->srv->max_pins)
+			return -EBUSY;
+		p->obj = obj;
+		c->npinned++;
+	}
+	p->n++;
+	return 0;
+}
+
+static void pin_del(struct ring_conn *c, const struct gs_obj *obj)
+{
+	uint32_t mask = c->pin_cap - 1, i, j, home;
+	struct pin_slot *p = pin_slot(c, obj);
+
+	if (--p->n)
+		return;
+	c->npinned--;
+	/* backward-shift deletion keeps every probe chain whole */
+	i = (uint32_t)(p - c->pinset);
+	for (j = (i + 1) & mask; c->pinset[j].obj; j = (j + 1) & mask) {
+		home = (uint32_t)(((uintptr_t)c->pinset[j].obj >> 4) *
+				  0x9e3779b1u) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			c->pinset[i] = c->pinset[j];
+			i = j;
+		}
+	}
+	c->pinset[i] = (struct pin_slot){ 0 };
+}
+
+/* A LOOKUP or WOPEN refused: the worker holds its most <what>. */
+static void busy(struct ring_conn *c, const char *what)
+{
+	c->srv->st[ST_ring_busy]++;
+	if (refusal_log_due(c->srv))
+		log_warn("nginx worker %d holds its most %s (%u pins of %u objects, %u writers): EBUSY",
+			 (int)c->pid, what, c->nkind[H_OBJ], c->npinned,
+			 c->nkind[H_WRITER]);
+}
+
 static bool key_ok(const struct ring_sqe *sqe)
 {
 	return sqe->klen > 0 && sqe->klen <= RING_KEY_MAX;
@@ -336,12 +431,22 @@ static void op_lookup(struct ring_conn *c, const struct ring_sqe *sqe)
 	}
 	h = handle_get(c, H_OBJ);
 	if (!h) {
+		busy(c, "handles");
 		cqe.res = -EBUSY;
 		goto out;
 	}
 	cqe.res = gs_lookup(srv->e, sqe->key, sqe->klen, &obj);
 	if (cqe.res) {
 		handle_put(h);
+		goto out;
+	}
+	/* many requests for one object pin it once as far as eviction goes:
+	 * the bound is on distinct objects */
+	if (pin_add(c, obj)) {
+		gs_obj_put(srv->e, &obj);
+		handle_put(h);
+		busy(c, "pinned objects");
+		cqe.res = -EBUSY;
 		goto out;
 	}
 	h->obj = obj;
@@ -468,7 +573,7 @@ static void op_read(struct ring_conn *c, const struct ring_sqe *sqe)
 		 size : sqe->off + sqe->len;
 	h->limit = sqe->window && h->pos + sqe->window > h->pos ?
 		   h->pos + sqe->window : UINT64_MAX;
-	cqe.res = gs_stream_open(c->srv->io, h->obj, sqe->off, sqe->len,
+	cqe.res = gs_stream_open(c->srv->io, h->obj, h->pos, h->end - h->pos,
 				 handle_wake, h, &h->s);
 	if (cqe.res) {
 		post_cqe(c, &cqe);
@@ -484,6 +589,7 @@ static void release_obj(struct ring_handle *h)
 		gs_stream_close(&h->s);
 	if (h->fill >= 0)
 		rx_give(h->c, (uint32_t)h->fill);
+	pin_del(h->c, h->obj);
 	gs_obj_put(h->c->srv->e, &h->obj);
 	h->c->srv->st[ST_ring_pins]--;
 	handle_put(h);
@@ -534,8 +640,15 @@ static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 		cqe.res = -EINVAL;
 		goto out;
 	}
-	h = handle_get(c, H_WRITER);
+	/*
+	 * nginx holds a tx buffer per PUT from WOPEN to WFINISH, and gives
+	 * it to the next PUT before an abandoned WOPEN's writer is aborted:
+	 * at most twice n_tx writers not yet finishing.
+	 */
+	h = c->nkind[H_WRITER] - c->busy < 2 * c->ring.n_tx ?
+	    handle_get(c, H_WRITER) : NULL;
 	if (!h) {
+		busy(c, "writers");
 		cqe.res = -EBUSY;
 		goto out;
 	}
@@ -858,34 +971,29 @@ static void conn_drain_sq(struct ring_conn *c)
 		c->bell = true;
 }
 
-/* Answers the worker's hello with the head region and a fresh ring. */
-static int conn_welcome(struct ring_conn *c)
+/* Maps a fresh ring of geometry <hello> for <c>, with its tables.
+ * Returns 0 or -errno. */
+static int conn_setup(struct ring_conn *c, struct ring_hello *hello)
 {
-	struct ring_server *srv = c->srv;
-	struct ring_welcome w = { .magic = RING_MAGIC,
-				  .version = RING_VERSION };
-	struct ring_hello hello;
 	uint32_t i, nh;
 	int ret;
 
-	ret = ring_recv_hello(c->fd, &hello);
+	ret = ring_create(&c->ring, hello);
 	if (ret)
 		return ret;
-	c->pid = (pid_t)hello.pid;
-	ret = ring_create(&c->ring, &hello);
-	if (ret)
-		goto out_refuse;
-	nh = 4 * c->ring.sq_entries < 256 ? 256 : 4 * c->ring.sq_entries;
+	nh = 4 * c->ring.sq_entries;
+	nh = nh < 256 ? 256 : nh > RING_HANDLES_MAX ? RING_HANDLES_MAX : nh;
 	c->h = calloc(nh, sizeof(*c->h));
+	for (c->pin_cap = 1; c->pin_cap < 2 * nh; c->pin_cap <<= 1)
+		;
+	c->pinset = calloc(c->pin_cap, sizeof(*c->pinset));
 	c->rx_free = calloc(c->ring.n_rx, sizeof(*c->rx_free));
 	c->rx_state = calloc(c->ring.n_rx, 1);
 	c->rx_owner = calloc(c->ring.n_rx, sizeof(*c->rx_owner));
 	c->tx_daemon = calloc(c->ring.n_tx, 1);
-	if (!c->h || !c->rx_free || !c->rx_state || !c->rx_owner ||
-	    !c->tx_daemon) {
-		ret = -ENOMEM;
-		goto out_refuse;
-	}
+	if (!c->h || !c->pinset || !c->rx_free || !c->rx_state ||
+	    !c->rx_owner || !c->tx_daemon)
+		return -ENOMEM;
 	c->nh = nh;
 	for (i = c->nh; i-- > 0;) {
 		c->h[i].c = c;
@@ -897,7 +1005,36 @@ static int conn_welcome(struct ring_conn *c)
 	for (i = c->ring.n_rx; i-- > 0;)
 		c->rx_free[c->nrx_free++] = i;
 	c->per_stream = c->ring.n_rx / 4 < 2 ? 2 : c->ring.n_rx / 4;
+	return 0;
+}
 
+static void conn_attached(struct ring_conn *c)
+{
+	struct ring_server *srv = c->srv;
+
+	c->welcomed = true;
+	srv->st[ST_ring_connections]++;
+	srv->st[ST_ring_total_connections]++;
+	log_info("nginx worker %d (uid %u) attached (sq %u, rx %u, tx %u buffers of %u KiB)",
+		 (int)c->pid, (unsigned)c->uid, c->ring.sq_entries,
+		 c->ring.n_rx, c->ring.n_tx, c->ring.buf_size >> 10);
+}
+
+/* Answers the worker's hello with the head region and a fresh ring. */
+static int conn_welcome(struct ring_conn *c)
+{
+	struct ring_server *srv = c->srv;
+	struct ring_welcome w = { .magic = RING_MAGIC,
+				  .version = RING_VERSION };
+	struct ring_hello hello;
+	int ret;
+
+	ret = ring_recv_hello(c->fd, &hello);
+	if (ret)
+		return ret;
+	ret = conn_setup(c, &hello);
+	if (ret)
+		goto out_refuse;
 	w.ring_size = c->ring.size;
 	w.region_size = srv->region_size;
 	ret = ring_send_welcome(c->fd, &w, srv->region_fd, c->ring.fd);
@@ -906,12 +1043,7 @@ static int conn_welcome(struct ring_conn *c)
 	/* the worker holds its own descriptor now; the mapping is enough */
 	close(c->ring.fd);
 	c->ring.fd = -1;
-	c->welcomed = true;
-	srv->st[ST_ring_connections]++;
-	srv->st[ST_ring_total_connections]++;
-	log_info("nginx worker %d attached (sq %u, rx %u, tx %u buffers of %u KiB)",
-		 (int)c->pid, c->ring.sq_entries, c->ring.n_rx, c->ring.n_tx,
-		 c->ring.buf_size >> 10);
+	conn_attached(c);
 	return 0;
 
 out_refuse:
@@ -928,10 +1060,16 @@ static void conn_event(struct ring_conn *c)
 		return;
 	if (!c->welcomed) {
 		ret = conn_welcome(c);
-		if (ret == -ECONNRESET)
+		if (ret == -ECONNRESET) {
 			conn_kill(c, NULL);
-		else if (ret && ret != -EAGAIN)
-			conn_kill(c, ret == -EPROTO ? "bad hello" : strerror(-ret));
+		} else if (ret == -EPROTO) {
+			conn_kill(c, "bad hello");
+		} else if (ret && ret != -EAGAIN) {
+			log_warn("nginx worker %d not attached: %s", (int)c->pid,
+				 strerror(-ret));
+			c->srv->st[ST_ring_rejected_connections]++;
+			conn_kill(c, NULL);
+		}
 		return;
 	}
 	ret = ring_doorbell_drain(c->fd);
@@ -980,57 +1118,204 @@ static void conn_kill(struct ring_conn *c, const char *why)
 		log_info("nginx worker %d detached, %u pin(s) released",
 			 (int)c->pid, pins);
 	}
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	c->fd = -1;
 	ring_unmap(&c->ring);
 }
 
+static struct ring_conn *conn_new(struct ring_server *srv, int fd)
+{
+	struct ring_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = srv;
+	c->fd = fd;
+	c->ring.fd = -1;
+	list_init(&c->buf_waiters);
+	list_add_tail(&srv->conns, &c->link);
+	srv->nconns++;
+	return c;
+}
+
+static void listen_resume(struct ring_server *srv);
+
 static void conn_free(struct ring_conn *c)
 {
+	struct ring_server *srv = c->srv;
+
 	list_del(&c->link);
-	c->srv->nconns--;
+	srv->nconns--;
 	free(c->h);
+	free(c->pinset);
 	free(c->rx_free);
 	free(c->rx_state);
 	free(c->rx_owner);
 	free(c->tx_daemon);
 	free(c->over);
 	free(c);
+	listen_resume(srv);	/* a descriptor came back */
+}
+
+/* ---- who may attach ---- */
+
+static bool uid_in_group(uid_t uid, gid_t gid)
+{
+	struct passwd pw, *pwp = NULL;
+	gid_t *groups = NULL;
+	char buf[16384];
+	bool found = false;
+	int n = 64;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &pwp) || !pwp)
+		return false;
+	if (pw.pw_gid == gid)
+		return true;
+	for (int tries = 0; tries < 2 && !found; tries++) {
+		gid_t *grown = realloc(groups, n * sizeof(*groups));
+		int got = n;
+
+		if (!grown)
+			break;
+		groups = grown;
+		if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &got) < 0) {
+			n = got;	/* too small: <got> is what it takes */
+			continue;
+		}
+		for (int i = 0; i < got; i++)
+			found |= groups[i] == gid;
+		break;
+	}
+	free(groups);
+	return found;
+}
+
+/* Root, goblin-store's own user, --socket-user, or a --socket-group
+ * member (primary or supplementary group of the peer's account). */
+static bool peer_allowed(const struct ring_server *srv, const struct ucred *cred)
+{
+	if (cred->uid == 0 || cred->uid == geteuid() ||
+	    (srv->has_user && cred->uid == srv->user_uid))
+		return true;
+	if (!srv->has_group)
+		return false;
+	return cred->gid == srv->group_gid || uid_in_group(cred->uid,
+							   srv->group_gid);
+}
+
+/* True at most once a second: a flood of refusals must not flood the log
+ * (the counters have every one). */
+static bool refusal_log_due(struct ring_server *srv)
+{
+	time_t now = time(NULL);
+
+	if (now == srv->refusal_logged)
+		return false;
+	srv->refusal_logged = now;
+	return true;
+}
+
+/* ---- accepting workers ---- */
+
+static void listen_pause(struct ring_server *srv, int err)
+{
+	if (srv->listen_paused)
+		return;
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+	srv->listen_paused = true;
+	log_warn("ring: accept: %s: not accepting nginx workers for a second",
+		 strerror(err));
+}
+
+static void listen_resume(struct ring_server *srv)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_listen };
+
+	if (!srv->listen_paused)
+		return;
+	if (srv->spare_fd < 0)
+		srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->spare_fd >= 0 &&
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev) == 0)
+		srv->listen_paused = false;
+}
+
+/*
+ * Out of descriptors with workers waiting: give up the spare one to take
+ * the oldest and close it at once, so the listener does not stay readable
+ * (epoll would spin on it) and the worker retries later.  Returns true
+ * when one was turned away.
+ */
+static bool shed_worker(struct ring_server *srv)
+{
+	int fd;
+
+	if (srv->spare_fd < 0)
+		return false;
+	close(srv->spare_fd);
+	fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	srv->st[ST_ring_rejected_connections]++;
+	if (refusal_log_due(srv))
+		log_warn("ring: out of file descriptors (RLIMIT_NOFILE): turned an nginx worker away");
+	return true;
 }
 
 static void accept_conns(struct ring_server *srv)
 {
 	struct epoll_event ev;
 	struct ring_conn *c;
+	struct ucred cred;
+	socklen_t len;
 	int fd;
 
 	for (;;) {
 		fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				log_warn("ring: accept: %s", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    shed_worker(srv))
+				continue;
+			if (errno != EAGAIN)
+				listen_pause(srv, errno);
 			return;
 		}
-		c = srv->nconns < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
-		if (!c) {
-			log_warn("ring: refusing a worker (%u attached)",
-				 srv->nconns);
+		len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    !peer_allowed(srv, &cred)) {
+			srv->st[ST_ring_refused]++;
+			if (refusal_log_due(srv))
+				log_warn("ring: refused pid %d (uid %u, gid %u): not root, goblin-store's user, --socket-user or in --socket-group",
+					 (int)cred.pid, (unsigned)cred.uid,
+					 (unsigned)cred.gid);
 			close(fd);
 			continue;
 		}
-		c->srv = srv;
-		c->fd = fd;
-		c->ring.fd = -1;
-		list_init(&c->buf_waiters);
+		c = srv->nconns < RING_MAX_WORKERS ? conn_new(srv, fd) : NULL;
+		if (!c) {
+			srv->st[ST_ring_rejected_connections]++;
+			if (refusal_log_due(srv))
+				log_warn("ring: turned nginx worker %d away: %u attached, the most goblin-store serves is %u",
+					 (int)cred.pid, srv->nconns,
+					 RING_MAX_WORKERS);
+			close(fd);
+			continue;
+		}
+		c->pid = cred.pid;
+		c->uid = cred.uid;
 		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
 		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 			log_warn("ring: epoll_ctl: %s", strerror(errno));
+			c->dead = true;
 			close(fd);
-			free(c);
-			continue;
+			conn_free(c);
 		}
-		list_add_tail(&srv->conns, &c->link);
-		srv->nconns++;
 	}
 }
 
@@ -1072,13 +1357,23 @@ static void end_round(struct ring_server *srv)
 		n = p->next;
 		if (!c->dead) {
 			flush_overflow(c);
-			if (c->bell && ring_doorbell(c->fd) < 0)
+			if (c->bell && c->fd >= 0 && ring_doorbell(c->fd) < 0)
 				conn_kill(c, NULL);
 			c->bell = false;
 		}
 		if (c->dead && !c->busy)
 			conn_free(c);
 	}
+}
+
+/* Drops every worker, then lets in-flight commits finish. */
+static void drop_all(struct ring_server *srv)
+{
+	for (struct list *p = srv->conns.next; p != &srv->conns; p = p->next)
+		conn_kill(list_entry(p, struct ring_conn, link), NULL);
+	end_round(srv);
+	while (!list_empty(&srv->conns) && gs_io_run(srv->io, true) >= 0)
+		end_round(srv);
 }
 
 static int thread_setup(struct ring_server *srv)
@@ -1115,7 +1410,8 @@ static void *ring_thread(void *arg)
 		return NULL;
 
 	while (!stop) {
-		n = epoll_wait(srv->epfd, evs, 64, -1);
+		n = epoll_wait(srv->epfd, evs, 64,
+			       srv->listen_paused ? 1000 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1136,19 +1432,148 @@ static void *ring_thread(void *arg)
 		}
 		run_ready(srv);
 		end_round(srv);
+		listen_resume(srv);
 	}
-
-	/* drop every worker, then let in-flight commits finish */
-	for (struct list *p = srv->conns.next; p != &srv->conns; p = p->next)
-		conn_kill(list_entry(p, struct ring_conn, link), NULL);
-	end_round(srv);
-	while (!list_empty(&srv->conns) && gs_io_run(srv->io, true) >= 0)
-		end_round(srv);
+	drop_all(srv);
 	gs_io_destroy(&srv->io);
 	return NULL;
 }
 
-/* Refuses a path another live server listens on; removes a stale socket. */
+/* ---- the socket path ---- */
+
+/* <name> as a user: its uid and primary gid.  A number is taken as a uid
+ * when no user has that name. */
+static int lookup_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[16384], *end;
+	unsigned long v;
+
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &pwp) == 0 && pwp) {
+		*uid = pw.pw_uid;
+		*gid = pw.pw_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (errno || end == name || *end || v >= (uid_t)-1)
+		return -ENOENT;
+	*uid = (uid_t)v;
+	if (getpwuid_r(*uid, &pw, buf, sizeof(buf), &pwp) || !pwp)
+		return -ENOENT;
+	*gid = pw.pw_gid;
+	return 0;
+}
+
+static int lookup_group(const char *name, gid_t *gid)
+{
+	struct group gr, *grp = NULL;
+	char buf[16384], *end;
+	unsigned long v;
+
+	if (getgrnam_r(name, &gr, buf, sizeof(buf), &grp) == 0 && grp) {
+		*gid = gr.gr_gid;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (errno || end == name || *end || v >= (gid_t)-1)
+		return -ENOENT;
+	*gid = (gid_t)v;
+	return 0;
+}
+
+/* --socket-user and --socket-group into <srv>; <*gid>: the group the
+ * socket and its directory get, -1 for none. */
+static int resolve_access(struct ring_server *srv,
+			  const struct ring_server_conf *conf, gid_t *gid,
+			  char *err, size_t errlen)
+{
+	*gid = (gid_t)-1;
+	if (conf->socket_user && *conf->socket_user) {
+		if (lookup_user(conf->socket_user, &srv->user_uid, gid)) {
+			snprintf(err, errlen, "--socket-user %s: no such user",
+				 conf->socket_user);
+			return -EINVAL;
+		}
+		srv->has_user = true;
+	}
+	if (conf->socket_group && *conf->socket_group) {
+		if (lookup_group(conf->socket_group, &srv->group_gid)) {
+			snprintf(err, errlen, "--socket-group %s: no such group",
+				 conf->socket_group);
+			return -EINVAL;
+		}
+		srv->has_group = true;
+		*gid = srv->group_gid;
+	}
+	return 0;
+}
+
+/*
+ * The socket's directory <dir>: created 0750, group <gid>, when missing.
+ * An existing one is used as it is, and only when it is a directory (not
+ * a link) owned by goblin-store's user or root that neither its group nor
+ * others can write: whoever can write there could replace the socket and
+ * pose as goblin-store.
+ */
+static int claim_dir(const char *dir, gid_t gid, char *err, size_t errlen)
+{
+	bool created = false;
+	struct stat st;
+
+	if (lstat(dir, &st) < 0) {
+		if (errno != ENOENT)
+			goto out_errno;
+		if (mkdir(dir, 0700) == 0)
+			created = true;
+		else if (errno != EEXIST)
+			goto out_errno;
+		if (lstat(dir, &st) < 0)
+			goto out_errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--socket: %s is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "--socket: directory %s belongs to uid %u, neither goblin-store's user (uid %u) nor root",
+			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "--socket: directory %s is writable by its group or others (mode %03o): whoever writes there could pose as goblin-store",
+			 dir, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (created) {
+		/* group first: until then it is 0700 */
+		if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0) {
+			snprintf(err, errlen, "--socket: giving %s to group %u: %s",
+				 dir, (unsigned)gid, strerror(errno));
+			return -errno;
+		}
+		if (chmod(dir, 0750) < 0)
+			goto out_errno;
+		log_info("ring: created %s (mode 0750, group %u)", dir,
+			 (unsigned)(gid != (gid_t)-1 ? gid : st.st_gid));
+	} else if (gid != (gid_t)-1 &&
+		   !(st.st_gid == gid && (st.st_mode & S_IXGRP)) &&
+		   !(st.st_mode & S_IXOTH)) {
+		log_warn("ring: directory %s (group %u, mode %03o) does not let group %u reach the socket",
+			 dir, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777),
+			 (unsigned)gid);
+	}
+	return 0;
+
+out_errno:
+	snprintf(err, errlen, "--socket: directory %s: %s", dir,
+		 strerror(errno));
+	return -errno;
+}
+
+/* Refuses a path another live server listens on, or a socket another user
+ * made; removes a stale socket of ours. */
 static int claim_path(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -1161,6 +1586,11 @@ static int claim_path(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "--socket %s: exists and is not a socket",
 			 path);
 		return -EEXIST;
+	}
+	if (stb.st_uid != geteuid()) {
+		snprintf(err, errlen, "--socket %s: the socket there belongs to uid %u, not goblin-store's user (uid %u)",
+			 path, (unsigned)stb.st_uid, (unsigned)geteuid());
+		return -EPERM;
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1178,6 +1608,59 @@ static int claim_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Binds <srv->lfd> to <path>: mode 0660 and group <gid> before anyone can
+ * connect. */
+static int bind_socket(struct ring_server *srv, const char *path, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int ret;
+
+	strcpy(sa.sun_path, path);
+	old = umask(0177);
+	ret = bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (ret < 0)
+		return -errno;
+	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) ||
+	    chmod(path, 0660) < 0)
+		return -errno;
+	return 0;
+}
+
+/* An O_RDONLY descriptor of the region memfd <fd>: a shared writable
+ * mapping of it fails (and the memfd's seals refuse a writable reopen). */
+static int region_fd_ro(int fd)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+static struct ring_server *server_new(struct gs_engine *e)
+{
+	const struct gs_config *cfg = gs_engine_config(e);
+	struct ring_server *srv = calloc(1, sizeof(*srv));
+	uint64_t quarter;
+
+	if (!srv)
+		return NULL;
+	srv->e = e;
+	srv->lfd = srv->epfd = srv->stopfd = srv->spare_fd = -1;
+	srv->region_fd = -1;
+	srv->region_size = gs_engine_region_size(e);
+	quarter = cfg->ram_head ? cfg->memory / cfg->ram_head / 4 : 0;
+	srv->max_pins = quarter < RING_PINS_MIN ? RING_PINS_MIN :
+			quarter > RING_HANDLES_MAX ? RING_HANDLES_MAX :
+			(uint32_t)quarter;
+	list_init(&srv->conns);
+	list_init(&srv->ready);
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->cond, NULL);
+	return srv;
+}
+
 static void server_free(struct ring_server *srv)
 {
 	if (srv->epfd >= 0)
@@ -1186,63 +1669,75 @@ static void server_free(struct ring_server *srv)
 		close(srv->stopfd);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
+	if (srv->spare_fd >= 0)
+		close(srv->spare_fd);
+	if (srv->region_fd >= 0)
+		close(srv->region_fd);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);
 }
 
-int ring_server_start(struct gs_engine *e, const char *socket_path,
-		     char *err, size_t errlen)
+int ring_server_start(struct gs_engine *e, const struct ring_server_conf *conf,
+		      char *err, size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = conf->socket;
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct epoll_event ev;
 	struct ring_server *srv;
+	gid_t gid;
 	int ret;
 
+	err[0] = 0;
 	if (the_server) {
 		snprintf(err, errlen, "ring server already started");
 		return -EBUSY;
 	}
-	if (!socket_path || !*socket_path ||
-	    strlen(socket_path) >= sizeof(sa.sun_path)) {
+	if (!path || !*path || strlen(path) >= sizeof(dir)) {
 		snprintf(err, errlen, "--socket: a path of 1 to %zu bytes",
-			 sizeof(sa.sun_path) - 1);
+			 sizeof(dir) - 1);
 		return -ENAMETOOLONG;
 	}
-	srv = calloc(1, sizeof(*srv));
+	srv = server_new(e);
 	if (!srv) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	srv->e = e;
-	srv->lfd = srv->epfd = srv->stopfd = -1;
-	srv->region_fd = gs_engine_region_fd(e);
-	srv->region_size = gs_engine_region_size(e);
-	strcpy(srv->path, socket_path);
-	list_init(&srv->conns);
-	list_init(&srv->ready);
-	pthread_mutex_init(&srv->lock, NULL);
-	pthread_cond_init(&srv->cond, NULL);
-	err[0] = 0;
+	strcpy(srv->path, path);
+	strcpy(dir, path);
 
-	ret = claim_path(socket_path, err, errlen);
+	ret = resolve_access(srv, conf, &gid, err, errlen);
 	if (ret)
 		goto out_free;
-	strcpy(sa.sun_path, socket_path);
+	srv->region_fd = region_fd_ro(gs_engine_region_fd(e));
+	if (srv->region_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "reopening the RAM region read-only: %s",
+			 strerror(errno));
+		goto out_free;
+	}
+	ret = claim_dir(dirname(dir), gid, err, errlen);
+	if (ret)
+		goto out_free;
+	ret = claim_path(path, err, errlen);
+	if (ret)
+		goto out_free;
 	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (srv->lfd < 0 ||
-	    bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (srv->lfd < 0) {
 		ret = -errno;
 		goto out_free;
 	}
-	/* nginx workers run as another user */
-	if (chmod(socket_path, 0666) < 0 || listen(srv->lfd, 128) < 0) {
+	ret = bind_socket(srv, path, gid);
+	if (ret)
+		goto out_unlink;
+	if (listen(srv->lfd, 128) < 0) {
 		ret = -errno;
 		goto out_unlink;
 	}
+	srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (srv->epfd < 0 || srv->stopfd < 0) {
+	if (srv->spare_fd < 0 || srv->epfd < 0 || srv->stopfd < 0) {
 		ret = -errno;
 		goto out_unlink;
 	}
@@ -1264,14 +1759,18 @@ int ring_server_start(struct gs_engine *e, const char *socket_path,
 		goto out_unlink;
 	}
 	the_server = srv;
+	log_info("ring: nginx workers attach at %s (mode 0660%s%s%s%s; a worker pins at most %u objects)",
+		 path, srv->has_user ? ", --socket-user " : "",
+		 srv->has_user ? conf->socket_user : "",
+		 srv->has_group ? ", --socket-group " : "",
+		 srv->has_group ? conf->socket_group : "", srv->max_pins);
 	return 0;
 
 out_unlink:
-	unlink(socket_path);
+	unlink(path);
 out_free:
 	if (!err[0])
-		snprintf(err, errlen, "--socket %s: %s", socket_path,
-			 strerror(-ret));
+		snprintf(err, errlen, "--socket %s: %s", path, strerror(-ret));
 	server_free(srv);
 	return ret;
 }
@@ -1289,4 +1788,82 @@ void ring_server_stop(void)
 	unlink(srv->path);
 	server_free(srv);
 	the_server = NULL;
+}
+
+/* ---- without socket or thread: tests and the fuzzer ---- */
+
+int ring_local_create(struct gs_engine *e, struct gs_io *io,
+		      struct ring_server **srvp)
+{
+	struct ring_server *srv = server_new(e);
+
+	if (!srv)
+		return -ENOMEM;
+	srv->io = io;
+	*srvp = srv;
+	return 0;
+}
+
+int ring_local_attach(struct ring_server *srv, struct ring_hello *h,
+		      int *ring_fd)
+{
+	struct ring_conn *c = conn_new(srv, -1);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->pid = (pid_t)h->pid;
+	c->uid = geteuid();
+	ret = conn_setup(c, h);
+	if (ret) {
+		conn_kill(c, NULL);
+		conn_free(c);
+		return ret;
+	}
+	*ring_fd = c->ring.fd;
+	c->ring.fd = -1;
+	conn_attached(c);
+	return 0;
+}
+
+unsigned ring_local_run(struct ring_server *srv)
+{
+	unsigned live = 0;
+	struct list *p;
+
+	for (p = srv->conns.next; p != &srv->conns; p = p->next) {
+		struct ring_conn *c = list_entry(p, struct ring_conn, link);
+
+		if (!c->dead)
+			conn_drain_sq(c);
+	}
+	do
+		run_ready(srv);
+	while (gs_io_run(srv->io, false) > 0);
+	end_round(srv);
+	for (p = srv->conns.next; p != &srv->conns; p = p->next)
+		live += !list_entry(p, struct ring_conn, link)->dead;
+	return live;
+}
+
+void ring_local_drop(struct ring_server *srv)
+{
+	drop_all(srv);
+}
+
+void ring_local_destroy(struct ring_server **srvp)
+{
+	if (!*srvp)
+		return;
+	drop_all(*srvp);
+	server_free(*srvp);
+	*srvp = NULL;
+}
+
+uint64_t ring_local_stat(const struct ring_server *srv, const char *name)
+{
+	for (int i = 0; i < ST_MAX; i++)
+		if (!strcmp(ring_stat_names[i], name))
+			return srv->st[i];
+	return UINT64_MAX;
 }

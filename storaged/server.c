@@ -3,7 +3,12 @@
  * listener (EPOLLEXCLUSIVE), its own gs_io, and the connections it accepted.  Output is
  * a queue of byte buffers and objects; an object becomes a stream (and
  * takes a read-ahead window) only when it reaches the head of the queue, so
- * a pipelining client can't hold windows it is not sending from.
+ * a pipelining client can't hold windows it is not sending from, and at
+ * most CONN_PINS_MAX objects are queued per connection.
+ *
+ * Timeouts: each connection keeps when it last read and last sent; the
+ * loop's epoll_wait() sleeps until the earliest deadline any connection
+ * could have (next_check), then one pass closes those past theirs.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,8 +23,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -29,6 +36,11 @@
 #define OUT_ITEMS_MAX	64		/* stop reading commands past this */
 #define OUT_BYTES_MAX	(4u << 20)
 #define IOV_MAX_SEND	64
+#define ACCEPT_RETRY_MS	100		/* out of fds: try accepting again */
+#define FD_HEADROOM	1100		/* fds besides memcache connections:
+					 * pools, nginx ring links, epoll */
+
+static const char too_many[] = "ERROR Too many open connections\r\n";
 
 struct out {
 	struct out *next;
@@ -47,8 +59,12 @@ struct worker {
 	struct gs_io *io;
 	struct conn *sched;
 	struct conn *dead;
-	struct conn *all;
+	struct conn *all;		/* guarded by lock (stats conns reads it) */
+	pthread_mutex_t lock;
 	bool started;
+	bool accept_off;		/* listener left out of epfd (no fds) */
+	uint64_t accept_retry;		/* when to take it back */
+	uint64_t next_check;		/* earliest timeout deadline, 0: none */
 };
 
 /* epoll tags for the non-connection descriptors */
@@ -59,6 +75,14 @@ struct gs_io *conn_io(struct conn *c)
 	return c->w->io;
 }
 
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* ---- output queue ---- */
 
 static void out_free(struct conn *c, struct out *o)
@@ -67,6 +91,8 @@ static void out_free(struct conn *c, struct out *o)
 	gs_obj_put(c->srv->e, &o->obj);
 	if (!o->is_obj)
 		c->out_bytes -= o->len - o->off;
+	else
+		c->out_objs--;
 	c->out_items--;
 	free(o);
 }
@@ -80,6 +106,35 @@ static void out_push(struct conn *c, struct out *o)
 		c->out_head = o;
 	c->out_tail = o;
 	c->out_items++;
+	c->out_objs += o->is_obj;
+}
+
+/* A text buffer with room for at least <len> bytes. */
+static struct out *out_text_new(size_t len)
+{
+	size_t cap = len > 4096 ? len : 4096;
+	struct out *o = malloc(sizeof(*o) + cap);
+
+	if (o)
+		*o = (struct out){ .cap = cap };
+	return o;
+}
+
+/* Appends <len> bytes to the text buffer <o>, which has room. */
+static void out_text_add(struct conn *c, struct out *o, const char *s,
+			 size_t len)
+{
+	memcpy(o->data + o->len, s, len);
+	o->len += len;
+	c->out_bytes += len;
+}
+
+/* Whether the queue's last buffer takes <len> more bytes. */
+static bool tail_has_room(const struct conn *c, size_t len)
+{
+	const struct out *o = c->out_tail;
+
+	return o && !o->is_obj && o->cap - o->len >= len;
 }
 
 static void out_pop(struct conn *c)
@@ -92,49 +147,66 @@ static void out_pop(struct conn *c)
 	out_free(c, o);
 }
 
+/* A reply that can't be queued must not leave the client reading the
+ * next one in its place: the connection is cut (conn_run). */
 int conn_reply(struct conn *c, const char *s, size_t len)
 {
-	struct out *o = c->out_tail;
+	struct out *o;
 
-	if (!o || o->is_obj || o->cap - o->len < len) {
-		size_t cap = len > 4096 ? len : 4096;
-
-		o = malloc(sizeof(*o) + cap);
-		if (!o)
+	if (!tail_has_room(c, len)) {
+		o = out_text_new(len);
+		if (!o) {
+			c->broken = true;
 			return -ENOMEM;
-		*o = (struct out){ .cap = cap };
+		}
 		out_push(c, o);
 	}
-	memcpy(o->data + o->len, s, len);
-	o->len += len;
-	c->out_bytes += len;
+	out_text_add(c, c->out_tail, s, len);
 	return 0;
 }
 
 int conn_replyf(struct conn *c, const char *fmt, ...)
 {
-	char buf[512];
+	char buf[1024];
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (n >= (int)sizeof(buf))
-		n = sizeof(buf) - 1;
+	if (n < 0 || n >= (int)sizeof(buf)) {
+		/* a cut line would lose its "\r\n": cut the connection */
+		c->broken = true;
+		return -ENOBUFS;
+	}
 	return conn_reply(c, buf, n);
 }
 
-int conn_reply_obj(struct conn *c, struct gs_obj *obj)
+int conn_reply_value(struct conn *c, const char *hdr, size_t len,
+		     struct gs_obj *obj)
 {
-	struct out *o = malloc(sizeof(*o));
+	struct out *h = NULL, *o, *t;
 
-	if (!o) {
+	/* everything is allocated before anything is queued */
+	if (!tail_has_room(c, len))
+		h = out_text_new(len);
+	o = malloc(sizeof(*o));
+	t = out_text_new(2);
+	if ((!h && !tail_has_room(c, len)) || !o || !t) {
+		free(h);
+		free(o);
+		free(t);
 		gs_obj_put(c->srv->e, &obj);
+		c->broken = true;
 		return -ENOMEM;
 	}
+	if (h)
+		out_push(c, h);
+	out_text_add(c, c->out_tail, hdr, len);
 	*o = (struct out){ .obj = obj, .is_obj = true };
 	out_push(c, o);
+	out_push(c, t);
+	out_text_add(c, t, "\r\n", 2);
 	return 0;
 }
 
@@ -203,6 +275,7 @@ static int conn_send(struct conn *c)
 			return errno == EAGAIN ? 1 : -1;
 		}
 		SRV_ADD(c->srv, bytes_written, sent);
+		c->last_write = now_ms();
 		for (size_t left = sent; left;) {
 			size_t k;
 
@@ -234,8 +307,10 @@ static void conn_set_events(struct conn *c, bool want_out)
 	uint32_t ev = 0;
 	struct epoll_event e;
 
-	if (!c->input_paused && c->state != CONN_WAIT && c->state != CONN_CLOSING &&
-	    c->out_items < OUT_ITEMS_MAX && c->out_bytes < OUT_BYTES_MAX)
+	if (!c->input_paused && !c->eof && c->state != CONN_WAIT &&
+	    c->state != CONN_CLOSING && c->state != CONN_GET &&
+	    c->out_items < OUT_ITEMS_MAX && c->out_bytes < OUT_BYTES_MAX &&
+	    c->out_objs < CONN_PINS_MAX)
 		ev |= EPOLLIN;
 	if (want_out)
 		ev |= EPOLLOUT;
@@ -264,6 +339,21 @@ void conn_pause_input(struct conn *c, bool pause)
 		conn_set_events(c, c->events & EPOLLOUT);
 }
 
+/* Takes the listener back into <w>'s loop after accepting stopped. */
+static void accept_resume(struct worker *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
+				  .data.ptr = &tag_listen };
+
+	if (!w->accept_off)
+		return;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev) == 0 ||
+	    errno == EEXIST)
+		w->accept_off = false;
+	else
+		w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+}
+
 static void conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
@@ -272,18 +362,22 @@ static void conn_close(struct conn *c)
 		return;
 	c->dead = true;
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
-	c->fd = -1;
-	while (c->out_head)
-		out_pop(c);
-	__atomic_fetch_sub(&c->srv->st.curr_connections, 1, __ATOMIC_RELAXED);
-	proto_abort(c);
+	pthread_mutex_lock(&w->lock);
 	if (c->all_prev)
 		c->all_prev->all_next = c->all_next;
 	else
 		w->all = c->all_next;
 	if (c->all_next)
 		c->all_next->all_prev = c->all_prev;
+	pthread_mutex_unlock(&w->lock);
+	close(c->fd);
+	c->fd = -1;
+	while (c->out_head)
+		out_pop(c);
+	__atomic_fetch_sub(&c->srv->st.curr_connections, 1, __ATOMIC_RELAXED);
+	proto_abort(c);
+	/* a descriptor is free again */
+	accept_resume(w);
 	/* a pending engine callback frees it (proto_text.c) */
 	if (c->state != CONN_WAIT) {
 		c->next_sched = w->dead;
@@ -297,28 +391,145 @@ void conn_release(struct conn *c)
 	free(c);
 }
 
+enum timeout_kind { TIMEOUT_NONE, TIMEOUT_IDLE, TIMEOUT_READ, TIMEOUT_SEND };
+
+/* When <c> times out (monotonic ms, 0: it can't now) and for what.  Only
+ * the client's turn counts: a full socket (send), a partial command line
+ * or value (read), nothing at all (idle); not engine waits, not disk
+ * reads, not admission. */
+static uint64_t conn_deadline(const struct conn *c, enum timeout_kind *kind)
+{
+	const struct options *o = c->srv->opt;
+	uint64_t last;
+
+	*kind = TIMEOUT_NONE;
+	if (c->events & EPOLLOUT) {
+		*kind = TIMEOUT_SEND;
+		return o->send_timeout ? c->last_write + o->send_timeout : 0;
+	}
+	if (c->out_head || c->input_paused || c->eof ||
+	    c->state == CONN_WAIT || c->state == CONN_GET ||
+	    c->state == CONN_CLOSING)
+		return 0;
+	if (c->state == CONN_CMD && c->rend == c->rstart) {
+		*kind = TIMEOUT_IDLE;
+		last = c->last_read > c->last_write ? c->last_read : c->last_write;
+		return o->idle_timeout ? last + o->idle_timeout : 0;
+	}
+	*kind = TIMEOUT_READ;
+	return o->read_timeout ? c->last_read + o->read_timeout : 0;
+}
+
+/* Brings <w>'s next timeout pass forward to <c>'s deadline if sooner. */
+static void conn_arm(struct conn *c)
+{
+	enum timeout_kind kind;
+	uint64_t at = conn_deadline(c, &kind);
+
+	if (at && (!c->w->next_check || at < c->w->next_check))
+		c->w->next_check = at;
+}
+
+static const char *conn_state_name(const struct conn *c)
+{
+	if (c->events & EPOLLOUT || c->state == CONN_GET)
+		return "conn_mwrite";
+	switch (c->state) {
+	case CONN_CMD:
+		return c->rend > c->rstart ? "conn_read" : "conn_waiting";
+	case CONN_VALUE:
+	case CONN_VALUE_CONCAT:
+	case CONN_VALUE_END:
+		return "conn_nread";
+	case CONN_SWALLOW:
+		return "conn_swallow";
+	case CONN_CLOSING:
+		return "conn_closing";
+	default:
+		return "conn_parse_cmd";
+	}
+}
+
+/* Whether proto_process() can take another step now. */
+static bool conn_can_process(const struct conn *c)
+{
+	if (c->input_paused || c->out_items >= OUT_ITEMS_MAX / 2 ||
+	    c->out_bytes >= OUT_BYTES_MAX || c->out_objs >= CONN_PINS_MAX)
+		return false;
+	return c->state == CONN_GET ||
+	       (c->state == CONN_CMD && c->rend > c->rstart && !c->want_input);
+}
+
 static void conn_run(struct conn *c)
 {
 	int ret;
 
 	if (c->dead)
 		return;
-	if (!proto_process(c))
+	if (!proto_process(c) || c->broken)
 		goto out_close;
 	ret = conn_send(c);
 	if (ret < 0)
 		goto out_close;
-	if (c->state == CONN_CLOSING && !c->out_head)
+	if (!c->out_head && (c->state == CONN_CLOSING ||
+			     (c->eof && c->want_input)))
 		goto out_close;
 	/* the send freed room: take more commands from the buffer */
-	if (ret == 0 && c->rend > c->rstart && c->state == CONN_CMD &&
-	    c->out_items < OUT_ITEMS_MAX / 2)
+	if (ret == 0 && conn_can_process(c))
 		conn_schedule(c);
+	/* the send timeout runs from when the socket was found full (as
+	 * nginx's send_timeout), not from an older last write */
+	if (ret == 1 && !(c->events & EPOLLOUT))
+		c->last_write = now_ms();
 	conn_set_events(c, ret == 1);
+	__atomic_store_n(&c->stat_state, conn_state_name(c), __ATOMIC_RELAXED);
+	conn_arm(c);
 	return;
 
 out_close:
+	if (c->broken)
+		SRV_ADD(c->srv, aborted_responses, 1);
 	conn_close(c);
+}
+
+/* Closes the connections of <w> past their deadline; sets when to look
+ * again. */
+static void check_timeouts(struct worker *w)
+{
+	const struct options *o = w->srv->opt;
+	uint64_t now = now_ms(), next = 0, slack;
+	struct conn *c = w->all, *cnext;
+
+	for (; c; c = cnext) {
+		enum timeout_kind kind;
+		uint64_t at = conn_deadline(c, &kind);
+
+		cnext = c->all_next;
+		if (!at)
+			continue;
+		if (at > now) {
+			if (!next || at < next)
+				next = at;
+			continue;
+		}
+		if (kind == TIMEOUT_IDLE)
+			SRV_ADD(w->srv, idle_timeouts, 1);
+		else if (kind == TIMEOUT_READ)
+			SRV_ADD(w->srv, read_timeouts, 1);
+		else
+			SRV_ADD(w->srv, send_timeouts, 1);
+		if (kind == TIMEOUT_SEND)
+			SRV_ADD(w->srv, aborted_responses, 1);
+		conn_close(c);
+	}
+	/* passes at most every 1/16 of the shortest timeout */
+	slack = o->read_timeout;
+	if (o->send_timeout && (!slack || o->send_timeout < slack))
+		slack = o->send_timeout;
+	if (o->idle_timeout && (!slack || o->idle_timeout < slack))
+		slack = o->idle_timeout;
+	slack /= 16;
+	w->next_check = next ? next + slack : 0;
 }
 
 ssize_t conn_fill(struct conn *c)
@@ -327,14 +538,24 @@ ssize_t conn_fill(struct conn *c)
 
 	if (c->rstart == c->rend) {
 		c->rstart = c->rend = 0;
+		if (c->rcap > 4 * RBUF_MIN) {	/* after a long get line */
+			char *p = realloc(c->rbuf, RBUF_MIN);
+
+			if (p) {
+				c->rbuf = p;
+				c->rcap = RBUF_MIN;
+			}
+		}
 	} else if (c->rstart > 0 && c->rend == c->rcap) {
 		memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
 		c->rend -= c->rstart;
 		c->rstart = 0;
 	}
+	if (c->eof)
+		return 0;
 	if (c->rend == c->rcap) {
 		size_t cap = c->rcap * 2;
-		char *p = cap <= 4 * (MC_LINE_MAX + 2) + RBUF_MIN ?
+		char *p = cap <= 2 * (MC_GET_LINE_MAX + 2) + RBUF_MIN ?
 			  realloc(c->rbuf, cap) : NULL;
 
 		if (!p)
@@ -342,69 +563,122 @@ ssize_t conn_fill(struct conn *c)
 		c->rbuf = p;
 		c->rcap = cap;
 	}
-	n = read(c->fd, c->rbuf + c->rend, c->rcap - c->rend);
-	if (n > 0) {
+	n = conn_recv(c, c->rbuf + c->rend, c->rcap - c->rend);
+	if (n > 0)
 		c->rend += n;
-		SRV_ADD(c->srv, bytes_read, n);
-		return n;
-	}
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	return -1;
+	return n;
 }
 
 ssize_t conn_recv(struct conn *c, void *p, size_t len)
 {
-	ssize_t n = read(c->fd, p, len);
+	ssize_t n;
 
+	if (c->eof)
+		return 0;
+	n = read(c->fd, p, len);
 	if (n > 0) {
 		SRV_ADD(c->srv, bytes_read, n);
+		c->last_read = now_ms();
 		return n;
 	}
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n == 0) {
+		/* half-closed: what was read before still gets its answers */
+		c->eof = true;
+		return 0;
+	}
+	if (errno == EAGAIN || errno == EINTR)
 		return 0;
 	return -1;
 }
 
+/* Refuses <fd>: past --max-conns, memcached's line first. */
+static void refuse(struct server *srv, int fd, bool tell)
+{
+	ssize_t n = tell ? write(fd, too_many, sizeof(too_many) - 1) : 0;
+
+	(void)n;
+	close(fd);
+	SRV_ADD(srv, rejected_connections, 1);
+}
+
+static void peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host),
+			    port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "tcp:%s%s%s:%s", ss.ss_family == AF_INET6 ? "[" : "",
+		 host, ss.ss_family == AF_INET6 ? "]" : "", port);
+}
+
 static void accept_all(struct worker *w)
 {
+	struct server *srv = w->srv;
+
 	for (;;) {
-		int fd = accept4(w->srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct epoll_event ev;
 		struct conn *c;
 		int one = 1;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* level-triggered: leaving the listener in
+				 * would spin; back when a connection closes */
+				epoll_ctl(w->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+				w->accept_off = true;
+				w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+				SRV_ADD(srv, listen_disabled_num, 1);
+			}
 			return;
+		}
+		if (__atomic_add_fetch(&srv->st.curr_connections, 1,
+				       __ATOMIC_RELAXED) > srv->opt->max_conns) {
+			__atomic_fetch_sub(&srv->st.curr_connections, 1,
+					   __ATOMIC_RELAXED);
+			refuse(srv, fd, true);
+			continue;
+		}
 		c = calloc(1, sizeof(*c));
 		if (c)
 			c->rbuf = malloc(RBUF_MIN);
-		if (!c || !c->rbuf) {
-			SRV_ADD(w->srv, rejected_connections, 1);
-			if (c)
-				free(c);
-			close(fd);
-			continue;
-		}
+		if (!c || !c->rbuf)
+			goto out_refuse;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->w = w;
-		c->srv = w->srv;
+		c->srv = srv;
 		c->fd = fd;
 		c->rcap = RBUF_MIN;
 		c->state = CONN_CMD;
 		c->events = EPOLLIN;
+		c->last_read = c->last_write = now_ms();
+		c->last_cmd = time(NULL);
+		c->stat_state = "conn_waiting";
+		peer_name(fd, c->addr, sizeof(c->addr));
 		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			conn_release(c);
-			close(fd);
-			continue;
-		}
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			goto out_refuse;
+		pthread_mutex_lock(&w->lock);
 		c->all_next = w->all;
 		if (w->all)
 			w->all->all_prev = c;
 		w->all = c;
-		SRV_ADD(w->srv, curr_connections, 1);
-		SRV_ADD(w->srv, total_connections, 1);
+		pthread_mutex_unlock(&w->lock);
+		SRV_ADD(srv, total_connections, 1);
+		conn_arm(c);
+		continue;
+
+out_refuse:
+		if (c)
+			conn_release(c);
+		__atomic_fetch_sub(&srv->st.curr_connections, 1, __ATOMIC_RELAXED);
+		refuse(srv, fd, false);
 	}
 }
 
@@ -438,7 +712,22 @@ static void *worker_main(void *arg)
 
 	pin_to_cpu(w->id);
 	while (!stop) {
-		int n = epoll_wait(w->epfd, evs, 64, w->sched ? 0 : -1);
+		uint64_t now = now_ms(), wake = w->next_check;
+		int timeout = -1, n;
+
+		if (w->accept_off && (!wake || w->accept_retry < wake))
+			wake = w->accept_retry;
+		if (w->sched)
+			timeout = 0;
+		else if (wake)
+			timeout = wake <= now ? 0 : wake - now > INT32_MAX ?
+				  INT32_MAX : (int)(wake - now);
+		n = epoll_wait(w->epfd, evs, 64, timeout);
+		now = now_ms();
+		if (w->accept_off && w->accept_retry <= now)
+			accept_resume(w);
+		if (w->next_check && w->next_check <= now)
+			check_timeouts(w);
 
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
@@ -520,6 +809,7 @@ static int worker_init(struct worker *w, char *err, size_t errlen)
 	int ret;
 
 	w->stopfd = -1;
+	pthread_mutex_init(&w->lock, NULL);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->epfd < 0 || w->stopfd < 0) {
@@ -560,6 +850,21 @@ static void worker_fini(struct worker *w)
 		close(w->stopfd);
 	if (w->epfd >= 0)
 		close(w->epfd);
+	pthread_mutex_destroy(&w->lock);
+}
+
+/* Raises the soft fd limit toward what --max-conns needs (never lowers it;
+ * the hard limit caps it, and accepting then pauses on EMFILE). */
+static void raise_nofile(const struct options *opt)
+{
+	struct rlimit rl;
+	rlim_t want = opt->max_conns + FD_HEADROOM;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ?
+		      rl.rlim_max : want;
+	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 int server_start(struct server *srv, struct gs_engine *e,
@@ -572,6 +877,8 @@ int server_start(struct server *srv, struct gs_engine *e,
 	srv->started = time(NULL);
 	srv->nworkers = opt->cores;
 	srv->lfd = -1;
+	pthread_mutex_init(&srv->reset_lock, NULL);
+	raise_nofile(opt);
 	if (opt->memcache_port) {
 		/* one socket shared by the threads: a second goblin-store on the
 		 * same port fails to bind instead of splitting the traffic */
@@ -629,4 +936,54 @@ void server_stop(struct server *srv)
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	srv->lfd = -1;
+	pthread_mutex_destroy(&srv->reset_lock);
+}
+
+/* ---- stats conns, stats reset ---- */
+
+void server_stats_conns(struct conn *c)
+{
+	struct server *srv = c->srv;
+	time_t now = time(NULL);
+
+	if (srv->lfd >= 0) {
+		conn_replyf(c, "STAT %d:addr tcp:%s:%u\r\n", srv->lfd,
+			    srv->opt->listen, (unsigned)srv->opt->memcache_port);
+		conn_replyf(c, "STAT %d:state conn_listening\r\n", srv->lfd);
+	}
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->workers[i];
+
+		pthread_mutex_lock(&w->lock);
+		for (struct conn *o = w->all; o; o = o->all_next) {
+			time_t last = __atomic_load_n(&o->last_cmd, __ATOMIC_RELAXED);
+
+			conn_replyf(c, "STAT %d:addr %s\r\n", o->fd, o->addr);
+			conn_replyf(c, "STAT %d:listen_addr tcp:%s:%u\r\n", o->fd,
+				    srv->opt->listen,
+				    (unsigned)srv->opt->memcache_port);
+			conn_replyf(c, "STAT %d:state %s\r\n", o->fd, o == c ?
+				    "conn_parse_cmd" :
+				    __atomic_load_n(&o->stat_state, __ATOMIC_RELAXED));
+			conn_replyf(c, "STAT %d:secs_since_last_cmd %ld\r\n",
+				    o->fd, (long)(now > last ? now - last : 0));
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+void server_stats_reset(struct server *srv)
+{
+	struct gs_stats st;
+
+/* curr_connections is a gauge: connections still open stay counted */
+#define SERVER_STAT_RESET(name, desc)					\
+	if (&srv->st.name != &srv->st.curr_connections)			\
+		__atomic_store_n(&srv->st.name, 0, __ATOMIC_RELAXED);
+	SERVER_STATS(SERVER_STAT_RESET)
+#undef SERVER_STAT_RESET
+	gs_stats(srv->e, &st);
+	pthread_mutex_lock(&srv->reset_lock);
+	srv->base = st;
+	pthread_mutex_unlock(&srv->reset_lock);
 }

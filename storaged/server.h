@@ -20,7 +20,7 @@
 #define SERVER_STATS(ACTION)						\
 	ACTION(curr_connections, "open connections")			\
 	ACTION(total_connections, "connections accepted since start")	\
-	ACTION(rejected_connections, "connections refused (too many or no memory)") \
+	ACTION(rejected_connections, "connections refused: past --max-conns (told ERROR Too many open connections) or no memory") \
 	ACTION(cmd_get, "keys asked for by get, gets, gat, gats")		\
 	ACTION(cmd_set, "storage commands")				\
 	ACTION(cmd_flush, "flush_all commands")				\
@@ -42,7 +42,11 @@
 	ACTION(too_large, "values refused as larger than --max-object")	\
 	ACTION(out_of_memory, "values refused for lack of room")		\
 	ACTION(aborted_values, "values cut short by a closed connection")	\
-	ACTION(aborted_responses, "responses cut short by a broken object or a closed connection")
+	ACTION(aborted_responses, "responses cut short by a broken object, a closed connection or no memory for the reply") \
+	ACTION(idle_timeouts, "connections closed idle between commands past --idle-timeout") \
+	ACTION(read_timeouts, "connections closed stalled inside a command line or value past --read-timeout") \
+	ACTION(send_timeouts, "connections closed taking none of their reply for --send-timeout") \
+	ACTION(listen_disabled_num, "times accepting stopped for lack of file descriptors")
 
 struct server_stats {
 #define SERVER_STAT_FIELD(name, desc) uint64_t name;
@@ -56,6 +60,10 @@ struct server_stats {
 struct worker;
 struct conn;
 
+/* Objects one connection may hold pinned in its output queue: a 1,024-key
+ * get looks keys up in batches, the next ones as earlier values are sent. */
+#define CONN_PINS_MAX	16
+
 struct server {
 	struct gs_engine *e;
 	const struct options *opt;
@@ -64,6 +72,8 @@ struct server {
 	int lfd;			/* the memcache listener, shared */
 	time_t started;
 	struct server_stats st;
+	pthread_mutex_t reset_lock;	/* guards base */
+	struct gs_stats base;		/* engine counters at the last stats reset */
 };
 
 /* Opens the listeners and starts --cores threads.  0 or -errno with a
@@ -80,9 +90,10 @@ struct out;
 enum conn_state {
 	CONN_CMD,		/* reading command lines */
 	CONN_VALUE,		/* reading a value into a writer */
-	CONN_VALUE_BUF,		/* reading an append/prepend value into memory */
+	CONN_VALUE_CONCAT,		/* reading an append/prepend value (gs_concat) */
 	CONN_VALUE_END,		/* expecting the "\r\n" after a value */
 	CONN_SWALLOW,		/* discarding a refused value */
+	CONN_GET,		/* sending a get's values, CONN_PINS_MAX at a time */
 	CONN_WAIT,		/* an engine call will answer */
 	CONN_CLOSING,		/* flush what is queued, then close */
 };
@@ -106,8 +117,18 @@ struct pending_store {
 	bool noreply;
 	bool bad_chunk;
 	struct gs_writer *writer;
-	char *data;		/* append/prepend value */
+	struct gs_concat *concat;	/* append/prepend */
 	uint64_t len, got;
+};
+
+/* A get whose keys are looked up as earlier values go out. */
+struct pending_get {
+	unsigned next, nkeys;		/* in conn.keys, which point into rbuf:
+					 * rbuf is not refilled in CONN_GET */
+	const char *rest;		/* keys not yet in conn.keys (in rbuf) */
+	size_t rest_len;
+	bool with_cas, touch;
+	int64_t exptime;		/* gat/gats: the engine's absolute form */
 };
 
 struct conn {
@@ -117,6 +138,13 @@ struct conn {
 	uint32_t events;
 	enum conn_state state;
 	bool dead, scheduled, input_paused;
+	bool eof;			/* the peer sent FIN: answer, then close */
+	bool want_input;		/* proto_process() stopped for more bytes */
+	bool broken;			/* a reply could not be queued: cut */
+	uint64_t last_read, last_write;	/* monotonic ms of the last progress */
+	time_t last_cmd;		/* stats conns (atomic) */
+	const char *stat_state;		/* stats conns (atomic) */
+	char addr[64];			/* the peer, "tcp:<ip>:<port>" */
 	struct conn *next_sched;
 	struct conn *all_prev, *all_next;	/* the worker's connections */
 	char *rbuf;
@@ -125,7 +153,9 @@ struct conn {
 	struct pending_store store;
 	struct out *out_head, *out_tail;
 	unsigned out_items;
+	unsigned out_objs;		/* values queued: pins held */
 	size_t out_bytes;
+	struct pending_get get;
 	struct mc_key keys[MC_KEYS_MAX];
 };
 
@@ -134,13 +164,18 @@ struct gs_io *conn_io(struct conn *c);
 int conn_reply(struct conn *c, const char *s, size_t len);
 int conn_replyf(struct conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Queues the bytes [0, size) of the pinned <obj>; takes over the pin. */
-int conn_reply_obj(struct conn *c, struct gs_obj *obj);
+/* Queues <hdr> (a VALUE or VA line), the bytes [0, size) of the pinned
+ * <obj> and "\r\n", all or nothing; takes over the pin either way.  On
+ * -ENOMEM nothing is queued and the connection is cut. */
+int conn_reply_value(struct conn *c, const char *hdr, size_t len,
+		     struct gs_obj *obj);
 /* Reads what the socket has into rbuf: bytes read, 0 when it would
  * block, -1 when the peer is gone or rbuf can't grow. */
 ssize_t conn_fill(struct conn *c);
 /* Reads straight into <p>; same returns as conn_fill(). */
 ssize_t conn_recv(struct conn *c, void *p, size_t len);
+/* The current monotonic time in milliseconds. */
+uint64_t now_ms(void);
 /* Frees a closed connection (proto_text.c, after its last callback). */
 void conn_release(struct conn *c);
 /* Marks <c> to be looked at again from its thread's loop. */
@@ -154,5 +189,9 @@ bool proto_process(struct conn *c);
 /* Ends a pending store (connection closing). */
 void proto_abort(struct conn *c);
 void proto_stats(struct conn *c, const char *arg, size_t len);
+/* stats conns: one block per open connection and the listener. */
+void server_stats_conns(struct conn *c);
+/* stats reset: zeroes the counters (not gauges such as curr_connections). */
+void server_stats_reset(struct server *srv);
 
 #endif

@@ -26,6 +26,7 @@ static const char *rc_name(int rc)
 	case MC_PARSE_OK: return "OK";
 	case MC_PARSE_ERROR: return "ERROR";
 	case MC_PARSE_CLIENT_ERROR: return "CLIENT_ERROR";
+	case MC_PARSE_CLOSE: return "CLOSE";
 	}
 	return "?";
 }
@@ -64,7 +65,7 @@ static int key_is(const struct mc_key *k, const char *s)
 static const char *repeat(const char *prefix, char c, size_t n,
 			  const char *suffix)
 {
-	static char buf[3 * MC_LINE_MAX];
+	static char buf[MC_GET_LINE_MAX + 64];
 	size_t pl = strlen(prefix);
 
 	memcpy(buf, prefix, pl);
@@ -165,18 +166,45 @@ static void test_get(void)
 	if (OK(get_n(MC_KEYS_MAX)))
 		CHECK(cmd.nkeys == MC_KEYS_MAX &&
 		      key_is(&keys[MC_KEYS_MAX - 1], "k1023"));
-	CERR(get_n(MC_KEYS_MAX + 1), "too many keys");
-	line = get_n(MC_KEYS_MAX + 1);
-	expect_at(line, strlen(line), MC_KEYS_MAX + 8, MC_PARSE_CLIENT_ERROR,
-		  "too many keys", __LINE__);
-	line = get_n(3);
-	expect_at(line, strlen(line), 2, MC_PARSE_CLIENT_ERROR,
-		  "too many keys", __LINE__);
+	/* more keys than fit: all checked, the rest left for mc_next_keys */
+	if (OK(get_n(MC_KEYS_MAX + 1))) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(cmd.nkeys == MC_KEYS_MAX && rest && rest_len == 5 &&
+		      !memcmp(rest, "k1024", 5));
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 8) == 1 &&
+		      key_is(&keys[0], "k1024") && !rest && !rest_len);
+	}
 	line = get_n(2);
 	if (expect_at(line, strlen(line), 2, MC_PARSE_OK, NULL, __LINE__))
-		CHECK(cmd.nkeys == 2);
-	expect_at("get a", 5, 0, MC_PARSE_CLIENT_ERROR, "too many keys",
+		CHECK(cmd.nkeys == 2 && !cmd.rest);
+	line = get_n(7);
+	if (expect_at(line, strlen(line), 2, MC_PARSE_OK, NULL, __LINE__)) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(cmd.nkeys == 2 && key_is(&keys[1], "k1"));
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 3) == 3 &&
+		      key_is(&keys[0], "k2") && key_is(&keys[2], "k4") && rest);
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 3) == 2 &&
+		      key_is(&keys[0], "k5") && key_is(&keys[1], "k6") && !rest);
+	}
+	/* a bad key past the first batch still fails the whole line */
+	CERR(repeat("get a b c ", 'k', 251, ""), BAD_FORMAT);
+	line = repeat("get a b c ", 'k', 251, "");
+	expect_at(line, strlen(line), 1, MC_PARSE_CLIENT_ERROR, BAD_FORMAT,
 		  __LINE__);
+	if (expect_at("get a  b  ", 10, 1, MC_PARSE_OK, NULL, __LINE__)) {
+		const char *rest = cmd.rest;
+		size_t rest_len = cmd.rest_len;
+
+		CHECK(mc_next_keys(&rest, &rest_len, keys, 4) == 1 &&
+		      key_is(&keys[0], "b") && !rest);
+	}
+	CHECK(mc_is_get_line("get ", 4) && mc_is_get_line("  gats 1", 8) &&
+	      !mc_is_get_line("get", 3) && !mc_is_get_line("set k", 5) &&
+	      !mc_is_get_line("getx ", 5));
 }
 
 static void test_line_limit(void)
@@ -198,9 +226,11 @@ static void test_line_limit(void)
 	CHECK(len == MC_LINE_MAX);
 	if (expect_at(line, len, MC_KEYS_MAX, MC_PARSE_OK, NULL, __LINE__))
 		CHECK(cmd.nkeys == (MC_LINE_MAX - 3 + 200) / 201);
+	/* a get line may be longer (memcached's multigets are unbounded) */
 	line[len++] = 'z';
-	expect_at(line, len, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
-		  "line too long", __LINE__);
+	expect_at(line, len, MC_KEYS_MAX, MC_PARSE_OK, NULL, __LINE__);
+	CERR(repeat("get ", 'k', MC_GET_LINE_MAX - 4 + 1, ""), "line too long");
+	CERR(repeat("stats ", 'k', MC_LINE_MAX - 6 + 1, ""), "line too long");
 	CERR(repeat("set k 0 0 1", ' ', MC_LINE_MAX, ""), "line too long");
 	if (OK(repeat("set k 0 0 1", ' ', MC_LINE_MAX - 11, "")))
 		CHECK(cmd.op == MC_SET && cmd.bytes == 1);
@@ -276,14 +306,15 @@ static void test_storage(void)
 	CERR("set k 0 --1 1", BAD_FORMAT);
 	CERR("set k 0 9223372036854775808 1", BAD_FORMAT);
 
-	/* bytes: 0 to MC_BYTES_MAX */
+	/* bytes: 0 to MC_BYTES_MAX (memcached: INT_MAX - 2) */
 	if (OK("set k 0 0 0"))
 		CHECK(cmd.bytes == 0);
-	if (OK("set k 0 0 9223372036854775805"))
+	if (OK("set k 0 0 2147483645"))
 		CHECK(cmd.bytes == MC_BYTES_MAX);
-	if (OK("set k 0 0 1099511627776"))
-		CHECK(cmd.bytes == 1ull << 40);
-	CERR("set k 0 0 9223372036854775806", BAD_FORMAT);
+	CERR("set k 0 0 2147483646", BAD_FORMAT);
+	CERR("set k 0 0 2147483647", BAD_FORMAT);
+	CERR("set k 0 0 1099511627776", BAD_FORMAT);
+	CERR("set k 0 0 9223372036854775805", BAD_FORMAT);
 	CERR("set k 0 0 18446744073709551615", BAD_FORMAT);
 	CERR("set k 0 0 99999999999999999999999", BAD_FORMAT);
 	CERR("set k 0 0 -1", BAD_FORMAT);
@@ -414,7 +445,9 @@ static void test_misc(void)
 	CERR("verbosity x", BAD_FORMAT);
 	CERR("verbosity -1", BAD_FORMAT);
 	CERR("verbosity 1 junk", BAD_FORMAT);
-	CERR("verbosity noreply", BAD_FORMAT);
+	if (OK("verbosity noreply"))	/* memcached: level 0, silently */
+		CHECK(cmd.level == 0 && cmd.noreply);
+	CERR("verbosity noreply noreply", BAD_FORMAT);
 	ERR("verbosity");
 	ERR("verbosity 1 noreply x");
 
@@ -487,8 +520,130 @@ static void test_meta(void)
 	if (CERR("ms k 3 Tx", "bad token in command line format"))
 		CHECK(cmd.swallow);
 	CERR("ms k 3 F4294967296", "bad token in command line format");
+	/* a flag token starting with NUL (strchr() finds the terminator) */
+	expect_at("mg k \0v", 7, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
+		  "invalid flag", __LINE__);
+	expect_at("mg k v \0", 8, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
+		  "invalid flag", __LINE__);
+	expect_at("md k \0", 6, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
+		  "invalid flag", __LINE__);
+	expect_at("ms k 1 \0", 8, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
+		  "invalid flag", __LINE__);
+	expect_at("ms k 1 M\0", 9, MC_KEYS_MAX, MC_PARSE_CLIENT_ERROR,
+		  "invalid mode for ms M token", __LINE__);
+	CERR("mg k \x80", "invalid flag");
+	/* P and L: proxy hints, taken and ignored (protocol.txt) */
+	if (OK("mg k Pfoo/bar L v"))
+		CHECK(cmd.nmeta == 3 && cmd.meta[2].flag == 'v');
+	OK("ms k 1 P L/x");
+	OK("md k Lx q");
+	ERR("mn P");
+	CERR("ms k 2147483646", "bad command line format");
+	if (OK("ms k 2147483645"))
+		CHECK(cmd.bytes == MC_BYTES_MAX);
 	if (CERR("ms k x", "bad command line format"))
 		CHECK(!cmd.swallow);
+}
+
+/* Every number a client sends, at and just past the edge of its field:
+ * in range it parses to the exact value, past it the line is refused
+ * (never truncated or wrapped). */
+static void test_numbers(void)
+{
+	static const struct {
+		const char *line;
+		int rc;
+		const char *error;
+		char field;	/* f flags, e exptime, b bytes, c cas, d delta,
+				 * y delay, l level */
+		int64_t s;	/* signed fields */
+		uint64_t u;	/* unsigned fields */
+	} t[] = {
+		{ "set k 4294967295 0 1", MC_PARSE_OK, NULL, 'f', 0, UINT32_MAX },
+		{ "set k 4294967296 0 1", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 18446744073709551616 0 1", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 0 9223372036854775807 1", MC_PARSE_OK, NULL, 'e', INT64_MAX, 0 },
+		{ "set k 0 -9223372036854775808 1", MC_PARSE_OK, NULL, 'e', INT64_MIN, 0 },
+		{ "set k 0 9223372036854775808 1", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 0 -9223372036854775809 1", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 0 0 2147483645", MC_PARSE_OK, NULL, 'b', 0, 2147483645 },
+		{ "set k 0 0 2147483646", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 0 0 2147483647", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "set k 0 0 4294967297", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "append k 0 0 2147483646", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "cas k 0 0 1 18446744073709551615", MC_PARSE_OK, NULL, 'c', 0, UINT64_MAX },
+		{ "cas k 0 0 1 18446744073709551616", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "cas k 0 0 2147483646 1", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "incr k 18446744073709551615", MC_PARSE_OK, NULL, 'd', 0, UINT64_MAX },
+		{ "incr k 18446744073709551616", MC_PARSE_CLIENT_ERROR, BAD_DELTA, 0, 0, 0 },
+		{ "decr k 99999999999999999999", MC_PARSE_CLIENT_ERROR, BAD_DELTA, 0, 0, 0 },
+		{ "touch k 9223372036854775807", MC_PARSE_OK, NULL, 'e', INT64_MAX, 0 },
+		{ "touch k 9223372036854775808", MC_PARSE_CLIENT_ERROR, BAD_EXPTIME, 0, 0, 0 },
+		{ "gat -9223372036854775808 k", MC_PARSE_OK, NULL, 'e', INT64_MIN, 0 },
+		{ "gats 9223372036854775808 k", MC_PARSE_CLIENT_ERROR, BAD_EXPTIME, 0, 0, 0 },
+		{ "flush_all 9223372036854775800", MC_PARSE_OK, NULL, 'y', 9223372036854775800, 0 },
+		{ "flush_all 9223372036854775807", MC_PARSE_OK, NULL, 'y', INT64_MAX, 0 },
+		{ "flush_all -9223372036854775808", MC_PARSE_OK, NULL, 'y', INT64_MIN, 0 },
+		{ "flush_all 9223372036854775808", MC_PARSE_CLIENT_ERROR, BAD_EXPTIME, 0, 0, 0 },
+		{ "flush_all 18446744073709551616", MC_PARSE_CLIENT_ERROR, BAD_EXPTIME, 0, 0, 0 },
+		{ "verbosity 4294967295", MC_PARSE_OK, NULL, 'l', 0, UINT32_MAX },
+		{ "verbosity 4294967296", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "mg k T9223372036854775807", MC_PARSE_OK, NULL, 'e', INT64_MAX, 0 },
+		{ "mg k T-9223372036854775808", MC_PARSE_OK, NULL, 'e', INT64_MIN, 0 },
+		{ "mg k T9223372036854775808", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "mg k T", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "ms k 1 F4294967295", MC_PARSE_OK, NULL, 'f', 0, UINT32_MAX },
+		{ "ms k 1 F4294967296", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "ms k 1 F-1", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "ms k 1 C18446744073709551615", MC_PARSE_OK, NULL, 'c', 0, UINT64_MAX },
+		{ "ms k 1 C18446744073709551616", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "md k C18446744073709551616", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "ms k 1 T9223372036854775808", MC_PARSE_CLIENT_ERROR, "bad token in command line format", 0, 0, 0 },
+		{ "ms k 2147483645", MC_PARSE_OK, NULL, 'b', 0, 2147483645 },
+		{ "ms k 2147483646", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "ms k 99999999999999999999", MC_PARSE_CLIENT_ERROR, BAD_FORMAT, 0, 0, 0 },
+		{ "mg k N30", MC_PARSE_CLIENT_ERROR, "invalid flag", 0, 0, 0 },
+	};
+
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!expect_at(t[i].line, strlen(t[i].line), MC_KEYS_MAX,
+			       t[i].rc, t[i].error, 1000 + i) ||
+		    t[i].rc != MC_PARSE_OK)
+			continue;
+		switch (t[i].field) {
+		case 'f': CHECK(cmd.flags == t[i].u); break;
+		case 'e': CHECK(cmd.exptime == t[i].s); break;
+		case 'b': CHECK(cmd.bytes == t[i].u); break;
+		case 'c': CHECK(cmd.cas == t[i].u); break;
+		case 'd': CHECK(cmd.delta == t[i].u); break;
+		case 'y': CHECK(cmd.delay == t[i].s); break;
+		case 'l': CHECK(cmd.level == t[i].u); break;
+		}
+	}
+}
+
+/* memcached hangs up on an unknown command whose last token starts with
+ * "HTTP/"; a known command keeps its own rules. */
+static void test_http(void)
+{
+	static const char *const close[] = {
+		"GET / HTTP/1.0", "PUT /x HTTP/1.1", "DELETE HTTP/1.1",
+		"HTTP/1.1", "POST /a/b?c=d HTTP/1.1", "OPTIONS * HTTP/2",
+		"foo HTTP/", "HEAD  /  HTTP/1.0  ",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(close) / sizeof(close[0]); i++)
+		expect_at(close[i], strlen(close[i]), MC_KEYS_MAX,
+			  MC_PARSE_CLOSE, NULL, 2000 + i);
+	ERR("GET / HTTP/1.0 x");	/* not the last token */
+	ERR("GET / http/1.0");
+	ERR("GET");
+	ERR("foo HTTP");
+	if (OK("get a HTTP/1.1"))	/* a known command: its keys */
+		CHECK(cmd.nkeys == 2);
+	CERR("delete k HTTP/1.1", DELETE_USAGE);
+	CERR("mg k HTTP/1.1", "invalid flag");
 }
 
 static void test_op_names(void)
@@ -545,7 +700,7 @@ static void test_random_lines(void)
 		}
 		rc = mc_parse(line, len, &cmd, keys, MC_KEYS_MAX);
 		CHECK(rc == MC_PARSE_OK || rc == MC_PARSE_ERROR ||
-		      rc == MC_PARSE_CLIENT_ERROR);
+		      rc == MC_PARSE_CLIENT_ERROR || rc == MC_PARSE_CLOSE);
 		if (rc == MC_PARSE_CLIENT_ERROR)
 			CHECK(cmd.error && *cmd.error);
 		for (j = 0; rc == MC_PARSE_OK && j < cmd.nkeys; j++)
@@ -572,6 +727,8 @@ int main(int argc, char **argv)
 	test_flush_all();
 	test_misc();
 	test_meta();
+	test_numbers();
+	test_http();
 	test_op_names();
 	test_random_lines();
 	printf("test_proto_parse: %d failure(s)\n", failures);

@@ -1,12 +1,17 @@
 /*
  * The RAM region's slot allocator: heads take fixed --ram-head slots (eight
  * per 2M block), small objects power-of-two slots charged to --sub-memory,
- * budgets are honoured, freed blocks return, slots never overlap.
+ * budgets are honoured, freed blocks return, slots never overlap.  The
+ * region's memfd is sealed: only the engine's own mapping writes it (huge
+ * pages too when some are reserved).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "check.h"
@@ -91,10 +96,45 @@ static void small(void)
 	region_close(&r);
 }
 
+/* Nobody holding the region's fd can write it, map it writable or resize
+ * it; the engine's mapping still writes. */
+static void sealed(void)
+{
+	const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL |
+			 F_SEAL_FUTURE_WRITE;
+	struct gs_config cfg = config(4 << 20, 0);
+	struct region r;
+	char err[256], path[64];
+	void *p;
+	int fd;
+
+	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
+	printf("region on %s pages\n", r.hugetlb ? "huge" : "normal");
+	CHECK((fcntl(r.fd, F_GET_SEALS) & want) == want, "seals %#x",
+	      fcntl(r.fd, F_GET_SEALS));
+	memset(r.base, 0x5a, r.size);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", r.fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0, "reopen: %s", strerror(errno));
+	p = mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(p == MAP_FAILED && errno == EPERM, "writable mapping of a reopen");
+	CHECK(pwrite(fd, "x", 1, 0) < 0, "write through a reopen");
+	CHECK(ftruncate(fd, 0) < 0 && errno == EPERM, "shrink");
+	CHECK(ftruncate(fd, r.size * 2) < 0 && errno == EPERM, "grow");
+	p = mmap(NULL, r.size, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED && ((unsigned char *)p)[r.size - 1] == 0x5a,
+	      "read-only mapping sees the engine's bytes");
+	if (p != MAP_FAILED)
+		munmap(p, r.size);
+	close(fd);
+	region_close(&r);
+}
+
 int main(void)
 {
 	log_level = LOG_WARN;
 	heads();
 	small();
+	sealed();
 	return check_result();
 }

@@ -1,15 +1,21 @@
 /* usage: test_ring
  * Checks shared/ring.c: geometry, create/attach, both queues (order, wrap,
- * full -> wait flag -> doorbell), the SCM_RIGHTS hand-over, and a forked
- * producer/consumer pair that only sleeps in poll() on doorbells.
+ * full -> wait flag -> doorbell), the SCM_RIGHTS hand-over, a forked
+ * producer/consumer pair that only sleeps in poll() on doorbells, the
+ * seals (a ring cannot be resized; an unsealed or short memfd is refused)
+ * and, as root, ring_check_server against a listener of another uid.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +157,132 @@ static void test_attach_checks(void)
 	CHECK(ring_attach(&b, fd, a.size) == 0);
 	ring_unmap(&b);			/* closes fd */
 	ring_unmap(&a);
+}
+
+/* The ring cannot be resized under either side; a memfd that could be,
+ * or is shorter than the welcome says, is refused. */
+static void test_seals(void)
+{
+	struct ring a, b;
+	struct ring_hello h = { .sq_entries = 16, .n_rx = 2, .n_tx = 2 };
+	int fd, copy;
+	void *p;
+
+	CHECK(ring_create(&a, &h) == 0);
+	CHECK((fcntl(a.fd, F_GET_SEALS) & RING_SEALS) == RING_SEALS);
+	CHECK(ftruncate(a.fd, 0) < 0 && errno == EPERM);
+	CHECK(ftruncate(a.fd, a.size * 2) < 0 && errno == EPERM);
+	CHECK(ring_fd_check(a.fd, a.size) == 0);
+	CHECK(ring_fd_check(a.fd, a.size + 1) == -EPROTO);
+
+	/* the same bytes in an unsealed memfd */
+	copy = memfd_create("copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	CHECK(copy >= 0 && ftruncate(copy, a.size) == 0);
+	p = mmap(NULL, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, copy, 0);
+	CHECK(p != MAP_FAILED);
+	if (p != MAP_FAILED) {
+		memcpy(p, a.hdr, a.size);
+		munmap(p, a.size);
+	}
+	fd = dup(copy);
+	CHECK(ring_attach(&b, fd, a.size) == -EPROTO);
+	CHECK(fcntl(copy, F_ADD_SEALS, RING_SEALS) == 0);
+	CHECK(ring_attach(&b, fd, a.size) == 0);
+	ring_unmap(&b);
+	close(copy);
+
+	/* memfd without MFD_ALLOW_SEALING, a pipe */
+	copy = memfd_create("plain", MFD_CLOEXEC);
+	CHECK(copy >= 0 && ftruncate(copy, 4096) == 0);
+	CHECK(ring_fd_check(copy, 4096) == -EPROTO);
+	close(copy);
+	ring_unmap(&a);
+}
+
+/* A listener on <path> in a child running as <uid>; returns its pid, -1. */
+static pid_t listen_as(const char *path, uid_t uid, int *ready)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int pfd[2], s;
+	pid_t pid;
+	char c = 0;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		if (setgid(uid) < 0 || setuid(uid) < 0)
+			_exit(1);
+		s = socket(AF_UNIX, SOCK_STREAM, 0);
+		strcpy(sa.sun_path, path);
+		unlink(path);
+		if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    listen(s, 4) < 0)
+			_exit(1);
+		if (write(pfd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	*ready = read(pfd[0], &c, 1) == 1;
+	close(pfd[0]);
+	return pid;
+}
+
+/* What ring_check_server says of a listener on <path> running as <uid>;
+ * its reason in <err>. */
+static int check_listener(const char *path, uid_t uid, char *err,
+			  size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ready, s, ret = -ENOTCONN;
+	pid_t pid;
+
+	err[0] = 0;
+	pid = listen_as(path, uid, &ready);
+	CHECK(pid > 0 && ready);
+	strcpy(sa.sun_path, path);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		ret = ring_check_server(s, path, err, errlen);
+	CHECK(s >= 0 && ret != -ENOTCONN);
+	if (s >= 0)
+		close(s);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return ret;
+}
+
+/* Whoever bound the path first cannot pose as the daemon. */
+static void test_check_server(void)
+{
+	char dir[] = "/var/tmp/goblin-test-ring.XXXXXX", path[128], err[256];
+	const uid_t nobody = 65534;
+
+	if (geteuid() != 0) {
+		printf("note: not root, ring_check_server checks skipped\n");
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+
+	/* nobody listens in root's world-writable dir: refused */
+	CHECK(chmod(dir, 01777) == 0);
+	CHECK(check_listener(path, nobody, err, sizeof(err)) == -EPERM);
+	CHECK(strstr(err, "uid 65534") != NULL);
+
+	/* ... the owner of the directory is the daemon */
+	CHECK(chown(dir, nobody, nobody) == 0 && chmod(dir, 0750) == 0);
+	CHECK(check_listener(path, nobody, err, sizeof(err)) == 0);
+
+	/* root is the daemon anywhere */
+	CHECK(check_listener(path, 0, err, sizeof(err)) == 0);
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_handover(void)
@@ -328,6 +460,8 @@ int main(int argc, char **argv)
 	test_geometry();
 	test_queues();
 	test_attach_checks();
+	test_seals();
+	test_check_server();
 	test_handover();
 	test_ping_pong();
 	if (failures) {
