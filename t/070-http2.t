@@ -36,7 +36,8 @@ if (!$have_curl || !$have_h2load || !$have_h2perl) {
                      . 'libprotocol-http2-perl; make deps)');
 }
 
-goblin_start();
+# two serving threads: 16 downloads read from disk at once (8 each)
+goblin_start(args => [qw(--cores 2)]);
 mc_set('big', $Big) eq 'STORED' or die "memcache set failed\n";
 $ENV{TEST_NGINX_H2_PORT} = GoblinTest::free_port();
 $ENV{TEST_NGINX_SLOW_PORT} = GoblinTest::free_port();
@@ -248,7 +249,7 @@ my $status = sub {
 };
 my $nrx = 32;       # RING_RX_DEFAULT
 my @stalled;
-for my $i (1 .. 12) {
+for my $i (1 .. 14) {
     my $sk = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                    PeerPort => $ENV{TEST_NGINX_SLOW_PORT},
                                    Timeout => 10) or die "connect: $!\n";
