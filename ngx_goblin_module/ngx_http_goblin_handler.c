@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_http.h"
 
 #include <jansson.h>
 
@@ -44,14 +45,15 @@ static void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
-static ngx_int_t ngx_http_goblin_etag_match(ngx_str_t *list,
-    ngx_str_t *etag);
 static ngx_int_t ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx);
 static ngx_chain_t *ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
+static ngx_int_t ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx,
+    ngx_buf_t *b);
 static void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
 
@@ -278,7 +280,9 @@ static ngx_int_t
 ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
     ngx_str_t *key)
 {
-    size_t                     i;
+    size_t                     prefix_len;
+    ngx_int_t                  valid;
+    const u_char              *data;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (glcf->key) {
@@ -286,36 +290,28 @@ ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
+        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX);
+
     } else {
         clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
-        *key = r->uri;
-
-        if (
+        prefix_len = (
 #if (NGX_PCRE)
-            clcf->regex == NULL &&
+                      clcf->regex == NULL &&
 #endif
-            !clcf->named && key->len >= clcf->name.len
-            && ngx_strncmp(key->data, clcf->name.data, clcf->name.len) == 0)
-        {
-            key->data += clcf->name.len;
-            key->len -= clcf->name.len;
-        }
+                      !clcf->named) ? clcf->name.len : 0;
+
+        valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
+                                        clcf->name.data, prefix_len,
+                                        RING_KEY_MAX, &data, &key->len);
+        key->data = (u_char *) data;
     }
 
-    if (key->len == 0 || key->len > RING_KEY_MAX) {
+    if (!valid) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "goblin: a key of %uz bytes (1 to %d)", key->len,
-                      RING_KEY_MAX);
+                      "goblin: a key of %uz bytes (1 to %d, no space or "
+                      "control character)", key->len, RING_KEY_MAX);
         return NGX_HTTP_BAD_REQUEST;
-    }
-
-    for (i = 0; i < key->len; i++) {
-        if (key->data[i] <= ' ' || key->data[i] == 0x7f) {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "goblin: a key with a space or control character");
-            return NGX_HTTP_BAD_REQUEST;
-        }
     }
 
     return NGX_OK;
@@ -378,7 +374,6 @@ ngx_http_goblin_cleanup(void *data)
 {
     ngx_http_goblin_ctx_t *ctx = data;
 
-    ngx_buf_t    *b;
     ngx_uint_t    i, linked;
     ngx_chain_t  *cl;
 
@@ -393,17 +388,7 @@ ngx_http_goblin_cleanup(void *data)
 
     for (i = 0; i < 2; i++) {
         for (cl = i ? ctx->out : ctx->busy; cl; cl = cl->next) {
-            b = cl->buf;
-
-            if (b->num >= 0 && linked) {
-                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num,
-                                              0, 0);
-
-            } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
-                ngx_free(b->start);
-            }
-
-            b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+            ngx_http_goblin_buf_done(ctx, cl->buf);
         }
     }
 
@@ -801,8 +786,9 @@ ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx)
     ctx->end = (off_t) m->size;
 
     if (r->headers_in.if_none_match
-        && ngx_http_goblin_etag_match(&r->headers_in.if_none_match->value,
-                                      &etag))
+        && ngx_http_goblin_etag_match(r->headers_in.if_none_match->value.data,
+                                      r->headers_in.if_none_match->value.len,
+                                      etag.data, etag.len))
     {
         link->stats.not_modified++;
         r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
@@ -872,54 +858,6 @@ ngx_http_goblin_add_header(ngx_http_request_t *r, const char *key,
 }
 
 
-/* If-None-Match: "*" or a list of (weak) entity tags, weakly compared. */
-static ngx_int_t
-ngx_http_goblin_etag_match(ngx_str_t *list, ngx_str_t *etag)
-{
-    u_char  *p, *last, *tag;
-
-    p = list->data;
-    last = p + list->len;
-
-    while (p < last) {
-        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
-            p++;
-        }
-
-        if (p == last) {
-            break;
-        }
-
-        if (*p == '*') {
-            return 1;
-        }
-
-        if (last - p > 2 && p[0] == 'W' && p[1] == '/') {
-            p += 2;
-        }
-
-        tag = p;
-
-        if (p < last && *p == '"') {
-            for (p++; p < last && *p != '"'; p++) { /* void */ }
-            p++;
-        }
-
-        if (p <= last && (size_t) (p - tag) == etag->len
-            && ngx_strncmp(tag, etag->data, etag->len) == 0)
-        {
-            return 1;
-        }
-
-        while (p < last && *p != ',') {
-            p++;
-        }
-    }
-
-    return 0;
-}
-
-
 /*
  * A single "bytes=" range: NGX_OK with ctx->start/end, NGX_DECLINED to
  * send the whole object (no, several, malformed or If-Range-stale
@@ -928,11 +866,10 @@ ngx_http_goblin_etag_match(ngx_str_t *list, ngx_str_t *etag)
 static ngx_int_t
 ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char              *p, *last;
-    off_t                size, start, end, cutoff, cutlim;
+    off_t                size;
     time_t               t;
+    int64_t              start, end;
     ngx_str_t           *v, *etag;
-    ngx_uint_t           suffix, have_end;
     ngx_http_request_t  *r;
 
     r = ctx->request;
@@ -969,80 +906,20 @@ ngx_http_goblin_range(ngx_http_goblin_ctx_t *ctx)
         v = &r->headers_in.range->value;
     }
 
-    p = v->data + 6;
-    last = v->data + v->len;
-    cutoff = NGX_MAX_OFF_T_VALUE / 10;
-    cutlim = NGX_MAX_OFF_T_VALUE % 10;
-
-    while (p < last && *p == ' ') { p++; }
-
-    suffix = (p < last && *p == '-');
-    if (suffix) {
-        p++;
-    }
-
-    if (p == last || *p < '0' || *p > '9') {
-        return NGX_DECLINED;
-    }
-
-    start = 0;
-    while (p < last && *p >= '0' && *p <= '9') {
-        if (start >= cutoff && (start > cutoff || *p - '0' > cutlim)) {
-            return NGX_DECLINED;
-        }
-        start = start * 10 + (*p++ - '0');
-    }
-
-    end = 0;
-    have_end = 0;
-
-    if (!suffix) {
-        while (p < last && *p == ' ') { p++; }
-
-        if (p == last || *p++ != '-') {
-            return NGX_DECLINED;
-        }
-
-        while (p < last && *p == ' ') { p++; }
-
-        while (p < last && *p >= '0' && *p <= '9') {
-            if (end >= cutoff && (end > cutoff || *p - '0' > cutlim)) {
-                return NGX_DECLINED;
-            }
-            end = end * 10 + (*p++ - '0');
-            have_end = 1;
-        }
-    }
-
-    while (p < last && *p == ' ') { p++; }
-
-    if (p != last) {
-        /* several ranges, or junk: the whole object */
-        return NGX_DECLINED;
-    }
-
-    if (suffix) {
-        if (start == 0 || size == 0) {
-            return NGX_HTTP_RANGE_NOT_SATISFIABLE;
-        }
-
-        ctx->start = start < size ? size - start : 0;
-        ctx->end = size;
+    switch (ngx_http_goblin_range_parse(v->data, v->len, size, &start,
+                                        &end))
+    {
+    case NGX_HTTP_GOBLIN_RANGE_PART:
+        ctx->start = (off_t) start;
+        ctx->end = (off_t) end;
         return NGX_OK;
-    }
 
-    if (have_end && end < start) {
+    case NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE:
+        return NGX_HTTP_RANGE_NOT_SATISFIABLE;
+
+    default:
         return NGX_DECLINED;
     }
-
-    if (start >= size) {
-        return NGX_HTTP_RANGE_NOT_SATISFIABLE;
-    }
-
-    ctx->start = start;
-    ctx->end = (have_end && end < size) ? end + 1 : size;
-
-    return NGX_OK;
 }
 
 
@@ -1114,6 +991,7 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     b->memory = 1;
     b->num = (int) cqe->buf;
     b->start = (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf);
+    link->rx_held++;
     b->pos = b->start;
     b->last = b->start + cqe->len;
     b->end = b->last;
@@ -1151,19 +1029,111 @@ ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /*
- * Passes what is queued on and gives back every rx buffer the socket has
- * taken (the chains are walked as ngx_chain_update_chains() does).  When
- * the socket is full, what it has not taken is copied aside so the shared
- * rx buffers never wait on this client; the READ's window bounds that.
+ * The rx buffers queued in ctx->out (not passed on yet) go out uncopied
+ * only while nothing passed earlier waits for this client and the
+ * worker's clients hold few rx buffers; else they are copied to the heap
+ * and go back to storaged now.
+ */
+static ngx_int_t
+ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
+{
+    u_char                  *p;
+    size_t                   size;
+    ngx_buf_t               *b;
+    ngx_uint_t               n, limit, waiting;
+    ngx_chain_t             *cl;
+    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    waiting = 0;
+
+    for (cl = ctx->busy; cl; cl = cl->next) {
+        if (ngx_buf_size(cl->buf)) {
+            waiting = 1;
+            break;
+        }
+    }
+
+    n = 0;
+
+    for (cl = ctx->out; cl; cl = cl->next) {
+        if (cl->buf->num >= 0) {
+            n++;
+        }
+    }
+
+    limit = ngx_max(ctx->map->ring.n_rx / NGX_HTTP_GOBLIN_RX_HELD_SHARE, 1);
+
+    if (n == 0 || (!waiting && link->rx_held <= limit)) {
+        return NGX_OK;
+    }
+
+    for (cl = ctx->out; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->num < 0) {
+            continue;
+        }
+
+        size = b->last - b->pos;
+
+        p = ngx_alloc(size, ctx->request->connection->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, b->pos, size);
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+        link->rx_held--;
+
+        b->start = p;
+        b->pos = p;
+        b->last = p + size;
+        b->end = b->last;
+        b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
+
+        link->stats.spilled_bytes += size;
+    }
+
+    return NGX_OK;
+}
+
+
+/* A body buffer nginx is done with (or the request is): its memory goes
+ * back. */
+static void
+ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b)
+{
+    if (b->num >= 0) {
+        ngx_http_goblin_link->rx_held--;
+
+        if (ngx_http_goblin_linked(ctx)) {
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+        }
+
+    } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
+        ngx_free(b->start);
+    }
+
+    b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+}
+
+
+/*
+ * Passes what is queued on and gives back every buffer nginx has sent
+ * (ngx_chain_update_chains(): the busy chain in order, a buffer is done
+ * when its size is 0).  A buffer passed on is never touched again: HTTP/2
+ * frames, sub_filter and gzip keep their own references to its memory
+ * (shadow buffers) after ngx_http_output_filter() returns.  So while bytes
+ * passed earlier still wait for the client, new rx buffers are copied
+ * aside BEFORE they are passed and go back to storaged at once: a slow
+ * client holds at most the rx buffers of one pass, and heap copies up to
+ * the READ's window.
  */
 static void
 ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char                    *p;
     off_t                      pending, accepted, window, more;
-    size_t                     size;
     ngx_int_t                  rc;
-    ngx_buf_t                 *b;
     ngx_chain_t               *cl, **ll;
     ngx_event_t               *wev;
     ngx_http_request_t        *r;
@@ -1172,59 +1142,31 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 
     r = ctx->request;
 
+    if (ngx_http_goblin_copy_aside(ctx) != NGX_OK) {
+        ngx_http_goblin_finalize(ctx, NGX_ERROR);
+        return;
+    }
+
     rc = ngx_http_output_filter(r, ctx->out);
 
     for (ll = &ctx->busy; *ll; ll = &(*ll)->next) { /* void */ }
     *ll = ctx->out;
     ctx->out = NULL;
 
-    pending = 0;
-
-    for (cl = ctx->busy; cl; cl = cl->next) {
-        b = cl->buf;
-        size = ngx_buf_size(b);
-
-        if (b->num == NGX_HTTP_GOBLIN_HEAD_BUF || size == 0) {
-            continue;
-        }
-
-        if (b->num >= 0 && rc == NGX_AGAIN) {
-            p = ngx_alloc(size, r->connection->log);
-            if (p == NULL) {
-                ngx_http_goblin_finalize(ctx, NGX_ERROR);
-                return;
-            }
-
-            ngx_memcpy(p, b->pos, size);
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
-
-            b->start = p;
-            b->pos = p;
-            b->last = p + size;
-            b->end = b->last;
-            b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
-
-            link->stats.spilled_bytes += size;
-        }
-
-        pending += size;
-    }
-
     while (ctx->busy && ngx_buf_size(ctx->busy->buf) == 0) {
         cl = ctx->busy;
         ctx->busy = cl->next;
-        b = cl->buf;
-
-        if (b->num >= 0) {
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
-
-        } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
-            ngx_free(b->start);
-        }
-
-        b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+        ngx_http_goblin_buf_done(ctx, cl->buf);
         cl->next = ctx->free;
         ctx->free = cl;
+    }
+
+    pending = 0;
+
+    for (cl = ctx->busy; cl; cl = cl->next) {
+        if (cl->buf->num != NGX_HTTP_GOBLIN_HEAD_BUF) {
+            pending += ngx_buf_size(cl->buf);
+        }
     }
 
     if (rc == NGX_ERROR) {
@@ -1714,6 +1656,7 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_JSON)
 #undef NGX_HTTP_GOBLIN_STAT_JSON
 
+    json_object_set_new(module, "rx_held", json_integer(link->rx_held));
     json_object_set_new(root, "module", module);
     json_object_set_new(root, "storaged", storaged ? storaged : json_null());
 

@@ -91,6 +91,10 @@ typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
 /* bytes a READ may stage ahead of what the client has taken, in buffers */
 #define NGX_HTTP_GOBLIN_WINDOW_BUFS    4
 
+/* rx buffers passed on uncopied that clients may hold at once: 1/N of
+ * them, so slow clients never hold what the others need */
+#define NGX_HTTP_GOBLIN_RX_HELD_SHARE  4
+
 
 typedef struct {
     ngx_http_goblin_ctx_t         *ctx;     /* NULL: free, or orphaned */
@@ -130,6 +134,8 @@ typedef struct {
 
     uint32_t                      *tx_free;
     ngx_uint_t                     ntx_free;
+
+    ngx_uint_t                     rx_held; /* rx buffers requests hold */
     ngx_queue_t                    tx_waiters;
 
     ngx_http_goblin_stats_t        stats;

@@ -100,6 +100,7 @@ Content-Length: 12
 
 
 === TEST 6: a redirect with $ServerPort
+--- no_http2
 --- config
     location = /r {
         return 302 /elsewhere;
@@ -171,6 +172,7 @@ stream
 
 
 === TEST 11: a chunked response is decoded
+--- no_http2
 --- config
     location = /c {
         sub_filter_types *;

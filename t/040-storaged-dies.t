@@ -23,7 +23,7 @@ goblin_defaults();
 master_on();
 workers(1);
 repeat_each(1);
-plan tests => goblin_plan(16);
+plan tests => goblin_plan(18);
 no_shuffle();
 run_tests();
 
@@ -65,6 +65,37 @@ sub link_state () {
     return $j->{link} // '';
 }
 
+# Whether every thread of <pid> is stopped (state T in /proc/PID/task/*/stat).
+sub all_stopped ($) {
+    my $pid = shift;
+    my @tasks = glob "/proc/$pid/task/*/stat";
+    return 0 unless @tasks;
+    for my $t (@tasks) {
+        open my $in, '<', $t or return 0;
+        my $line = <$in> // '';
+        close $in;
+        return 0 unless $line =~ /^\d+ \(.*\) T /s;
+    }
+    return 1;
+}
+
+# Whether the server side of the connection 127.0.0.1:<port> <- <cport>
+# exists with nothing left in its receive queue (/proc/net/tcp).
+sub server_read ($$) {
+    my ($port, $cport) = @_;
+    open my $in, '<', '/proc/net/tcp' or return 0;
+    my $want = sprintf ':%04X ', $port;
+    my $peer = sprintf ':%04X ', $cport;
+    while (my $line = <$in>) {
+        my @f = split ' ', $line;
+        next unless @f > 4 && "$f[1] " =~ /\Q$want\E$/
+                    && "$f[2] " =~ /\Q$peer\E$/;
+        my ($tx, $rx) = split /:/, $f[4];
+        return hex($rx) == 0;
+    }
+    return 0;
+}
+
 sub wait_for (&$) {
     my ($cond, $secs) = @_;
     my $deadline = time + $secs;
@@ -100,12 +131,19 @@ is($st, 201, 'PUT after the restart');
 my ($st2, $h2, $b2) = http_request($port, 'GET', '/obj/again');
 ok($st2 == 200 && $b2 eq 'back again', 'GET after the restart');
 
-# 4. a request still waiting for its lookup when the daemon dies: 502
+# 4. a request still waiting for its lookup when the daemon dies: 502.
+# The GET goes out only once every thread of the daemon is stopped, and
+# the daemon is killed only once nginx has read the request (its socket's
+# receive queue is empty), so the lookup is on the ring by then.
 kill SIGSTOP, goblin_pid();
+ok(wait_for(sub { all_stopped(goblin_pid()) }, 10),
+   'every thread of the daemon is stopped');
 my $w = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
                               Timeout => 10) or die "connect: $!\n";
+$w->autoflush(1);
 print $w "GET /obj/again HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-sleep 0.3;
+ok(wait_for(sub { server_read($port, $w->sockport) }, 10),
+   'nginx read the request');
 goblin_kill(SIGKILL);
 like(read_rest($w), qr{^HTTP/1\.1 502 }, 'a request waiting on it: 502');
 goblin_start(fresh => 1);

@@ -205,7 +205,9 @@ END {
 }
 
 # Blocks without main_config/http_config load the module and attach to
-# the default instance.
+# the default instance; after nginx (re)started for such a block, its
+# requests go out only once every worker has attached (else the first
+# ones get 503 on a busy machine).
 sub goblin_defaults () {
     Test::Nginx::Socket::add_block_preprocessor(sub {
         my $block = shift;
@@ -216,8 +218,46 @@ sub goblin_defaults () {
         if (!defined $block->http_config) {
             $block->set_value('http_config',
                 "goblin_storaged unix:$ENV{TEST_NGINX_GOBLIN_SOCKET};");
+            $block->{goblin_attach} = 1;
         }
     });
+    Test::Nginx::Socket::add_post_start_handler(sub {
+        my $block = shift;
+        wait_attached() if $block->{goblin_attach} && goblin_pid();
+    }) if Test::Nginx::Socket->can('add_post_start_handler');
+}
+
+# Waits (up to 20 s) until every worker of the nginx under test logged
+# "goblin: attached to storaged"; returns whether they all did.
+sub wait_attached () {
+    my $root = Test::Nginx::Socket::server_root();
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        my $master;
+        if (open my $pf, '<', "$root/logs/nginx.pid") {
+            $master = <$pf>;
+            close $pf;
+        }
+        if ($master && $master =~ /^(\d+)/) {
+            $master = $1;
+            my @pids = ($master);
+            if (Test::Nginx::Socket::master_process_enabled() eq 'on') {
+                @pids = nginx_workers($master);
+                @pids = () if @pids < Test::Nginx::Socket::workers();
+            }
+            my %attached;
+            if (open my $el, '<', "$root/logs/error.log") {
+                while (my $line = <$el>) {
+                    $attached{$1} = 1
+                        if $line =~ /\[notice\] (\d+)#\d+: goblin: attached to/;
+                }
+                close $el;
+            }
+            return 1 if @pids && !grep { !$attached{$_} } @pids;
+        }
+        sleep 0.02;
+    }
+    return 0;
 }
 
 # ---- memcache ----

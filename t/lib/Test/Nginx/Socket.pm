@@ -20,14 +20,19 @@ package Test::Nginx::Socket;
 # error_code_like response_headers response_headers_like
 # raw_response_headers_like raw_response_headers_unlike response_body
 # response_body_like response_body_unlike error_log no_error_log timeout
-# abort wait init ignore_response must_die log_level server_name
+# abort wait init ignore_response must_die log_level server_name no_http2
 # skip_nginx skip_eval todo SKIP ONLY LAST.
 # Environment: TEST_NGINX_BINARY, TEST_NGINX_SERVER_PORT / TEST_NGINX_PORT,
 # TEST_NGINX_CLIENT_PORT, TEST_NGINX_RANDOMIZE, TEST_NGINX_SERVROOT,
 # TEST_NGINX_NO_SHUFFLE, TEST_NGINX_LOG_LEVEL, TEST_NGINX_MASTER_PROCESS,
 # TEST_NGINX_TIMEOUT, TEST_NGINX_SLEEP, TEST_NGINX_USE_VALGRIND,
 # TEST_NGINX_LOAD_MODULES, TEST_NGINX_WORKER_USER, TEST_NGINX_NO_CLEAN,
-# TEST_NGINX_FORCE_RESTART_ON_TEST, TEST_NGINX_VERBOSE.
+# TEST_NGINX_FORCE_RESTART_ON_TEST, TEST_NGINX_VERBOSE, TEST_NGINX_USE_HTTP2
+# (as the real one: the server also listens with http2 on a port of its
+# own and each "--- request" goes there with curl --http2-prior-knowledge;
+# raw requests, packet lists, blocks that read raw headers and blocks with
+# a "--- no_http2" section stay on HTTP/1.1).  A sanitizer report ("AddressSanitizer", "runtime error:") in
+# error.log fails the block.
 
 use Test::Base -base;
 use strict;
@@ -51,6 +56,7 @@ our @EXPORT = qw(
     no_root_location server_name server_addr server_port
     server_port_for_client server_root html_dir timeout no_long_string
     env_to_nginx add_block_preprocessor add_cleanup_handler bail_out
+    add_post_start_handler
     check_accum_error_log is_str
 );
 
@@ -77,7 +83,7 @@ our $NoRootLocation = 0;
 our $NoLongString = 0;
 our $CheckAccumErrLog = 0;
 our ($NginxVersion, $NginxRawVersion);
-our (@BlockPreprocessors, @CleanupHandlers, @EnvToNginx);
+our (@BlockPreprocessors, @CleanupHandlers, @PostStartHandlers, @EnvToNginx);
 our ($PrevConfig, $ChildPid, $ErrLogFilePos, $FirstTime) = (undef, undef, 0, 1);
 our $InSubprocess;
 
@@ -94,6 +100,12 @@ if ($Randomize) {
     die "cannot find a free TCP port\n" unless $ServerPort;
 }
 our $ServerPortForClient = $ENV{TEST_NGINX_CLIENT_PORT} || $ServerPort;
+our $UseHttp2 = $ENV{TEST_NGINX_USE_HTTP2};
+our $Http2Port;
+if ($UseHttp2) {
+    $Http2Port = free_port({ $ServerPort => 1 });
+    die "cannot find a free TCP port\n" unless $Http2Port;
+}
 
 our $ServRoot = $Randomize
     ? File::Spec->rel2abs("t/servroot_$ServerPort")
@@ -150,6 +162,8 @@ sub no_long_string () { $NoLongString = 1 }
 sub check_accum_error_log () { $CheckAccumErrLog = 1 }
 sub add_block_preprocessor (&) { unshift @BlockPreprocessors, shift }
 sub add_cleanup_handler ($) { unshift @CleanupHandlers, shift }
+# not in the real Test::Nginx: called with the block after nginx (re)started
+sub add_post_start_handler (&) { push @PostStartHandlers, shift }
 
 sub master_process_enabled (@) {
     $MasterProcessEnabled = shift() ? 'on' : 'off' if @_;
@@ -344,6 +358,8 @@ sub write_config ($$$) {
             index index.html index.htm;
         }
 EOC
+    my $listen_h2 = $UseHttp2 ? "        listen          $Http2Port http2;\n"
+                              : '';
     my $user = defined $WorkerUser ? "user $WorkerUser;\n"
              : $> == 0 ? "user root;\n" : '';
 
@@ -368,7 +384,7 @@ $http_config
 
     server {
         listen          $ServerPort;
-        server_name     '$server_name';
+$listen_h2        server_name     '$server_name';
 
         client_max_body_size 30M;
 
@@ -648,6 +664,15 @@ sub connect_server ($$) {
 sub send_request ($$$) {
     my ($packets, $timeout, $block) = @_;
     my $name = $block->name;
+
+    if ($UseHttp2 && @$packets == 1 && !defined sec($block, 'raw_request')
+        && !defined sec($block, 'no_http2')
+        && !defined sec($block, 'raw_response_headers_like')
+        && !defined sec($block, 'raw_response_headers_unlike'))
+    {
+        my $resp = send_request_h2($packets->[0]{value}, $timeout);
+        return $resp if defined $resp;
+    }
     my $middle = parse_time(sec($block, 'raw_request_middle_delay'));
     my $sock = connect_server($name, $timeout) or return undef;
     $sock->blocking(0);
@@ -709,6 +734,60 @@ sub send_request ($$$) {
             }
         }
     }
+}
+
+# One request over HTTP/2 with curl: returns its response as HTTP/1.1-like
+# text (the status line "HTTP/2 CODE", lower-case headers, the body), or
+# undef when the request cannot go over HTTP/2 as it is (another version,
+# a chunked or explicit length, a header curl would not send as given).
+sub send_request_h2 ($$) {
+    my ($raw, $timeout) = @_;
+    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
+    my ($line, @lines) = split /\r\n/, $head;
+    my ($meth, $uri, $ver) = split ' ', $line // '';
+    return undef unless defined $ver && $ver eq 'HTTP/1.1' && $uri =~ m{^/};
+    my @args = ('curl', '-sS', '--http2-prior-knowledge', '--path-as-is',
+                '-g', '--max-time', $timeout + 1);
+    push @args, $meth eq 'HEAD' ? '-I' : ('-i', '-X', $meth);
+    for my $h (@lines) {
+        my ($k, $v) = $h =~ /^([^:]+):\s*(.*)$/ or return undef;
+        next if $k =~ /^(connection|keep-alive)$/i;
+        # curl sends the length of the body it is given
+        if (lc $k eq 'content-length') {
+            return undef unless $v eq length($body // '');
+            next;
+        }
+        return undef if $k =~ /^(transfer-encoding|te|upgrade)$/i
+                        || $v eq '';
+        push @args, '-H', "$k: $v";
+    }
+    my $file;
+    if (defined $body && $body ne '') {
+        $file = "$ServRoot/h2-request-body";
+        open my $out, '>', $file or bail_out("$file: $!");
+        print $out $body;
+        close $out;
+        push @args, '--data-binary', "\@$file";
+    }
+    push @args, "http://$ServerAddr:$Http2Port$uri";
+    my $pid = open my $in, '-|';
+    bail_out("fork: $!") unless defined $pid;
+    if ($pid == 0) {
+        $InSubprocess = 1;
+        open STDERR, '>', '/dev/null';
+        { exec @args }
+        POSIX::_exit(127);
+    }
+    local $/;
+    my $resp = <$in> // '';
+    close $in;
+    my $rc = $? >> 8;
+    unlink $file if defined $file;
+    # curl 7.88 drops an early answer to a request whose body nginx did
+    # not read (HEADERS, then RST_STREAM NO_ERROR): that one goes over
+    # HTTP/1.1
+    return undef if $rc == 92 && $resp eq '' && defined $file;
+    return $resp;
 }
 
 # ---- responses ------------------------------------------------------------
@@ -865,7 +944,7 @@ sub check_response ($$$$$$) {
         for my $h (parse_headers(indexed($name, $rh, $idx, $need_array))) {
             my ($k, $v) = @$h;
             if (!defined $v) {
-                Test::More::unlike($raw_headers, qr/^\s*\Q$k\E\s*:/ms,
+                Test::More::unlike($raw_headers, qr/^\s*\Q$k\E\s*:/msi,
                     "$name - header $k not present in the raw headers");
                 next;
             }
@@ -992,6 +1071,11 @@ sub check_error_log ($$) {
             warn "WARNING: $name - " . show($line) . "\n"
                 if !$quiet{$lvl} && $line =~ /\[$lvl\]/;
         }
+        if ($line =~ /AddressSanitizer|LeakSanitizer|runtime error:/) {
+            Test::More->builder->no_ending(1);
+            chomp $line;
+            Test::More::fail("$name - sanitizer report: $line\n");
+        }
         if ($line =~ /\bAssertion .*?failed\b/) {
             Test::More->builder->no_ending(1);
             chomp $line;
@@ -1104,6 +1188,7 @@ sub run_block ($) {
             return;
         }
         start_nginx($block, undef);
+        for my $h (@PostStartHandlers) { $h->($block) }
     }
 
     if (defined(my $init = sec($block, 'init'))) {

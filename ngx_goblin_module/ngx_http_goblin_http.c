@@ -1,0 +1,263 @@
+
+/*
+ * ngx_http_goblin_module: Range, If-None-Match and key mapping as pure
+ * functions (see ngx_http_goblin_http.h); t/unit/test_http.c and
+ * t/fuzz/fuzz_http.c check them.
+ */
+
+
+#include "ngx_http_goblin_http.h"
+
+#include <string.h>
+
+
+#define NGX_HTTP_GOBLIN_INT64_MAX  INT64_MAX
+
+
+static const unsigned char *
+ngx_http_goblin_skip_spaces(const unsigned char *p, const unsigned char *last)
+{
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    return p;
+}
+
+
+/* Digits at *pp into *n; 0 when there are none or they overflow int64_t. */
+static int
+ngx_http_goblin_number(const unsigned char **pp, const unsigned char *last,
+    int64_t *n)
+{
+    int64_t               v, cutoff, cutlim;
+    const unsigned char  *p;
+
+    p = *pp;
+    v = 0;
+    cutoff = NGX_HTTP_GOBLIN_INT64_MAX / 10;
+    cutlim = NGX_HTTP_GOBLIN_INT64_MAX % 10;
+
+    if (p == last || *p < '0' || *p > '9') {
+        return 0;
+    }
+
+    while (p < last && *p >= '0' && *p <= '9') {
+        if (v >= cutoff && (v > cutoff || *p - '0' > cutlim)) {
+            return 0;
+        }
+
+        v = v * 10 + (*p++ - '0');
+    }
+
+    *pp = p;
+    *n = v;
+
+    return 1;
+}
+
+
+/*
+ * A single "bytes=" range of an object of <size> bytes: PART with [*start,
+ * *end) inside the object, UNSATISFIABLE, or WHOLE for no, several or
+ * malformed ranges (RFC 9110 lets a server ignore those).
+ */
+int
+ngx_http_goblin_range_parse(const unsigned char *v, size_t len, int64_t size,
+    int64_t *start, int64_t *end)
+{
+    int64_t               a, b;
+    const unsigned char  *p, *last;
+    static const char     bytes[] = "bytes=";
+    size_t                i;
+    int                   suffix, have_end;
+
+    if (size < 0 || len < sizeof(bytes) - 1) {
+        return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+    }
+
+    for (i = 0; i < sizeof(bytes) - 1; i++) {
+        if (v[i] != bytes[i]
+            && !(bytes[i] != '=' && (v[i] | 0x20) == bytes[i]))
+        {
+            return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+        }
+    }
+
+    p = ngx_http_goblin_skip_spaces(v + sizeof(bytes) - 1, v + len);
+    last = v + len;
+
+    suffix = (p < last && *p == '-');
+    if (suffix) {
+        p++;
+    }
+
+    if (!ngx_http_goblin_number(&p, last, &a)) {
+        return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+    }
+
+    b = 0;
+    have_end = 0;
+
+    if (!suffix) {
+        p = ngx_http_goblin_skip_spaces(p, last);
+
+        if (p == last || *p++ != '-') {
+            return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+        }
+
+        p = ngx_http_goblin_skip_spaces(p, last);
+
+        if (p < last && *p >= '0' && *p <= '9') {
+            if (!ngx_http_goblin_number(&p, last, &b)) {
+                return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+            }
+
+            have_end = 1;
+        }
+    }
+
+    p = ngx_http_goblin_skip_spaces(p, last);
+
+    if (p != last) {
+        /* several ranges, or junk */
+        return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+    }
+
+    if (suffix) {
+        if (a == 0 || size == 0) {
+            return NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE;
+        }
+
+        *start = a < size ? size - a : 0;
+        *end = size;
+
+        return NGX_HTTP_GOBLIN_RANGE_PART;
+    }
+
+    if (have_end && b < a) {
+        return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+    }
+
+    if (a >= size) {
+        return NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE;
+    }
+
+    *start = a;
+    *end = (have_end && b < size) ? b + 1 : size;
+
+    return NGX_HTTP_GOBLIN_RANGE_PART;
+}
+
+
+/*
+ * If-None-Match <list>: "*" or a comma-separated list of entity tags,
+ * compared weakly (a W/ prefix is ignored) with <etag> (quotes included).
+ */
+int
+ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
+    const unsigned char *etag, size_t etag_len)
+{
+    const unsigned char  *p, *last, *tag, *rest;
+
+    p = list;
+    last = list + len;
+
+    while (p < last) {
+        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        if (p == last) {
+            break;
+        }
+
+        tag = p;
+
+        if (*p == '*') {
+            p++;
+
+        } else {
+            if (last - p > 2 && p[0] == 'W' && p[1] == '/') {
+                p += 2;
+                tag = p;
+            }
+
+            if (*p == '"') {
+                for (p++; p < last && *p != '"'; p++) { /* void */ }
+
+                if (p == last) {
+                    /* no closing quote: no tag */
+                    return 0;
+                }
+
+                p++;
+            }
+        }
+
+        /* an element is the tag alone, up to the next comma */
+        rest = ngx_http_goblin_skip_spaces(p, last);
+
+        if (rest == last || *rest == ',') {
+            if (p - tag == 1 && *tag == '*') {
+                return 1;
+            }
+
+            if ((size_t) (p - tag) == etag_len && etag_len
+                && memcmp(tag, etag, etag_len) == 0)
+            {
+                return 1;
+            }
+        }
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The key of <uri> in a location <prefix> (prefix_len 0: none to strip):
+ * the URI after the prefix when the URI starts with it, else all of it.
+ * Returns whether the key is valid (ngx_http_goblin_key_valid()).
+ */
+int
+ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
+    const unsigned char *prefix, size_t prefix_len, size_t max,
+    const unsigned char **key, size_t *key_len)
+{
+    *key = uri;
+    *key_len = len;
+
+    if (prefix_len && len >= prefix_len
+        && memcmp(uri, prefix, prefix_len) == 0)
+    {
+        *key = uri + prefix_len;
+        *key_len = len - prefix_len;
+    }
+
+    return ngx_http_goblin_key_valid(*key, *key_len, max);
+}
+
+
+/* 1 to <max> bytes, none of them a space or a control character. */
+int
+ngx_http_goblin_key_valid(const unsigned char *key, size_t len, size_t max)
+{
+    size_t  i;
+
+    if (len == 0 || len > max) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (key[i] <= ' ' || key[i] == 0x7f) {
+            return 0;
+        }
+    }
+
+    return 1;
+}

@@ -1,0 +1,116 @@
+/*
+ * libFuzzer target: the module's Range parser, If-None-Match evaluation and
+ * key mapping (ngx_goblin_module/ngx_http_goblin_http.c), with their
+ * invariants: a range lies inside the object (0 <= start < end <= size),
+ * nothing is written for a whole or unsatisfiable answer, a tag always
+ * matches itself, a key lies inside its URI and is valid when said so.
+ * Input: byte 0 picks the function, bytes 1-8 the object size, the rest is
+ * the header (or, for keys, prefix length byte then URI).
+ * sources: ngx_goblin_module/ngx_http_goblin_http.c
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ngx_http_goblin_http.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int64_t osize, start = -1, end = -1;
+	const uint8_t *p;
+	size_t len, i;
+	int rc;
+
+	if (size < 9)
+		return 0;
+	memcpy(&osize, data + 1, sizeof(osize));
+	p = data + 9;
+	len = size - 9;
+
+	switch (data[0] % 3) {
+	case 0: {
+		/* a copy of exactly len bytes so ASan sees any over-read */
+		uint8_t *v = malloc(len ? len : 1);
+
+		if (v == NULL)
+			return 0;
+		memcpy(v, p, len);
+		if (data[0] & 0x80)
+			osize &= 0xffffff;	/* small objects too */
+		rc = ngx_http_goblin_range_parse(v, len, osize, &start, &end);
+		if (rc == NGX_HTTP_GOBLIN_RANGE_PART) {
+			if (!(osize > 0 && start >= 0 && start < end &&
+			      end <= osize))
+				abort();
+		} else if (rc == NGX_HTTP_GOBLIN_RANGE_WHOLE ||
+			   rc == NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE) {
+			if (start != -1 || end != -1)
+				abort();
+		} else {
+			abort();
+		}
+		free(v);
+		break;
+	}
+	case 1: {
+		uint8_t *v = malloc(len ? len : 1), *tag;
+		size_t half = len / 2;
+
+		if (v == NULL)
+			return 0;
+		memcpy(v, p, len);
+		rc = ngx_http_goblin_etag_match(v, len, v, half);
+		if (rc != 0 && rc != 1)
+			abort();
+		/* "<bytes without quotes>" matches itself, plain and W/ */
+		tag = malloc(half + 4);
+		if (tag == NULL) {
+			free(v);
+			return 0;
+		}
+		tag[0] = 'W';
+		tag[1] = '/';
+		tag[2] = '"';
+		for (i = 0; i < half; i++)
+			tag[3 + i] = v[i] == '"' ? 'q' : v[i];
+		tag[3 + half] = '"';
+		if (ngx_http_goblin_etag_match(tag + 2, half + 2, tag + 2,
+					       half + 2) != 1 ||
+		    ngx_http_goblin_etag_match(tag, half + 4, tag + 2,
+					       half + 2) != 1)
+			abort();
+		free(tag);
+		free(v);
+		break;
+	}
+	default: {
+		const unsigned char *key = NULL;
+		size_t klen = 0, plen;
+		uint8_t *v;
+
+		if (len == 0)
+			return 0;
+		plen = p[0] % (len);
+		v = malloc(len - 1 ? len - 1 : 1);
+		if (v == NULL)
+			return 0;
+		memcpy(v, p + 1, len - 1);
+		rc = ngx_http_goblin_key_map(v, len - 1, v, plen < len - 1 ?
+					     plen : 0, 250, &key, &klen);
+		if (key < v || klen > len - 1 || key + klen > v + len - 1)
+			abort();
+		if (rc) {
+			if (klen == 0 || klen > 250)
+				abort();
+			for (i = 0; i < klen; i++)
+				if (key[i] <= ' ' || key[i] == 0x7f)
+					abort();
+		}
+		free(v);
+		break;
+	}
+	}
+	return 0;
+}
