@@ -40,6 +40,7 @@ static void ngx_http_goblin_submit_key(ngx_http_goblin_ctx_t *ctx,
 static void ngx_http_goblin_submit_handle(ngx_http_goblin_ctx_t *ctx,
     ngx_uint_t op, uint32_t buf, off_t off, off_t len);
 
+static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
@@ -590,6 +591,30 @@ ngx_http_goblin_submit_handle(ngx_http_goblin_ctx_t *ctx, ngx_uint_t op,
 /* ---- GET and HEAD ---- */
 
 
+/* Sends the response header; NGX_OK to go on with the body, else the
+ * request is finalized. */
+static ngx_int_t
+ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+    ctx->header_deferred = 0;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        ngx_http_goblin_finalize(ctx, rc);
+        return NGX_DONE;
+    }
+
+    ctx->header_sent = 1;
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
@@ -648,14 +673,19 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         return;
     }
 
-    rc = ngx_http_send_header(r);
+    head_end = (off_t) m->head_len;
+    disk = ngx_max(ctx->start, head_end);
 
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        ngx_http_goblin_finalize(ctx, rc);
+    /*
+     * With no head bytes to send, the header waits for the first disk
+     * bytes, so a failed read can still be answered 502 instead of a cut.
+     */
+    if (ctx->start >= head_end && ctx->end > disk && !r->header_only) {
+        ctx->header_deferred = 1;
+
+    } else if (ngx_http_goblin_send_header(ctx) != NGX_OK) {
         return;
     }
-
-    ctx->header_sent = 1;
 
     if (ctx->start == ctx->end) {
         ngx_http_goblin_finalize(ctx, ngx_http_send_special(r, NGX_HTTP_LAST));
@@ -663,9 +693,6 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     /* the disk part first: its read has the longest way to go */
-
-    head_end = (off_t) m->head_len;
-    disk = ngx_max(ctx->start, head_end);
 
     if (ctx->end > disk) {
         ngx_memzero(&sqe, sizeof(struct ring_sqe));
@@ -977,6 +1004,11 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
                       ctx->next);
         ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
         ngx_http_goblin_fail(ctx, NGX_HTTP_BAD_GATEWAY);
+        return;
+    }
+
+    if (ctx->header_deferred && ngx_http_goblin_send_header(ctx) != NGX_OK) {
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
         return;
     }
 

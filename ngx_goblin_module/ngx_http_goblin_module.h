@@ -174,6 +174,7 @@ struct ngx_http_goblin_ctx_s {
     unsigned                       writer:1;
     unsigned                       finishing:1;
     unsigned                       header_sent:1;
+    unsigned                       header_deferred:1; /* until disk bytes */
     unsigned                       last_passed:1;
     unsigned                       done:1;
     unsigned                       waiting_tx:1;
