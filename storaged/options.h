@@ -62,7 +62,7 @@
 	OPTION(socket, "socket", STR, "/run/goblin-store/goblin-store.sock", \
 	       "unix socket nginx workers attach to (its directory is created 0750)") \
 	OPTION(socket_user, "socket-user", STR, "",			\
-	       "the only user, besides goblin-store's own, that may attach to --socket") \
+	       "a user that may attach to --socket (root and goblin-store's own always may)") \
 	OPTION(socket_group, "socket-group", STR, "",			\
 	       "group that owns --socket and its directory; its members may attach") \
 	OPTION(no_http, "no-http", BOOL, "false",				\
