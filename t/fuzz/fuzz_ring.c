@@ -70,7 +70,10 @@ static uint32_t held[RING_BUFS_MAX];	/* rx buffers we hold */
 static unsigned nheld;
 static uint8_t rx_ours[RING_BUFS_MAX];
 static unsigned rx_blind[RING_BUFS_MAX];	/* BUFRELs before we saw it */
-static uint8_t tx_daemon[RING_BUFS_MAX];
+/* WDATAs sent per tx buffer and not yet TXDONE: a count, since the fuzzer
+ * may reuse a buffer whose TXDONE it has not reaped yet (the daemon took
+ * it back already, so it accepts it again) */
+static uint32_t tx_daemon[RING_BUFS_MAX];
 
 static uint8_t pattern(unsigned key, uint64_t off)
 {
@@ -185,7 +188,7 @@ static void reap(void)
 		case RING_OP_TXDONE:
 			if (c.buf >= w.n_tx || !tx_daemon[c.buf])
 				fail("tx buffer returned it did not hold", &c);
-			tx_daemon[c.buf] = 0;
+			tx_daemon[c.buf]--;
 			break;
 		case RING_OP_READ:
 		case RING_OP_WFINISH:
@@ -302,7 +305,7 @@ static void submit(struct input *in)
 					t ? t->key : 0, (t ? t->given : 0) + i);
 			if (t && t->writer)
 				t->given += e.len;
-			tx_daemon[e.buf] = 1;
+			tx_daemon[e.buf]++;
 		}
 		break;
 	default:

@@ -249,7 +249,7 @@ void conn_pause_input(struct conn *c, bool pause)
 static const char *const reply_words[] = {
 	"END", "STORED", "NOT_STORED", "EXISTS", "NOT_FOUND", "DELETED",
 	"TOUCHED", "OK", "ERROR", "CLIENT_ERROR ", "SERVER_ERROR ", "VERSION ",
-	"STAT ", "HD", "NS", "EX", "NF", "EN", "MN", "RESET", NULL
+	"STAT ", "HD", "NS", "EX", "NF", "EN", "MN", "ME ", "RESET", NULL
 };
 
 /* The replies are a sequence of framed lines and values. */
