@@ -204,7 +204,7 @@ static void keep_echo(struct pending_store *st, const struct mc_cmd *cmd,
 
 static void meta_store_reply(struct conn *c, int res)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	const char *code;
 	char flags[1024];
 	size_t n = 0;
@@ -249,7 +249,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 		['A'] = MC_APPEND, ['P'] = MC_PREPEND,
 	};
 	struct mc_cmd plain = *cmd;
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	bool ok;
 
 	plain.op = modes[(unsigned char)cmd->mode];
@@ -265,7 +265,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 static void store_done(void *arg, int res)
 {
 	struct conn *c = arg;
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 
 	if (c->dead) {
 		conn_release(c);
@@ -284,7 +284,7 @@ static void store_done(void *arg, int res)
 	else
 		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
 			     store_reply(st->op, res));
-	c->state = CONN_CMD;
+	c->mc.state = CONN_CMD;
 	conn_schedule(c);
 }
 
@@ -300,7 +300,7 @@ static void value_wake(void *arg)
 static void ma_reply(struct conn *c, const char *code, const char *value,
 		     uint64_t cas, int64_t exptime)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	bool v = echo_has(st, 'v') && value;
 	char flags[1024];
 	size_t n = 0;
@@ -329,7 +329,7 @@ static void ma_reply(struct conn *c, const char *code, const char *value,
 /* The reply to an ma N that created (or failed to create) its counter. */
 static void ma_created_reply(struct conn *c, int res)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	char value[24];
 
 	/* q does not hide the HD of a created counter (memcached 1.6.18) */
@@ -353,7 +353,7 @@ static void ma_created(void *arg, int res)
 		return;
 	}
 	ma_created_reply(c, res);
-	c->state = CONN_CMD;
+	c->mc.state = CONN_CMD;
 	conn_schedule(c);
 }
 
@@ -361,7 +361,7 @@ static void ma_created(void *arg, int res)
  * the key is still absent; the reply comes from ma_created(). */
 static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	char value[24];
 	size_t len = snprintf(value, sizeof(value), "%" PRIu64, cmd->initial);
 	size_t got = 0;
@@ -386,11 +386,11 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 		got += n;
 	}
 	if (ret == 0) {
-		c->state = CONN_WAIT;	/* the callback may fire at once */
+		c->mc.state = CONN_WAIT;	/* the callback may fire at once */
 		ret = gs_writer_finish(&st->writer, GS_ADD, 0, ma_created, c);
 		if (ret == 0)
 			return;
-		c->state = CONN_CMD;
+		c->mc.state = CONN_CMD;
 	}
 	gs_writer_abort(&st->writer);
 	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret);
@@ -401,7 +401,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
  * between the two is not seen); T sets the TTL after it. */
 static void do_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	struct gs_engine *e = c->srv->e;
 	bool decr = cmd->mode == 'D';
 	struct gs_meta m = { 0 };
@@ -489,7 +489,7 @@ static void do_meta_debug(struct conn *c, const struct mc_cmd *cmd)
 /* <meta>: an ms, whose q hides only its success (errors always show). */
 static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	struct gs_engine *e = c->srv->e;
 	int ret;
 
@@ -505,11 +505,11 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
 		ret = gs_concat_open(conn_io(c), st->key, st->klen,
 				     cmd->op == MC_PREPEND, cmd->bytes, &st->concat);
-		c->state = CONN_VALUE_CONCAT;
+		c->mc.state = CONN_VALUE_CONCAT;
 	} else {
 		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
 				     cmd->flags, st->exptime, &st->writer);
-		c->state = CONN_VALUE;
+		c->mc.state = CONN_VALUE;
 	}
 	if (ret == 0)
 		return true;
@@ -524,25 +524,25 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	}
 	reply_unless(c, cmd->noreply && !meta && ret == -E2BIG,
 		     store_reply(cmd->op, ret));
-	c->swallow = cmd->bytes + 2;
-	c->state = CONN_SWALLOW;
+	c->mc.swallow = cmd->bytes + 2;
+	c->mc.state = CONN_SWALLOW;
 	return true;
 }
 
 static void end_value(struct conn *c)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	enum gs_mode mode;
 	int ret;
 
-	c->state = CONN_WAIT;
+	c->mc.state = CONN_WAIT;
 	if (st->bad_chunk) {
 		gs_writer_abort(&st->writer);
 		gs_concat_abort(&st->concat);
 		SRV_ADD(c->srv, protocol_errors, 1);
 		reply_unless(c, st->noreply && !st->meta,
 			     "CLIENT_ERROR bad data chunk\r\n");
-		c->state = CONN_CMD;
+		c->mc.state = CONN_CMD;
 		return;
 	}
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
@@ -562,17 +562,17 @@ static void end_value(struct conn *c)
 		else
 			reply_unless(c, st->noreply && ret == -ENOENT,
 				     store_reply(st->op, ret));
-		c->state = CONN_CMD;
+		c->mc.state = CONN_CMD;
 	}
 }
 
 void proto_abort(struct conn *c)
 {
-	if (c->state == CONN_VALUE || c->state == CONN_VALUE_CONCAT ||
-	    c->state == CONN_VALUE_END) {
+	if (c->mc.state == CONN_VALUE || c->mc.state == CONN_VALUE_CONCAT ||
+	    c->mc.state == CONN_VALUE_END) {
 		SRV_ADD(c->srv, aborted_values, 1);
-		gs_writer_abort(&c->store.writer);
-		gs_concat_abort(&c->store.concat);
+		gs_writer_abort(&c->mc.store.writer);
+		gs_concat_abort(&c->mc.store.concat);
 	}
 }
 
@@ -583,7 +583,7 @@ void proto_abort(struct conn *c)
  * Keys past MC_KEYS_MAX are taken from the line a batch at a time. */
 static void get_step(struct conn *c)
 {
-	struct pending_get *g = &c->get;
+	struct pending_get *g = &c->mc.get;
 	struct gs_engine *e = c->srv->e;
 
 	for (;;) {
@@ -598,12 +598,12 @@ static void get_step(struct conn *c)
 		if (g->next == g->nkeys) {
 			if (!g->rest)
 				break;
-			g->nkeys = mc_next_keys(&g->rest, &g->rest_len, c->keys,
+			g->nkeys = mc_next_keys(&g->rest, &g->rest_len, c->mc.keys,
 						MC_KEYS_MAX);
 			g->next = 0;
 			continue;
 		}
-		k = &c->keys[g->next];
+		k = &c->mc.keys[g->next];
 		g->next++;
 		SRV_ADD(c->srv, cmd_get, 1);
 		if (g->touch) {
@@ -626,20 +626,20 @@ static void get_step(struct conn *c)
 		conn_reply_value(c, line, n, obj);
 	}
 	REPLY(c, "END\r\n");
-	c->state = CONN_CMD;
+	c->mc.state = CONN_CMD;
 }
 
 static void do_get(struct conn *c, const struct mc_cmd *cmd)
 {
 	bool touch = cmd->op == MC_GAT || cmd->op == MC_GATS;
 
-	c->get = (struct pending_get){
+	c->mc.get = (struct pending_get){
 		.nkeys = cmd->nkeys, .touch = touch,
 		.rest = cmd->rest, .rest_len = cmd->rest_len,
 		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
 		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
 	};
-	c->state = CONN_GET;
+	c->mc.state = CONN_GET;
 	get_step(c);
 }
 
@@ -693,13 +693,13 @@ static void do_touch(struct conn *c, const struct mc_cmd *cmd)
 static bool run_command(struct conn *c, const char *line, size_t len)
 {
 	struct mc_cmd cmd;
-	int ret = mc_parse(line, len, &cmd, c->keys, MC_KEYS_MAX);
+	int ret = mc_parse(line, len, &cmd, c->mc.keys, MC_KEYS_MAX);
 
 	__atomic_store_n(&c->last_cmd, time(NULL), __ATOMIC_RELAXED);
 	if (ret == MC_PARSE_CLOSE) {
 		/* HTTP on the memcache port: earlier replies go out, then
 		 * the connection closes without reading further */
-		c->state = CONN_CLOSING;
+		c->mc.state = CONN_CLOSING;
 		return true;
 	}
 	if (ret == MC_PARSE_ERROR) {
@@ -712,8 +712,8 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		if (!cmd.noreply || cmd.op == MC_MS)
 			conn_replyf(c, "CLIENT_ERROR %s\r\n", cmd.error);
 		if (cmd.swallow) {	/* ms: its data block follows */
-			c->swallow = cmd.bytes + 2;
-			c->state = CONN_SWALLOW;
+			c->mc.swallow = cmd.bytes + 2;
+			c->mc.state = CONN_SWALLOW;
 		}
 		return true;
 	}
@@ -755,7 +755,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_QUIT:
-		c->state = CONN_CLOSING;	/* after what is queued */
+		c->mc.state = CONN_CLOSING;	/* after what is queued */
 		break;
 	case MC_MG:
 		do_meta_get(c, &cmd);
@@ -793,12 +793,12 @@ static ssize_t buffered(struct conn *c)
 
 static bool step_value(struct conn *c)
 {
-	struct pending_store *st = &c->store;
+	struct pending_store *st = &c->mc.store;
 	void *p;
 	size_t n;
 	ssize_t got;
 
-	if ((c->state == CONN_VALUE_CONCAT ?
+	if ((c->mc.state == CONN_VALUE_CONCAT ?
 	     gs_concat_buf(st->concat, &p, &n, value_wake, c) :
 	     gs_writer_buf(st->writer, &p, &n, value_wake, c)) == -EAGAIN) {
 		conn_pause_input(c, true);
@@ -815,7 +815,7 @@ static bool step_value(struct conn *c)
 		if (got <= 0)
 			return got == 0;
 	}
-	if (c->state == CONN_VALUE_CONCAT)
+	if (c->mc.state == CONN_VALUE_CONCAT)
 		gs_concat_advance(st->concat, got);
 	else
 		gs_writer_advance(st->writer, got);
@@ -830,26 +830,24 @@ bool proto_process(struct conn *c)
 		char *line, *nl;
 		size_t len;
 
-		c->want_input = false;
-		if (c->state == CONN_WAIT || c->state == CONN_CLOSING ||
-		    c->input_paused || c->out_items >= 64 ||
-		    c->out_bytes >= (4u << 20) || c->out_objs >= CONN_PINS_MAX ||
-		    c->broken)
+		c->mc.want_input = false;
+		if (c->mc.state == CONN_WAIT || c->mc.state == CONN_CLOSING ||
+		    c->input_paused || conn_out_full(c) || c->broken)
 			return true;
-		switch (c->state) {
+		switch (c->mc.state) {
 		case CONN_GET:
 			get_step(c);
 			continue;
 		case CONN_VALUE:
 		case CONN_VALUE_CONCAT:
-			if (c->store.got == c->store.len) {
-				c->state = CONN_VALUE_END;
+			if (c->mc.store.got == c->mc.store.len) {
+				c->mc.state = CONN_VALUE_END;
 				continue;
 			}
 			if (!step_value(c))
 				return false;
-			if (c->store.got < c->store.len && c->rend == c->rstart) {
-				c->want_input = !c->input_paused;
+			if (c->mc.store.got < c->mc.store.len && c->rend == c->rstart) {
+				c->mc.want_input = !c->input_paused;
 				return true;	/* wait for the socket */
 			}
 			continue;
@@ -859,11 +857,11 @@ bool proto_process(struct conn *c)
 				if (avail < 0)
 					return false;
 				if (c->rend - c->rstart < 2) {
-					c->want_input = true;
+					c->mc.want_input = true;
 					return true;
 				}
 			}
-			c->store.bad_chunk = memcmp(c->rbuf + c->rstart, "\r\n", 2) != 0;
+			c->mc.store.bad_chunk = memcmp(c->rbuf + c->rstart, "\r\n", 2) != 0;
 			c->rstart += 2;
 			end_value(c);
 			continue;
@@ -872,15 +870,15 @@ bool proto_process(struct conn *c)
 			if (avail < 0)
 				return false;
 			if (avail == 0) {
-				c->want_input = true;
+				c->mc.want_input = true;
 				return true;
 			}
-			if ((uint64_t)avail > c->swallow)
-				avail = c->swallow;
+			if ((uint64_t)avail > c->mc.swallow)
+				avail = c->mc.swallow;
 			c->rstart += avail;
-			c->swallow -= avail;
-			if (!c->swallow)
-				c->state = CONN_CMD;
+			c->mc.swallow -= avail;
+			if (!c->mc.swallow)
+				c->mc.state = CONN_CMD;
 			continue;
 		case CONN_CMD:
 			nl = memchr(c->rbuf + c->rstart, '\n', c->rend - c->rstart);
@@ -892,14 +890,14 @@ bool proto_process(struct conn *c)
 				     !mc_is_get_line(c->rbuf + c->rstart, have))) {
 					SRV_ADD(c->srv, protocol_errors, 1);
 					REPLY(c, "CLIENT_ERROR line too long\r\n");
-					c->state = CONN_CLOSING;
+					c->mc.state = CONN_CLOSING;
 					return true;
 				}
 				avail = conn_fill(c);
 				if (avail < 0)
 					return false;
 				if (avail == 0) {
-					c->want_input = true;
+					c->mc.want_input = true;
 					return true;
 				}
 				continue;

@@ -32,9 +32,6 @@
 #include "loop.h"
 #include "server.h"
 
-#define RBUF_MIN	16384
-#define OUT_ITEMS_MAX	64		/* stop reading commands past this */
-#define OUT_BYTES_MAX	(4u << 20)
 #define IOV_MAX_SEND	64
 #define ACCEPT_RETRY_MS	100		/* out of fds: try accepting again */
 #define FD_HEADROOM	1100		/* fds besides memcache connections:
@@ -294,10 +291,9 @@ static void conn_set_events(struct conn *c, bool want_out)
 {
 	uint32_t ev = 0;
 
-	if (!c->input_paused && !c->eof && c->state != CONN_WAIT &&
-	    c->state != CONN_CLOSING && c->state != CONN_GET &&
-	    c->out_items < OUT_ITEMS_MAX && c->out_bytes < OUT_BYTES_MAX &&
-	    c->out_objs < CONN_PINS_MAX)
+	if (!c->input_paused && !c->eof && c->mc.state != CONN_WAIT &&
+	    c->mc.state != CONN_CLOSING && c->mc.state != CONN_GET &&
+	    !conn_out_full(c))
 		ev |= EPOLLIN;
 	if (want_out)
 		ev |= EPOLLOUT;
@@ -377,7 +373,7 @@ static void conn_close(struct conn *c)
 	/* a descriptor is free again */
 	accept_resume(w);
 	/* a pending engine callback frees it (proto_text.c) */
-	if (c->state != CONN_WAIT) {
+	if (c->mc.state != CONN_WAIT) {
 		c->next_sched = w->dead;
 		w->dead = c;
 	}
@@ -406,10 +402,10 @@ static uint64_t conn_deadline(const struct conn *c, enum timeout_kind *kind)
 		return o->send_timeout ? c->last_write + o->send_timeout : 0;
 	}
 	if (c->out_head || c->input_paused || c->eof ||
-	    c->state == CONN_WAIT || c->state == CONN_GET ||
-	    c->state == CONN_CLOSING)
+	    c->mc.state == CONN_WAIT || c->mc.state == CONN_GET ||
+	    c->mc.state == CONN_CLOSING)
 		return 0;
-	if (c->state == CONN_CMD && c->rend == c->rstart) {
+	if (c->mc.state == CONN_CMD && c->rend == c->rstart) {
 		*kind = TIMEOUT_IDLE;
 		last = c->last_read > c->last_write ? c->last_read : c->last_write;
 		return o->idle_timeout ? last + o->idle_timeout : 0;
@@ -430,9 +426,9 @@ static void conn_arm(struct conn *c)
 
 static const char *conn_state_name(const struct conn *c)
 {
-	if (c->events & EPOLLOUT || c->state == CONN_GET)
+	if (c->events & EPOLLOUT || c->mc.state == CONN_GET)
 		return "conn_mwrite";
-	switch (c->state) {
+	switch (c->mc.state) {
 	case CONN_CMD:
 		return c->rend > c->rstart ? "conn_read" : "conn_waiting";
 	case CONN_VALUE:
@@ -451,11 +447,11 @@ static const char *conn_state_name(const struct conn *c)
 /* Whether proto_process() can take another step now. */
 static bool conn_can_process(const struct conn *c)
 {
-	if (c->input_paused || c->out_items >= OUT_ITEMS_MAX / 2 ||
-	    c->out_bytes >= OUT_BYTES_MAX || c->out_objs >= CONN_PINS_MAX)
+	if (c->input_paused || c->out_items >= CONN_OUT_ITEMS_MAX / 2 ||
+	    conn_out_full(c))
 		return false;
-	return c->state == CONN_GET ||
-	       (c->state == CONN_CMD && c->rend > c->rstart && !c->want_input);
+	return c->mc.state == CONN_GET ||
+	       (c->mc.state == CONN_CMD && c->rend > c->rstart && !c->mc.want_input);
 }
 
 static void conn_run(struct conn *c)
@@ -469,8 +465,8 @@ static void conn_run(struct conn *c)
 	ret = conn_send(c);
 	if (ret < 0)
 		goto out_close;
-	if (!c->out_head && (c->state == CONN_CLOSING ||
-			     (c->eof && c->want_input)))
+	if (!c->out_head && (c->mc.state == CONN_CLOSING ||
+			     (c->eof && c->mc.want_input)))
 		goto out_close;
 	/* the send freed room: take more commands from the buffer */
 	if (ret == 0 && conn_can_process(c))
@@ -528,43 +524,6 @@ static void check_timeouts(struct worker *w)
 		slack = o->idle_timeout;
 	slack /= 16;
 	w->next_check = next ? next + slack : 0;
-}
-
-ssize_t conn_fill(struct conn *c)
-{
-	ssize_t n;
-
-	if (c->rstart == c->rend) {
-		c->rstart = c->rend = 0;
-		if (c->rcap > 4 * RBUF_MIN) {	/* after a long get line */
-			char *p = realloc(c->rbuf, RBUF_MIN);
-
-			if (p) {
-				c->rbuf = p;
-				c->rcap = RBUF_MIN;
-			}
-		}
-	} else if (c->rstart > 0 && c->rend == c->rcap) {
-		memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
-		c->rend -= c->rstart;
-		c->rstart = 0;
-	}
-	if (c->eof)
-		return 0;
-	if (c->rend == c->rcap) {
-		size_t cap = c->rcap * 2;
-		char *p = cap <= 2 * (MC_GET_LINE_MAX + 2) + RBUF_MIN ?
-			  realloc(c->rbuf, cap) : NULL;
-
-		if (!p)
-			return -1;
-		c->rbuf = p;
-		c->rcap = cap;
-	}
-	n = conn_recv(c, c->rbuf + c->rend, c->rcap - c->rend);
-	if (n > 0)
-		c->rend += n;
-	return n;
 }
 
 ssize_t conn_recv(struct conn *c, void *p, size_t len)
@@ -645,15 +604,15 @@ static void accept_all(struct worker *w)
 		}
 		c = calloc(1, sizeof(*c));
 		if (c)
-			c->rbuf = malloc(RBUF_MIN);
+			c->rbuf = malloc(CONN_RBUF_MIN);
 		if (!c || !c->rbuf)
 			goto out_refuse;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->w = w;
 		c->srv = srv;
 		c->fd = fd;
-		c->rcap = RBUF_MIN;
-		c->state = CONN_CMD;
+		c->rcap = CONN_RBUF_MIN;
+		c->mc.state = CONN_CMD;
 		c->events = EPOLLIN;
 		c->last_read = c->last_write = loop_now_ms();
 		c->last_cmd = time(NULL);

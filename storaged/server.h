@@ -26,6 +26,12 @@ struct conn;
 /* Objects one connection may hold pinned in its output queue: a 1,024-key
  * get looks keys up in batches, the next ones as earlier values are sent. */
 #define CONN_PINS_MAX	16
+/* A connection's read buffer: its size, and four times it after a long
+ * get line until the buffer is empty again. */
+#define CONN_RBUF_MIN	16384
+/* Replies one connection may have queued before it stops taking commands. */
+#define CONN_OUT_ITEMS_MAX	64
+#define CONN_OUT_BYTES_MAX	(4u << 20)
 
 struct server {
 	struct gs_engine *e;
@@ -88,7 +94,7 @@ struct pending_store {
 
 /* A get whose keys are looked up as earlier values go out. */
 struct pending_get {
-	unsigned next, nkeys;		/* in conn.keys, which point into rbuf:
+	unsigned next, nkeys;		/* in mc_session.keys, which point into rbuf:
 					 * rbuf is not refilled in CONN_GET */
 	const char *rest;		/* keys not yet in conn.keys (in rbuf) */
 	size_t rest_len;
@@ -96,15 +102,25 @@ struct pending_get {
 	int64_t exptime;		/* gat/gats: the engine's absolute form */
 };
 
+/* What the memcache protocol keeps on a connection between calls
+ * (proto_text.c's; server.c reads state to pick the events to wait for). */
+struct mc_session {
+	enum conn_state state;
+	bool want_input;		/* proto_process() stopped for more bytes */
+	uint64_t swallow;		/* bytes of a refused value still to drop */
+	struct pending_store store;
+	struct pending_get get;
+	struct mc_key keys[MC_KEYS_MAX];
+};
+
+/* A memcache connection (server.c's): socket, buffers, output queue. */
 struct conn {
 	struct worker *w;
 	struct server *srv;
 	int fd;
 	uint32_t events;
-	enum conn_state state;
 	bool dead, scheduled, input_paused;
 	bool eof;			/* the peer sent FIN: answer, then close */
-	bool want_input;		/* proto_process() stopped for more bytes */
 	bool broken;			/* a reply could not be queued: cut */
 	uint64_t last_read, last_write;	/* monotonic ms of the last progress */
 	time_t last_cmd;		/* stats conns (atomic) */
@@ -114,15 +130,21 @@ struct conn {
 	struct conn *all_prev, *all_next;	/* the worker's connections */
 	char *rbuf;
 	size_t rcap, rstart, rend;
-	uint64_t swallow;
-	struct pending_store store;
 	struct out *out_head, *out_tail;
 	unsigned out_items;
 	unsigned out_objs;		/* values queued: pins held */
 	size_t out_bytes;
-	struct pending_get get;
-	struct mc_key keys[MC_KEYS_MAX];
+	struct mc_session mc;
 };
+
+/* Whether <c>'s output queue is full: no more commands run (nor reading
+ * from the socket) until it drains. */
+static inline bool conn_out_full(const struct conn *c)
+{
+	return c->out_items >= CONN_OUT_ITEMS_MAX ||
+	       c->out_bytes >= CONN_OUT_BYTES_MAX ||
+	       c->out_objs >= CONN_PINS_MAX;
+}
 
 struct gs_io *conn_io(struct conn *c);
 /* Queues reply bytes. */
@@ -134,8 +156,10 @@ int conn_replyf(struct conn *c, const char *fmt, ...)
  * -ENOMEM nothing is queued and the connection is cut. */
 int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj);
-/* Reads what the socket has into rbuf: bytes read, 0 when it would
- * block, -1 when the peer is gone or rbuf can't grow. */
+/* conn_input.c: reads what the socket has into rbuf, first making room
+ * (moving what is left to the front, growing up to twice a get line);
+ * bytes read, 0 when it would block, -1 when the peer is gone or rbuf
+ * can't grow. */
 ssize_t conn_fill(struct conn *c);
 /* Reads straight into <p>; same returns as conn_fill(). */
 ssize_t conn_recv(struct conn *c, void *p, size_t len);

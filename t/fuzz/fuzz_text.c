@@ -1,8 +1,9 @@
 /*
  * libFuzzer target: the daemon's whole memcache text protocol
  * (storaged/proto_text.c: proto_process() and everything it calls) on a
- * RAM-only engine, with a fake connection in place of storaged/server.c.
- * sources: storaged/proto_text.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
+ * RAM-only engine, with a fake socket and output in place of storaged/server.c
+ * (the read buffer is the real one, storaged/conn_input.c).
+ * sources: storaged/proto_text.c storaged/conn_input.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -16,9 +17,7 @@
  *     I/O in flight, and each call either consumes input or changes state;
  *   - once the connection is closed no pin is left (stats "pins" is 0).
  * The fake connection queues replies straight into one buffer: the output
- * queue's limits (server.c) are not exercised.  It follows server.h's
- * interface before and after the front-end hardening (CONN_PINS_MAX:
- * conn_reply_value(), EOF as c->eof, stats conns).
+ * queue's limits (server.c) are not exercised.
  *
  * FUZZ_OPEN (t/fuzz/fuzz.h) skips the checks of bugs found and not fixed;
  * FUZZ_TEXT_DUMP=1 prints the replies (build/fuzz/fuzz_text FILE).
@@ -28,14 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fuzz.h"
 #include "log.h"
 #include "server.h"
-
-#define RBUF_START	4096
 
 static struct options opt;
 static struct server srv;
@@ -121,21 +117,12 @@ static void reply_bytes(struct conn *c, struct gs_obj *obj)
 	gs_obj_put(srv.e, &obj);
 }
 
-#ifdef CONN_PINS_MAX
 int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj)
 {
 	conn_reply(c, hdr, len);
 	reply_bytes(c, obj);
 	return conn_reply(c, "\r\n", 2);
-}
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
 void server_stats_conns(struct conn *c)
@@ -149,19 +136,6 @@ static ssize_t end_of_input(struct conn *c)
 	c->eof = true;
 	return 0;
 }
-#else
-int conn_reply_obj(struct conn *c, struct gs_obj *obj)
-{
-	reply_bytes(c, obj);
-	return 0;
-}
-
-static ssize_t end_of_input(struct conn *c)
-{
-	(void)c;
-	return -1;
-}
-#endif
 
 /* Uneven pieces; every third call "would block"; -1 once all is read. */
 static size_t piece(size_t want)
@@ -172,40 +146,6 @@ static size_t piece(size_t want)
 	if (n > want)
 		n = want;
 	return n < left ? n : left;
-}
-
-ssize_t conn_fill(struct conn *c)
-{
-	size_t n;
-
-	if (c->rstart == c->rend) {
-		c->rstart = c->rend = 0;
-	} else if (c->rstart > 0 && c->rend == c->rcap) {
-		memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
-		c->rend -= c->rstart;
-		c->rstart = 0;
-	}
-#ifdef CONN_PINS_MAX
-	if (c->eof)
-		return 0;
-#endif
-	if (c->rend == c->rcap) {
-		if (c->rcap * 2 > 4 * (MC_LINE_MAX + 2) + RBUF_START)
-			return -1;
-		c->rcap *= 2;
-		c->rbuf = realloc(c->rbuf, c->rcap);
-		if (!c->rbuf)
-			abort();
-	}
-	if (in_p == in_end)
-		return end_of_input(c);
-	if (++fills % 3 == 0)
-		return 0;
-	n = piece(c->rcap - c->rend);
-	memcpy(c->rbuf + c->rend, in_p, n);
-	in_p += n;
-	c->rend += n;
-	return n;
 }
 
 ssize_t conn_recv(struct conn *c, void *p, size_t len)
@@ -307,14 +247,14 @@ static void run_conn(struct conn *c)
 
 	for (;;) {
 		const char *was = in_p;
-		enum conn_state state = c->state;
+		enum conn_state state = c->mc.state;
 		size_t out_was = out_len, rstart = c->rstart;
 
-		if (c->state == CONN_CLOSING)
+		if (c->mc.state == CONN_CLOSING)
 			break;
-		if (c->state == CONN_WAIT || c->input_paused) {
+		if (c->mc.state == CONN_WAIT || c->input_paused) {
 			if (!gs_io_pending(io) && !OPEN_BUG("stuck-wait"))
-				broken(c->state == CONN_WAIT ?
+				broken(c->mc.state == CONN_WAIT ?
 				       "waits for the engine with no I/O in flight" :
 				       "input paused with no I/O in flight");
 			gs_io_run(io, true);
@@ -323,13 +263,11 @@ static void run_conn(struct conn *c)
 		c->scheduled = false;
 		if (!proto_process(c))
 			break;
-#ifdef CONN_PINS_MAX
-		if (c->broken || (c->eof && c->want_input))
+		if (c->broken || (c->eof && c->mc.want_input))
 			break;
-#endif
-		if (in_p == was && c->state == state && out_len == out_was &&
+		if (in_p == was && c->mc.state == state && out_len == out_was &&
 		    c->rstart == rstart && !c->input_paused &&
-		    c->state != CONN_WAIT && ++idle > 8)
+		    c->mc.state != CONN_WAIT && ++idle > 8)
 			broken("proto_process() makes no progress");
 		if (in_p != was)
 			idle = 0;
@@ -337,7 +275,7 @@ static void run_conn(struct conn *c)
 	/* closed: as server.c's conn_close() */
 	c->dead = true;
 	proto_abort(c);
-	if (c->state == CONN_WAIT) {
+	if (c->mc.state == CONN_WAIT) {
 		while (gs_io_pending(io))
 			gs_io_run(io, true);
 		/* store_done() saw dead and released it */
@@ -370,9 +308,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	srv.opt = &opt;
-#ifdef CONN_PINS_MAX
 	pthread_mutex_init(&srv.reset_lock, NULL);
-#endif
 	memset(&srv.st, 0, sizeof(srv.st));
 
 	input = data;
@@ -383,13 +319,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	out_len = 0;
 
 	c = calloc(1, sizeof(*c));
-	c->rbuf = malloc(RBUF_START);
+	c->rbuf = malloc(CONN_RBUF_MIN);
 	if (!c || !c->rbuf)
 		abort();
 	c->srv = &srv;
 	c->fd = -1;
-	c->rcap = RBUF_START;
-	c->state = CONN_CMD;
+	c->rcap = CONN_RBUF_MIN;
+	c->mc.state = CONN_CMD;
 	run_conn(c);
 	if (getenv("FUZZ_TEXT_DUMP"))		/* to see what a run answered */
 		fwrite(out, 1, out_len, stderr);
@@ -397,8 +333,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	gs_io_destroy(&io);
 	gs_engine_close(&srv.e);
-#ifdef CONN_PINS_MAX
 	pthread_mutex_destroy(&srv.reset_lock);
-#endif
 	return 0;
 }
