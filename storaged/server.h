@@ -156,6 +156,12 @@ int conn_replyf(struct conn *c, const char *fmt, ...)
  * -ENOMEM nothing is queued and the connection is cut. */
 int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj);
+/* conn_output.c: sends what can go now.  Returns 1 when the socket is
+ * full, 0 when the queue is drained or waits on a stream, -1 when the
+ * connection must go. */
+int conn_send(struct conn *c);
+/* Frees everything queued (the connection is closing). */
+void conn_out_drop(struct conn *c);
 /* conn_input.c: reads what the socket has into rbuf, first making room
  * (moving what is left to the front, growing up to twice a get line);
  * bytes read, 0 when it would block, -1 when the peer is gone or rbuf

@@ -4,8 +4,9 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
                   storaged/io.c shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
                   storaged/loop.c storaged/server.c storaged/server_stats.c \
-                  storaged/conn_input.c \
-                  storaged/proto_text.c storaged/proto_parse.c \
+                  storaged/conn_input.c storaged/conn_output.c \
+                  storaged/proto_text.c storaged/proto_meta.c \
+                  storaged/proto_stats.c storaged/proto_parse.c \
                   storaged/ring.c shared/ring.c shared/size.c
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 

@@ -1,0 +1,245 @@
+/*
+ * A memcache connection's output queue: byte buffers and pinned objects in
+ * reply order.  An object becomes a stream (and takes a read-ahead window)
+ * only when it reaches the head of the queue, so a pipelining client can't
+ * hold windows it is not sending from.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "loop.h"
+#include "server.h"
+
+#define IOV_MAX_SEND	64
+
+struct out {
+	struct out *next;
+	struct gs_obj *obj;		/* object reply: pinned until streamed */
+	struct gs_stream *stream;
+	bool is_obj;
+	size_t len, off, cap;
+	char data[];
+};
+
+static void out_free(struct conn *c, struct out *o)
+{
+	gs_stream_close(&o->stream);
+	gs_obj_put(c->srv->e, &o->obj);
+	if (!o->is_obj)
+		c->out_bytes -= o->len - o->off;
+	else
+		c->out_objs--;
+	c->out_items--;
+	free(o);
+}
+
+static void out_push(struct conn *c, struct out *o)
+{
+	o->next = NULL;
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->out_items++;
+	c->out_objs += o->is_obj;
+}
+
+/* A text buffer with room for at least <len> bytes. */
+static struct out *out_text_new(size_t len)
+{
+	size_t cap = len > 4096 ? len : 4096;
+	struct out *o = malloc(sizeof(*o) + cap);
+
+	if (o)
+		*o = (struct out){ .cap = cap };
+	return o;
+}
+
+/* Appends <len> bytes to the text buffer <o>, which has room. */
+static void out_text_add(struct conn *c, struct out *o, const char *s,
+			 size_t len)
+{
+	memcpy(o->data + o->len, s, len);
+	o->len += len;
+	c->out_bytes += len;
+}
+
+/* Whether the queue's last buffer takes <len> more bytes. */
+static bool tail_has_room(const struct conn *c, size_t len)
+{
+	const struct out *o = c->out_tail;
+
+	return o && !o->is_obj && o->cap - o->len >= len;
+}
+
+static void out_pop(struct conn *c)
+{
+	struct out *o = c->out_head;
+
+	c->out_head = o->next;
+	if (!c->out_head)
+		c->out_tail = NULL;
+	out_free(c, o);
+}
+
+/* A reply that can't be queued must not leave the client reading the
+ * next one in its place: the connection is cut (conn_run). */
+int conn_reply(struct conn *c, const char *s, size_t len)
+{
+	struct out *o;
+
+	if (!tail_has_room(c, len)) {
+		o = out_text_new(len);
+		if (!o) {
+			c->broken = true;
+			return -ENOMEM;
+		}
+		out_push(c, o);
+	}
+	out_text_add(c, c->out_tail, s, len);
+	return 0;
+}
+
+int conn_replyf(struct conn *c, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof(buf)) {
+		/* a cut line would lose its "\r\n": cut the connection */
+		c->broken = true;
+		return -ENOBUFS;
+	}
+	return conn_reply(c, buf, n);
+}
+
+int conn_reply_value(struct conn *c, const char *hdr, size_t len,
+		     struct gs_obj *obj)
+{
+	struct out *h = NULL, *o, *t;
+
+	/* everything is allocated before anything is queued */
+	if (!tail_has_room(c, len))
+		h = out_text_new(len);
+	o = malloc(sizeof(*o));
+	t = out_text_new(2);
+	if ((!h && !tail_has_room(c, len)) || !o || !t) {
+		free(h);
+		free(o);
+		free(t);
+		gs_obj_put(c->srv->e, &obj);
+		c->broken = true;
+		return -ENOMEM;
+	}
+	if (h)
+		out_push(c, h);
+	out_text_add(c, c->out_tail, hdr, len);
+	*o = (struct out){ .obj = obj, .is_obj = true };
+	out_push(c, o);
+	out_push(c, t);
+	out_text_add(c, t, "\r\n", 2);
+	return 0;
+}
+
+static void stream_wake(void *arg)
+{
+	conn_schedule(arg);
+}
+
+int conn_send(struct conn *c)
+{
+	for (;;) {
+		struct iovec iov[IOV_MAX_SEND];
+		struct out *o = c->out_head;
+		size_t total = 0;
+		ssize_t sent;
+		int n = 0;
+
+		while (o && n < IOV_MAX_SEND) {
+			const void *p;
+			size_t len;
+			int ret;
+
+			if (!o->is_obj) {
+				iov[n++] = (struct iovec){ o->data + o->off, o->len - o->off };
+				total += o->len - o->off;
+				o = o->next;
+				continue;
+			}
+			if (!o->stream) {
+				ret = gs_stream_open(conn_io(c), o->obj, 0,
+						     gs_obj_meta(o->obj)->size,
+						     stream_wake, c, &o->stream);
+				if (ret < 0)
+					return -1;
+				gs_obj_put(c->srv->e, &o->obj);
+			}
+			ret = gs_stream_peek(o->stream, &p, &len);
+			if (ret == -EAGAIN)
+				break;
+			if (ret < 0) {
+				/* a broken object: the value line is out, so the
+				 * only honest end is to cut the connection */
+				SRV_ADD(c->srv, aborted_responses, 1);
+				return -1;
+			}
+			if (len == 0 && n == 0) {
+				out_pop(c);
+				o = c->out_head;
+				continue;
+			}
+			iov[n++] = (struct iovec){ (void *)p, len };
+			total += len;
+			o->len = len;		/* the piece in this writev */
+			if (len < gs_stream_left(o->stream))
+				break;
+			o = o->next;		/* its last piece: "\r\n" may follow */
+		}
+		if (n == 0)
+			return 0;
+		sent = writev(c->fd, iov, n);
+		if (sent < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 1 : -1;
+		}
+		SRV_ADD(c->srv, bytes_written, sent);
+		c->last_write = loop_now_ms();
+		for (size_t left = sent; left;) {
+			size_t k;
+
+			o = c->out_head;
+			if (o->is_obj) {
+				k = o->len < left ? o->len : left;
+				gs_stream_consume(o->stream, k);
+				left -= k;
+				if (!gs_stream_left(o->stream))
+					out_pop(c);
+				continue;
+			}
+			k = o->len - o->off < left ? o->len - o->off : left;
+			o->off += k;
+			c->out_bytes -= k;
+			left -= k;
+			if (o->off == o->len)
+				out_pop(c);
+		}
+		if ((size_t)sent < total)
+			return 1;
+	}
+}
+
+void conn_out_drop(struct conn *c)
+{
+	while (c->out_head)
+		out_pop(c);
+}

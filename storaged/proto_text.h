@@ -1,0 +1,36 @@
+/*
+ * What the memcache text protocol's files (proto_text.c: classic commands
+ * and the input state machine; proto_meta.c; proto_stats.c) share.
+ */
+#ifndef GOBLIN_PROTO_TEXT_H
+#define GOBLIN_PROTO_TEXT_H
+
+#include "server.h"
+
+/* Queues the string literal <s>. */
+#define REPLY(c, s) conn_reply((c), s, sizeof(s) - 1)
+
+/* proto_text.c */
+void reply_unless(struct conn *c, bool noreply, const char *s);
+/* The classic reply to a store of <op> that ended in <res>. */
+const char *store_reply(enum mc_op op, int res);
+/* Starts a storage command: its value is read next (or swallowed when
+ * refused, the refusal replied).  <meta>: an ms, whose q hides only its
+ * success.  Returns true (the connection stays). */
+bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
+/* A writer's completion: the store's reply, then the next command. */
+void store_done(void *arg, int res);
+/* A writer has room again: input resumes. */
+void value_wake(void *arg);
+
+/* proto_meta.c */
+void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);
+void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd);
+/* ms: a storage command in meta form. */
+bool proto_meta_set(struct conn *c, const struct mc_cmd *cmd);
+/* The reply of a finished ms from the flags it kept. */
+void proto_meta_store_reply(struct conn *c, int res);
+void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd);
+void proto_meta_debug(struct conn *c, const struct mc_cmd *cmd);
+
+#endif /* GOBLIN_PROTO_TEXT_H */
