@@ -17,13 +17,32 @@
 #define IOV_MAX_SEND	64
 
 struct out {
-	struct out *next;
+	struct list link;		/* on conn.out */
 	struct gs_obj *obj;		/* object reply: pinned until streamed */
 	struct gs_stream *stream;
 	bool is_obj;
 	size_t len, off, cap;
 	char data[];
 };
+
+/* The queue's first and last replies and the one after <o>; NULL: none. */
+static inline struct out *out_first(const struct conn *c)
+{
+	return list_empty(&c->out) ? NULL :
+	       list_entry(c->out.next, struct out, link);
+}
+
+static inline struct out *out_last(const struct conn *c)
+{
+	return list_empty(&c->out) ? NULL :
+	       list_entry(c->out.prev, struct out, link);
+}
+
+static inline struct out *out_next(const struct conn *c, const struct out *o)
+{
+	return o->link.next == &c->out ? NULL :
+	       list_entry(o->link.next, struct out, link);
+}
 
 static void out_free(struct conn *c, struct out *o)
 {
@@ -39,12 +58,7 @@ static void out_free(struct conn *c, struct out *o)
 
 static void out_push(struct conn *c, struct out *o)
 {
-	o->next = NULL;
-	if (c->out_tail)
-		c->out_tail->next = o;
-	else
-		c->out_head = o;
-	c->out_tail = o;
+	list_add_tail(&c->out, &o->link);
 	c->out_items++;
 	c->out_objs += o->is_obj;
 }
@@ -72,18 +86,16 @@ static void out_text_add(struct conn *c, struct out *o, const char *s,
 /* Whether the queue's last buffer takes <len> more bytes. */
 static bool tail_has_room(const struct conn *c, size_t len)
 {
-	const struct out *o = c->out_tail;
+	const struct out *o = out_last(c);
 
 	return o && !o->is_obj && o->cap - o->len >= len;
 }
 
 static void out_pop(struct conn *c)
 {
-	struct out *o = c->out_head;
+	struct out *o = out_first(c);
 
-	c->out_head = o->next;
-	if (!c->out_head)
-		c->out_tail = NULL;
+	list_del(&o->link);
 	out_free(c, o);
 }
 
@@ -101,7 +113,7 @@ int conn_reply(struct conn *c, const char *s, size_t len)
 		}
 		out_push(c, o);
 	}
-	out_text_add(c, c->out_tail, s, len);
+	out_text_add(c, out_last(c), s, len);
 	return 0;
 }
 
@@ -142,7 +154,7 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 	}
 	if (h)
 		out_push(c, h);
-	out_text_add(c, c->out_tail, hdr, len);
+	out_text_add(c, out_last(c), hdr, len);
 	*o = (struct out){ .obj = obj, .is_obj = true };
 	out_push(c, o);
 	out_push(c, t);
@@ -159,7 +171,7 @@ int conn_send(struct conn *c)
 {
 	for (;;) {
 		struct iovec iov[IOV_MAX_SEND];
-		struct out *o = c->out_head;
+		struct out *o = out_first(c);
 		size_t total = 0;
 		ssize_t sent;
 		int n = 0;
@@ -172,7 +184,7 @@ int conn_send(struct conn *c)
 			if (!o->is_obj) {
 				iov[n++] = (struct iovec){ o->data + o->off, o->len - o->off };
 				total += o->len - o->off;
-				o = o->next;
+				o = out_next(c, o);
 				continue;
 			}
 			if (!o->stream) {
@@ -194,7 +206,7 @@ int conn_send(struct conn *c)
 			}
 			if (len == 0 && n == 0) {
 				out_pop(c);
-				o = c->out_head;
+				o = out_first(c);
 				continue;
 			}
 			iov[n++] = (struct iovec){ (void *)p, len };
@@ -202,7 +214,7 @@ int conn_send(struct conn *c)
 			o->len = len;		/* the piece in this writev */
 			if (len < gs_stream_left(o->stream))
 				break;
-			o = o->next;		/* its last piece: "\r\n" may follow */
+			o = out_next(c, o);	/* its last piece: "\r\n" may follow */
 		}
 		if (n == 0)
 			return 0;
@@ -217,7 +229,7 @@ int conn_send(struct conn *c)
 		for (size_t left = sent; left;) {
 			size_t k;
 
-			o = c->out_head;
+			o = out_first(c);
 			if (o->is_obj) {
 				k = o->len < left ? o->len : left;
 				gs_stream_consume(o->stream, k);
@@ -240,6 +252,6 @@ int conn_send(struct conn *c)
 
 void conn_out_drop(struct conn *c)
 {
-	while (c->out_head)
+	while (!conn_out_empty(c))
 		out_pop(c);
 }

@@ -39,9 +39,9 @@ struct worker {
 	unsigned id;
 	pthread_t tid;
 	struct loop loop;		/* its epoll set, stop fd and gs_io */
-	struct conn *sched;
-	struct conn *dead;
-	struct conn *all;		/* guarded by lock (stats conns reads it) */
+	struct list sched;		/* connections to run this round */
+	struct list dead;		/* closed, freed at the round's end */
+	struct list conns;		/* guarded by lock (stats conns reads it) */
 	pthread_mutex_t lock;
 	bool inited, started;
 	bool accept_off;		/* listener out of the loop (no fds) */
@@ -74,11 +74,9 @@ static void conn_set_events(struct conn *c, bool want_out)
 
 void conn_schedule(struct conn *c)
 {
-	if (c->dead || c->scheduled)
+	if (c->dead || list_linked(&c->sched_link))
 		return;
-	c->scheduled = true;
-	c->next_sched = c->w->sched;
-	c->w->sched = c;
+	list_add_tail(&c->w->sched, &c->sched_link);
 }
 
 void conn_pause_input(struct conn *c, bool pause)
@@ -126,12 +124,7 @@ static void conn_close(struct conn *c)
 	c->dead = true;
 	loop_del(&w->loop, c->fd);
 	pthread_mutex_lock(&w->lock);
-	if (c->all_prev)
-		c->all_prev->all_next = c->all_next;
-	else
-		w->all = c->all_next;
-	if (c->all_next)
-		c->all_next->all_prev = c->all_prev;
+	list_del(&c->all_link);
 	pthread_mutex_unlock(&w->lock);
 	close(c->fd);
 	c->fd = -1;
@@ -141,10 +134,9 @@ static void conn_close(struct conn *c)
 	/* a descriptor is free again */
 	accept_resume(w);
 	/* a pending engine callback frees it (proto_text.c) */
-	if (c->mc.state != CONN_WAIT) {
-		c->next_sched = w->dead;
-		w->dead = c;
-	}
+	list_del(&c->sched_link);
+	if (c->mc.state != CONN_WAIT)
+		list_add_tail(&w->dead, &c->sched_link);
 }
 
 void conn_release(struct conn *c)
@@ -169,7 +161,7 @@ static uint64_t conn_deadline(const struct conn *c, enum timeout_kind *kind)
 		*kind = TIMEOUT_SEND;
 		return o->send_timeout ? c->last_write + o->send_timeout : 0;
 	}
-	if (c->out_head || c->input_paused || c->eof ||
+	if (!conn_out_empty(c) || c->input_paused || c->eof ||
 	    c->mc.state == CONN_WAIT || c->mc.state == CONN_GET ||
 	    c->mc.state == CONN_CLOSING)
 		return 0;
@@ -233,7 +225,7 @@ static void conn_run(struct conn *c)
 	ret = conn_send(c);
 	if (ret < 0)
 		goto out_close;
-	if (!c->out_head && (c->mc.state == CONN_CLOSING ||
+	if (conn_out_empty(c) && (c->mc.state == CONN_CLOSING ||
 			     (c->eof && c->mc.want_input)))
 		goto out_close;
 	/* the send freed room: take more commands from the buffer */
@@ -260,13 +252,14 @@ static void check_timeouts(struct worker *w)
 {
 	const struct options *o = w->srv->opt;
 	uint64_t now = loop_now_ms(), next = 0, slack;
-	struct conn *c = w->all, *cnext;
+	struct list *p, *pnext;
 
-	for (; c; c = cnext) {
+	for (p = w->conns.next; p != &w->conns; p = pnext) {
+		struct conn *c = list_entry(p, struct conn, all_link);
 		enum timeout_kind kind;
 		uint64_t at = conn_deadline(c, &kind);
 
-		cnext = c->all_next;
+		pnext = p->next;
 		if (!at)
 			continue;
 		if (at > now) {
@@ -376,6 +369,9 @@ static void accept_all(struct worker *w)
 		if (!c || !c->rbuf)
 			goto out_refuse;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		list_init(&c->sched_link);
+		list_init(&c->all_link);
+		list_init(&c->out);
 		c->w = w;
 		c->srv = srv;
 		c->fd = fd;
@@ -389,10 +385,7 @@ static void accept_all(struct worker *w)
 		if (loop_add(&w->loop, fd, EPOLLIN, c) < 0)
 			goto out_refuse;
 		pthread_mutex_lock(&w->lock);
-		c->all_next = w->all;
-		if (w->all)
-			w->all->all_prev = c;
-		w->all = c;
+		list_add_tail(w->conns.next, &c->all_link);	/* newest first */
 		pthread_mutex_unlock(&w->lock);
 		SRV_ADD(srv, total_connections, 1);
 		conn_arm(c);
@@ -453,7 +446,7 @@ static uint64_t worker_deadline(struct loop *l)
 	struct worker *w = l->owner;
 	uint64_t wake = w->next_check;
 
-	if (w->sched)
+	if (!list_empty(&w->sched))
 		return LOOP_NOW;
 	if (w->accept_off && (!wake || w->accept_retry < wake))
 		wake = w->accept_retry;
@@ -470,30 +463,36 @@ static void worker_due(struct loop *l, uint64_t now)
 		check_timeouts(w);
 }
 
+static void worker_free_dead(struct worker *w)
+{
+	while (!list_empty(&w->dead)) {
+		struct conn *c = list_entry(w->dead.next, struct conn,
+					    sched_link);
+
+		list_del(&c->sched_link);
+		conn_release(c);
+	}
+}
+
 /* Runs scheduled connections (a bounded number of rounds, so the loop
  * still waits on the others), then frees the dead. */
 static void worker_round_end(struct loop *l)
 {
 	struct worker *w = l->owner;
 
-	for (int rounds = 0; w->sched && rounds < 64; rounds++) {
-		struct conn *list = w->sched;
+	struct list batch;
 
-		w->sched = NULL;
-		while (list) {
-			struct conn *c = list;
+	for (int rounds = 0; !list_empty(&w->sched) && rounds < 64; rounds++) {
+		list_splice_init(&w->sched, &batch);
+		while (!list_empty(&batch)) {
+			struct conn *c = list_entry(batch.next, struct conn,
+						    sched_link);
 
-			list = c->next_sched;
-			c->scheduled = false;
+			list_del(&c->sched_link);
 			conn_run(c);
 		}
 	}
-	while (w->dead) {
-		struct conn *c = w->dead;
-
-		w->dead = c->next_sched;
-		conn_release(c);
-	}
+	worker_free_dead(w);
 }
 
 static const struct loop_ops worker_ops = {
@@ -552,6 +551,9 @@ static int worker_init(struct worker *w, char *err, size_t errlen)
 	int ret;
 
 	pthread_mutex_init(&w->lock, NULL);
+	list_init(&w->sched);
+	list_init(&w->dead);
+	list_init(&w->conns);
 	w->inited = true;
 	ret = loop_init(&w->loop, &worker_ops, w);
 	if (ret < 0) {
@@ -580,15 +582,10 @@ static void worker_fini(struct worker *w)
 {
 	if (!w->inited)
 		return;
-	while (w->all)
-		conn_close(w->all);
+	while (!list_empty(&w->conns))
+		conn_close(list_entry(w->conns.next, struct conn, all_link));
 	gs_io_destroy(&w->loop.io);
-	while (w->dead) {
-		struct conn *c = w->dead;
-
-		w->dead = c->next_sched;
-		conn_release(c);
-	}
+	worker_free_dead(w);
 	loop_fini(&w->loop);
 	pthread_mutex_destroy(&w->lock);
 }
@@ -694,7 +691,8 @@ void server_stats_conns(struct conn *c)
 		struct worker *w = &srv->workers[i];
 
 		pthread_mutex_lock(&w->lock);
-		for (struct conn *o = w->all; o; o = o->all_next) {
+		for (struct list *p = w->conns.next; p != &w->conns; p = p->next) {
+			struct conn *o = list_entry(p, struct conn, all_link);
 			time_t last = __atomic_load_n(&o->last_cmd, __ATOMIC_RELAXED);
 
 			conn_replyf(c, "STAT %d:addr %s\r\n", o->fd, o->addr);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "goblin.h"
+#include "list.h"
 #include "options.h"
 #include "proto_parse.h"
 #include "stats.h"
@@ -119,23 +120,28 @@ struct conn {
 	struct server *srv;
 	int fd;
 	uint32_t events;
-	bool dead, scheduled, input_paused;
+	bool dead, input_paused;
 	bool eof;			/* the peer sent FIN: answer, then close */
 	bool broken;			/* a reply could not be queued: cut */
 	uint64_t last_read, last_write;	/* monotonic ms of the last progress */
 	time_t last_cmd;		/* stats conns (atomic) */
 	const char *stat_state;		/* stats conns (atomic) */
 	char addr[64];			/* the peer, "tcp:<ip>:<port>" */
-	struct conn *next_sched;
-	struct conn *all_prev, *all_next;	/* the worker's connections */
+	struct list sched_link;		/* on the worker's sched or dead list */
+	struct list all_link;		/* on the worker's conns, under its lock */
 	char *rbuf;
 	size_t rcap, rstart, rend;
-	struct out *out_head, *out_tail;
+	struct list out;		/* struct out, in reply order */
 	unsigned out_items;
 	unsigned out_objs;		/* values queued: pins held */
 	size_t out_bytes;
 	struct mc_session mc;
 };
+
+static inline bool conn_out_empty(const struct conn *c)
+{
+	return list_empty(&c->out);
+}
 
 /* Whether <c>'s output queue is full: no more commands run (nor reading
  * from the socket) until it drains. */

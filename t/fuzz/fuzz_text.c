@@ -170,7 +170,7 @@ void conn_release(struct conn *c)
 
 void conn_schedule(struct conn *c)
 {
-	c->scheduled = true;
+	(void)c;	/* run_conn() runs it again anyway */
 }
 
 void conn_pause_input(struct conn *c, bool pause)
@@ -260,7 +260,6 @@ static void run_conn(struct conn *c)
 			gs_io_run(io, true);
 			continue;
 		}
-		c->scheduled = false;
 		if (!proto_process(c))
 			break;
 		if (c->broken || (c->eof && c->mc.want_input))
@@ -322,6 +321,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c->rbuf = malloc(CONN_RBUF_MIN);
 	if (!c || !c->rbuf)
 		abort();
+	list_init(&c->out);
 	c->srv = &srv;
 	c->fd = -1;
 	c->rcap = CONN_RBUF_MIN;
