@@ -14,8 +14,8 @@
  * The daemon is not trusted blindly: it must run as root or as the owner
  * of the socket's directory, its descriptors must be sealed memfds as
  * large as it says, and every buffer index and count a completion
- * carries is checked against who holds that buffer now; anything else
- * drops the link with an [error].
+ * carries is checked against who holds that buffer now (in
+ * ngx_http_goblin_ring.c); anything else drops the link with an [error].
  */
 
 

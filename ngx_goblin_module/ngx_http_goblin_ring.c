@@ -32,14 +32,14 @@ typedef struct {
 } ngx_http_goblin_backlog_t;
 
 
-static void ngx_http_goblin_orphan(ngx_http_goblin_link_t *link,
-    struct ring_cqe *cqe);
-static void ngx_http_goblin_send_orphan(ngx_http_goblin_link_t *link,
-    ngx_uint_t op, uint32_t handle, uint32_t buf);
 static const char *ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_pushed(ngx_http_goblin_link_t *link,
     struct ring_sqe *sqe);
+static void ngx_http_goblin_orphan(ngx_http_goblin_link_t *link,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_send_orphan(ngx_http_goblin_link_t *link,
+    ngx_uint_t op, uint32_t handle, uint32_t buf);
 static void ngx_http_goblin_flush_backlog(ngx_http_goblin_link_t *link);
 static void ngx_http_goblin_ring_bell(ngx_http_goblin_link_t *link);
 static void ngx_http_goblin_bell_handler(ngx_event_t *ev);
@@ -52,6 +52,9 @@ static void ngx_http_goblin_tx_kick_handler(ngx_event_t *ev);
 static u_char    ngx_http_goblin_rx_held[RING_BUFS_MAX];  /* nginx's */
 static u_char    ngx_http_goblin_tx_state[RING_BUFS_MAX];
 static uint64_t  ngx_http_goblin_tx_ud[RING_BUFS_MAX];    /* its WDATA's */
+
+
+/* ---- one attach after another ---- */
 
 
 /* The link's ring state; the slots and tx list outlive every attach. */
