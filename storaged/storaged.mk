@@ -1,7 +1,7 @@
 # goblin-store and libgoblin (the engine as a library).
 
 LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
-                  storaged/io.c shared/log.c
+                  storaged/dirtrust.c storaged/io.c shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
                   storaged/proto_text.c storaged/proto_parse.c shared/size.c \
                   $(wildcard storaged/ring.c shared/ring.c)
