@@ -1,6 +1,6 @@
 # goblin-store and libgoblin (the engine as a library).
 
-LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
+LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c storaged/dirtrust.c \
                   storaged/uring.c storaged/stream.c storaged/writer.c \
                   storaged/mc_concat.c shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \

@@ -2,7 +2,7 @@
  * libFuzzer target: the daemon's whole memcache text protocol
  * (storaged/proto_text.c: proto_process() and everything it calls) on a
  * RAM-only engine, with a fake connection in place of storaged/server.c.
- * sources: storaged/proto_text.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/uring.c storaged/stream.c storaged/writer.c storaged/mc_concat.c shared/log.c
+ * sources: storaged/proto_text.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/dirtrust.c storaged/uring.c storaged/stream.c storaged/writer.c storaged/mc_concat.c shared/log.c
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
