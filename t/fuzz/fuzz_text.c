@@ -3,7 +3,7 @@
  * (storaged/proto_text.c: proto_process() and everything it calls) on a
  * RAM-only engine, with a fake socket and output in place of storaged/server.c
  * (the read buffer is the real one, storaged/conn_input.c).
- * sources: storaged/proto_text.c storaged/proto_meta.c storaged/proto_stats.c storaged/conn_input.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
+ * sources: storaged/proto_text.c storaged/proto_meta.c storaged/proto_stats.c storaged/conn_input.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the

@@ -1,5 +1,5 @@
 """Helpers and the driver of the memcache text-protocol conformance tests
-(t/proto-*.test): each check runs against Debian's memcached and, when
+(t/daemon/proto-*.test): each check runs against Debian's memcached and, when
 $GOBLIN_STORE is an executable file, against goblin-store (RAM only)."""
 
 import os

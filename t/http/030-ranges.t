@@ -1,0 +1,206 @@
+# usage: prove t/http/030-ranges.t
+# Single ranges in each tier of an 8 MiB object (RAM head [0, 256K), SSD
+# prefix [256K, 1.25M), HDD tail [1.25M, 8M)) and across their borders,
+# byte-exact; a range that starts in the HDD tail reads one HDD chunk and
+# sends nothing from the head.
+BEGIN { push @INC, 't/lib' }
+use GoblinTest;
+use Test::Nginx::Socket;
+use JSON::PP ();
+
+our $Size = 8388608;
+our $Obj = payload($Size);
+
+goblin_start();
+mc_set('tiers', $Obj) eq 'STORED' or die "memcache set failed\n";
+goblin_defaults();
+
+# the expected bytes of "bytes=<a>-<b>"
+sub want ($$) { my ($a, $b) = @_; substr($main::Obj, $a, $b - $a + 1) }
+
+repeat_each(1);
+plan tests => goblin_plan(4);
+no_shuffle();
+run_tests();
+
+# counters from both sides around one range in the HDD tail
+sub module_stats () {
+    my ($st, $h, $body) = http_request(server_port(), 'GET', '/status');
+    return JSON::PP::decode_json($body);
+}
+
+my $before = module_stats();
+my ($st, $h, $body) = http_request(server_port(), 'GET', '/obj/tiers',
+                                   headers => ['Range: bytes=5000000-5000099']);
+my $after = module_stats();
+
+ok($st == 206 && $body eq want(5000000, 5000099),
+   'a range in the HDD tail is byte-exact');
+is($after->{module}{head_bytes} - $before->{module}{head_bytes}, 0,
+   'nothing of it came from the head');
+my $read = $after->{storaged}{disk_read_bytes}
+           - $before->{storaged}{disk_read_bytes};
+ok($read > 0 && $read <= 1 << 20,
+   "it read one HDD chunk from disk, not the SSD prefix ($read bytes)");
+
+goblin_stop();
+
+__DATA__
+
+=== TEST 1: inside the RAM head
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=1000-1999
+--- error_code: 206
+--- response_headers
+Content-Range: bytes 1000-1999/8388608
+Content-Length: 1000
+--- response_body eval
+main::want(1000, 1999)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 2: across the head and the SSD prefix
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=262100-262200
+--- error_code: 206
+--- response_headers
+Content-Range: bytes 262100-262200/8388608
+--- response_body eval
+main::want(262100, 262200)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 3: inside the SSD prefix
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=300000-300099
+--- error_code: 206
+--- response_body eval
+main::want(300000, 300099)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 4: across the SSD prefix and the HDD tail
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=1310000-1311999
+--- error_code: 206
+--- response_body eval
+main::want(1310000, 1311999)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 5: inside the HDD tail, over a chunk border
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=4194000-4195000
+--- error_code: 206
+--- response_body eval
+main::want(4194000, 4195000)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 6: the last bytes, as a suffix range
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=-100
+--- error_code: 206
+--- response_headers
+Content-Range: bytes 8388508-8388607/8388608
+--- response_body eval
+main::want(8388508, 8388607)
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 7: from the middle of the SSD prefix to the end
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=700000-
+--- error_code: 206
+--- response_body eval
+main::want(700000, 8388607)
+--- timeout: 20
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 8: If-Range with another ETag: the whole object
+--- config
+    location /obj/ {
+        goblin;
+    }
+    location = /status {
+        goblin_status;
+    }
+--- request
+GET /obj/tiers
+--- more_headers
+Range: bytes=0-9
+If-Range: "not-this-one"
+--- error_code: 200
+--- response_headers
+!Content-Range
+Content-Length: 8388608
+--- response_body eval
+$main::Obj
+--- timeout: 20
+--- no_error_log
+[alert]
+[crit]
