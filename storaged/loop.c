@@ -161,14 +161,18 @@ static bool dispatch(struct loop *l, const struct epoll_event *evs, int n)
 	for (int i = 0; i < n; i++) {
 		void *p = evs[i].data.ptr;
 
-		if (p == &l->stopfd)
+		if (p == &l->stopfd) {
+			eventfd_t v;
+
+			eventfd_read(l->stopfd, &v);	/* a later run waits */
 			run = false;
-		else if (p == &l->lfd)
+		} else if (p == &l->lfd) {
 			l->ops->accept(l);
-		else if (p == &l->io)
+		} else if (p == &l->io) {
 			gs_io_run(l->io, false);
-		else
+		} else {
 			l->ops->event(l, p, evs[i].events);
+		}
 	}
 	return run;
 }

@@ -32,6 +32,17 @@ endef
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))
 
+# test_loop: the serving-loop skeleton (its gs_io calls resolve in
+# libgoblin; the test runs no gs_io).
+build/t/test_loop: t/unit/test_loop.c storaged/loop.c storaged/loop.h build/libgoblin.a
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -It/unit -o $@ $< storaged/loop.c build/libgoblin.a $(LDLIBS)
+build/asan/t/test_loop: t/unit/test_loop.c storaged/loop.c storaged/loop.h build/asan/libgoblin.a
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -It/unit -o $@ $< storaged/loop.c build/asan/libgoblin.a $(LDLIBS)
+
 # test_hardening: the engine sources compiled with the fault hooks of
 # t/unit/faults.h (allocation, io_uring submit and pread failures on cue).
 HARDENING_DEPS := t/unit/test_hardening.c t/unit/faults.h $(LIBGOBLIN_SRCS) $(GOBLIN_HDRS)
