@@ -1,14 +1,15 @@
 # goblin-store and libgoblin (the engine as a library).
 
-LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
-                  storaged/io.c shared/log.c
-STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
-                  storaged/proto_text.c storaged/proto_parse.c shared/size.c \
-                  $(wildcard storaged/ring.c shared/ring.c)
+LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c storaged/dirtrust.c \
+                  storaged/uring.c storaged/stream.c storaged/writer.c \
+                  storaged/mc_concat.c shared/log.c
+STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
+                  storaged/loop.c storaged/server.c storaged/server_stats.c \
+                  storaged/proto_text.c storaged/proto_parse.c \
+                  storaged/ring.c shared/ring.c shared/size.c
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
-BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
