@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/ring.c shared/ring.c storaged/engine.c storaged/region.c storaged/pool.c storaged/uring.c storaged/stream.c storaged/writer.c storaged/mc_concat.c shared/log.c
+ * sources: storaged/ring.c storaged/stats.c shared/ring.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * ring server (ring_local_*: no socket, no thread) over a small RAM-only
