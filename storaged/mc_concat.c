@@ -172,15 +172,11 @@ int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 	uint64_t left = k->len - k->got;
 
 	if (!k->buf && !k->error) {
-		if (admission_full(io->e, k->len)) {
-			if (!waiter_queued(&k->waiter))
-				STAT_ADD(io->e, admission_waits, 1);
-			waiter_add(&io->writer_bufs.waiters, &k->waiter, wake, arg);
+		if (admission_wait(io, k->len, &k->waiter, wake, arg) < 0)
 			return -EAGAIN;
-		}
 		k->buf = malloc(k->len ? k->len : 1);
 		if (k->buf) {
-			STAT_ADD(io->e, admission_bytes, k->len);
+			admission_charge(io, k->len);
 			k->charged = k->len;
 		} else {
 			k->error = -ENOMEM;

@@ -205,6 +205,13 @@ static inline void stream_waiters_check(struct gs_io *io)
 
 /* ---- writer.c: admission ---- */
 
+/* 0 when <n> more bytes fit under the admission bound now; else -EAGAIN
+ * with <w> queued to call <wake>(<arg>) when room may have come (the first
+ * time counts an admission wait). */
+int admission_wait(struct gs_io *io, uint64_t n, struct io_waiter *w,
+		   gs_wake_fn wake, void *arg);
+/* Counts <n> bytes as accepted but not yet on disk. */
+void admission_charge(struct gs_io *io, uint64_t n);
 /* Gives <n> admitted bytes back and wakes writers waiting for room. */
 void admission_release(struct gs_io *io, uint64_t n);
 /* Makes a writer that is still owed <credit> admitted bytes (taken by its
