@@ -161,12 +161,12 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		   struct gs_stream **sp);
 /*
  * gs_stream_open() reading the disk chunks into the caller's <nbufs>
- * buffers <bufs> (each GS_IO_BUFFER bytes, aligned to 4096) instead of a
+ * (1 to 64) buffers <bufs> (each GS_IO_BUFFER bytes, aligned to 4096), not a
  * window of <io>'s: the stream never waits for a window and is never
  * reclaimed, and gs_stream_peek() hands out pointers into <bufs> (or the
  * RAM region).  The kernel may write into <bufs> until <released>(<arg>)
  * fires, from gs_io_run(), after gs_stream_close().  Returns 0, -EINVAL
- * (no buffer, one misaligned, no <released>) or -ENOMEM.
+ * (<nbufs> out of range, a buffer misaligned, no <released>) or -ENOMEM.
  */
 int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 			uint64_t len, void *const *bufs, unsigned nbufs,

@@ -20,6 +20,7 @@
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
+#define CALLER_BUFS_MAX	64		/* as io_buffers: stream_slot.win fits */
 
 /* ---- checks shared by streams and read_into ---- */
 
@@ -496,7 +497,7 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	struct gs_stream *s;
 	int ret;
 
-	if (!nbufs || !released)
+	if (!nbufs || nbufs > CALLER_BUFS_MAX || !released)
 		return -EINVAL;
 	for (unsigned i = 0; i < nbufs; i++)
 		if ((uintptr_t)bufs[i] % CALLER_BUF_ALIGN)

@@ -9,7 +9,7 @@
  * finds its set empty queues an io_waiter on it; gs_io_run() fires the
  * waiters when buffers come back.
  *
- *   bufmem: | stream_bufs: io_buffers * io_streams | writer_bufs: 2 * io_buffers |
+ *   bufmem: | stream_bufs: io_buffers*io_streams | writer_bufs: 2*io_buffers |
  *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
  * io_seg per stripe it spans; its done callback fires from gs_io_run()

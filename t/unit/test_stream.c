@@ -257,6 +257,8 @@ static void bad_args(struct gs_engine *e, struct gs_io *io)
 	CHECK(gs_lookup(e, "obj-1", 5, &obj) == 0, "lookup");
 	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 0, on_wake,
 				  set_flag, &released, &s) == -EINVAL, "no buffer");
+	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 65, on_wake,
+				  set_flag, &released, &s) == -EINVAL, "65 buffers");
 	CHECK(gs_stream_open_into(io, obj, 0, 1, odd, 2, on_wake, set_flag,
 				  &released, &s) == -EINVAL, "misaligned buffer");
 	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 1, on_wake,
