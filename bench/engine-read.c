@@ -18,6 +18,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "options.h"
 #include "size.h"
 
 struct reader {
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_level = LOG_WARN;
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 16 << 20;
 	cfg.sub_memory = 0;
 	cfg.ram_head = 4096;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mc_items.h"
 #include "server.h"
 
 #define REPLY(c, s) conn_reply((c), s, sizeof(s) - 1)
@@ -135,7 +136,7 @@ static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	SRV_ADD(c->srv, cmd_get, 1);
 	if (cmd->has_exptime) {
 		int ret = gs_touch(e, cmd->key.p, cmd->key.len,
-				   gs_exptime(cmd->exptime), NULL);
+				   mc_exptime(cmd->exptime), NULL);
 
 		SRV_ADD(c->srv, cmd_touch, 1);
 		SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -368,7 +369,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	int ret;
 
 	st->cas = cmd->initial;
-	st->exptime = gs_exptime(cmd->viv_exptime);
+	st->exptime = mc_exptime(cmd->viv_exptime);
 	ret = gs_writer_open(conn_io(c), st->key, st->klen, len, 0, st->exptime,
 			     &st->writer);
 	while (ret == 0 && got < len) {
@@ -424,7 +425,7 @@ static void do_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 			return;
 		}
 	}
-	ret = gs_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	ret = mc_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 	/* a miss that N turns into a new counter is no miss (memcached) */
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -451,7 +452,7 @@ static void do_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (cmd->has_exptime) {
 		SRV_ADD(c->srv, cmd_touch, 1);
-		gs_touch(e, cmd->key.p, cmd->key.len, gs_exptime(cmd->exptime), &m);
+		gs_touch(e, cmd->key.p, cmd->key.len, mc_exptime(cmd->exptime), &m);
 	} else if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) == 0) {
 		m = *gs_obj_meta(obj);
 		gs_obj_put(e, &obj);
@@ -496,7 +497,7 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	SRV_ADD(c->srv, cmd_set, 1);
 	*st = (struct pending_store){ .op = cmd->op, .klen = cmd->key.len,
 				      .flags = cmd->flags,
-				      .exptime = gs_exptime(cmd->exptime),
+				      .exptime = mc_exptime(cmd->exptime),
 				      .cas = cmd->cas, .noreply = cmd->noreply,
 				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
@@ -637,7 +638,7 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 		.nkeys = cmd->nkeys, .touch = touch,
 		.rest = cmd->rest, .rest_len = cmd->rest_len,
 		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
-		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
+		.exptime = touch ? mc_exptime(cmd->exptime) : 0,
 	};
 	c->state = CONN_GET;
 	get_step(c);
@@ -658,7 +659,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 {
 	bool decr = cmd->op == MC_DECR;
 	uint64_t v;
-	int ret = gs_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	int ret = mc_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -682,7 +683,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 static void do_touch(struct conn *c, const struct mc_cmd *cmd)
 {
 	int ret = gs_touch(c->srv->e, cmd->key.p, cmd->key.len,
-			   gs_exptime(cmd->exptime), NULL);
+			   mc_exptime(cmd->exptime), NULL);
 
 	SRV_ADD(c->srv, cmd_touch, 1);
 	SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -740,7 +741,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		SRV_ADD(c->srv, cmd_flush, 1);
 		/* an exptime, as memcached: relative up to 30 days, else
 		 * absolute; no arithmetic that a huge delay overflows */
-		gs_flush(c->srv->e, cmd.delay > 0 ? gs_exptime(cmd.delay) : 0);
+		mc_flush(c->srv->e, cmd.delay);
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_STATS:

@@ -42,6 +42,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "mc_items.h"
 #include "ring.h"
 #include "../shared/ring.h"
 
@@ -658,7 +659,7 @@ static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 		goto out_put;
 	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
-				 sqe->flags, gs_exptime(sqe->exptime), &h->w);
+				 sqe->flags, mc_exptime(sqe->exptime), &h->w);
 	if (cqe.res)
 		goto out_put;
 	h->size = sqe->len;

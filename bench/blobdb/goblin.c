@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "goblin.h"
+#include "options.h"
 #include "blobdb.h"
 
 struct wait {
@@ -227,7 +228,7 @@ int bd_run_goblin(const struct bd_config *cfg, const struct bd_schedule *s,
 		bd_fail(r, "mkdir %s: %s", pool, strerror(-rc));
 		return -1;
 	}
-	gs_config_defaults(&gc);
+	options_config_defaults(&gc);
 	if (cfg->ram_head)
 		gc.ram_head = cfg->ram_head;
 	/* The budget is the whole region: a quarter of it goes to the

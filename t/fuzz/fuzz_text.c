@@ -2,7 +2,7 @@
  * libFuzzer target: the daemon's whole memcache text protocol
  * (storaged/proto_text.c: proto_process() and everything it calls) on a
  * RAM-only engine, with a fake connection in place of storaged/server.c.
- * sources: storaged/proto_text.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/dirtrust.c storaged/io.c shared/log.c
+ * sources: storaged/proto_text.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/index.c storaged/layout.c storaged/region.c storaged/pool.c storaged/dirtrust.c storaged/io.c storaged/mc_items.c shared/log.c
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -362,7 +362,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	log_level = -1;		/* no log lines, whatever verbosity said */
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 16 << 10;
 	cfg.sub_memory = 8 << 10;
 	cfg.block = 4 << 10;

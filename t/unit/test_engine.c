@@ -14,6 +14,8 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "mc_items.h"
+#include "options.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
@@ -169,7 +171,7 @@ static void layout_round(const char *name, int nssd, int nhdd)
 	char *val = malloc(40 << 20);
 	int ret;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 64 << 20;
 	cfg.sub_memory = 8 << 20;
 	cfg.mlock = false;
@@ -280,9 +282,9 @@ static void layout_round(const char *name, int nssd, int nhdd)
 		uint64_t v = 0;
 
 		CHECK(put(io, "n", "41", 2, GS_SET) == 0, "%s: n", name);
-		CHECK(gs_incr(e, "n", 1, false, 1, &v) == 0 && v == 42, "%s: incr", name);
-		CHECK(gs_incr(e, "n", 1, true, 100, &v) == 0 && v == 0, "%s: decr", name);
-		CHECK(gs_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
+		CHECK(mc_incr(e, "n", 1, false, 1, &v) == 0 && v == 42, "%s: incr", name);
+		CHECK(mc_incr(e, "n", 1, true, 100, &v) == 0 && v == 0, "%s: decr", name);
+		CHECK(mc_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
 	}
 
 	/* a corrupted chunk is detected, never handed out, and drops the object */
@@ -330,7 +332,7 @@ static void eviction_round(void)
 	char *val = malloc(2 << 20);
 	int stored = 0;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 4 << 20;		/* 16 heads */
 	cfg.sub_memory = 2 << 20;
 	cfg.mlock = false;

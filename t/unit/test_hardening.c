@@ -22,6 +22,8 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "mc_items.h"
+#include "options.h"
 
 unsigned fault_malloc_n, fault_calloc_n, fault_realloc_n, fault_submit_n;
 int fault_submit_err;
@@ -246,7 +248,7 @@ static struct gs_engine *open_engine(struct gs_config *cfg, const char *name,
 
 static void small_config(struct gs_config *cfg)
 {
-	gs_config_defaults(cfg);
+	options_config_defaults(cfg);
 	cfg->memory = 16 << 20;
 	cfg->sub_memory = 4 << 20;
 	cfg->mlock = false;
@@ -266,7 +268,7 @@ static void incr_evicts_counter(void)
 	uint64_t v = 0;
 	int ret;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = cfg.sub_memory = cfg.block = cfg.ram_head = 4096;
 	cfg.mlock = false;
 	e = open_engine(&cfg, "incr", 0);
@@ -278,7 +280,7 @@ static void incr_evicts_counter(void)
 		snprintf(key, sizeof(key), "f%d", i);
 		CHECK(put(io, key, "x", 1, 0) == 0, "incr: fill %d", i);
 	}
-	ret = gs_incr(e, "c", 1, false, 1, &v);
+	ret = mc_incr(e, "c", 1, false, 1, &v);
 	CHECK(ret == 0 && v == 2, "incr: %d, %llu", ret, (unsigned long long)v);
 	CHECK(gs_lookup(e, "c", 1, &obj) == 0, "incr: c gone");
 	if (obj) {
@@ -306,7 +308,9 @@ static void stripe_too_small(void)
 	cfg.n_ssd_dirs = 2;
 	cfg.stripe_unit = 32 << 10;
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == -EINVAL &&
-	      strstr(err, "--stripe-unit"), "32K stripe over two dirs: %s", err);
+	      strstr(err, "`stripe_unit`"), "32K stripe over two dirs: %s", err);
+	options_word_error(err, sizeof(err));	/* as the daemon says it */
+	CHECK(strstr(err, "--stripe-unit must be at least 64K"), "worded: %s", err);
 	cfg.stripe_unit = 64 << 10;
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == 0, "64K: %s", err);
 	if (e) {
