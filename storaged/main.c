@@ -11,10 +11,8 @@
 
 #include "log.h"
 #include "options.h"
-#include "server.h"
-#ifdef HAVE_RING
 #include "ring.h"
-#endif
+#include "server.h"
 
 int main(int argc, char **argv)
 {
@@ -53,7 +51,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		goto out_engine;
 	}
-#ifdef HAVE_RING
 	if (!opt.no_http) {
 		struct ring_server_conf rc = {
 			.socket = opt.socket, .socket_user = opt.socket_user,
@@ -66,25 +63,16 @@ int main(int argc, char **argv)
 			goto out_server;
 		}
 	}
-#endif
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
-		 (unsigned)opt.cores,
-#ifdef HAVE_RING
-		 opt.no_http ? "off (--no-http)" : opt.socket
-#else
-		 "off (built without the nginx ring)"
-#endif
-		 );
+		 (unsigned)opt.cores, opt.no_http ? "off (--no-http)" : opt.socket);
 
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);
 	ret = 0;
-#ifdef HAVE_RING
 	if (!opt.no_http)
 		ring_server_stop();
 out_server:
-#endif
 	server_stop(&srv);
 	gs_engine_close(&e);
 	log_info("stopped");

@@ -48,13 +48,6 @@
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
-enum ring_stat {
-#define RING_STAT_ENUM(name, desc) ST_##name,
-	RING_STATS(RING_STAT_ENUM)
-#undef RING_STAT_ENUM
-	ST_MAX
-};
-
 struct list {
 	struct list *next, *prev;
 };
@@ -854,25 +847,11 @@ static const char *const ring_stat_names[] = {
 /* "name value\n" for every engine and ring counter into <buf>. */
 static size_t format_stats(struct ring_server *srv, char *buf, size_t size)
 {
-	struct gs_stats st;
-	size_t n = 0;
+	struct stats_snapshot snap = { 0 };
 
-	gs_stats(srv->e, &st);
-#define FMT_STAT(name, desc)						\
-	n += snprintf(buf + n, size - n, "%s %llu\n", #name,		\
-		      (unsigned long long)st.name);			\
-	if (n >= size)							\
-		return size;
-	GS_STATS(FMT_STAT)
-#undef FMT_STAT
-	for (int i = 0; i < ST_MAX; i++) {
-		n += snprintf(buf + n, size - n, "%s %llu\n",
-			      ring_stat_names[i],
-			      (unsigned long long)srv->st[i]);
-		if (n >= size)
-			return size;
-	}
-	return n;
+	gs_stats(srv->e, &snap.engine);
+	memcpy(snap.ring, srv->st, sizeof(snap.ring));
+	return stats_format(STATS_ENGINE | STATS_RING, &snap, buf, size);
 }
 
 static void pump_stats(struct ring_handle *h)

@@ -9,27 +9,8 @@
 #include <stddef.h>
 
 #include "goblin.h"
+#include "stats.h"
 #include "../shared/ring-t.h"
-
-/* RING_STAT(name, description): the ring's counters, in STATS replies. */
-#define RING_STATS(ACTION)						\
-	ACTION(ring_connections, "nginx workers attached now")		\
-	ACTION(ring_total_connections, "nginx workers attached since start") \
-	ACTION(ring_refused, "connections refused: not root, goblin-store's user, --socket-user or in --socket-group") \
-	ACTION(ring_rejected_connections, "workers turned away: the most attached, or out of descriptors") \
-	ACTION(ring_lookups, "LOOKUPs (each pins on a hit)")		\
-	ACTION(ring_lookup_hits, "LOOKUPs that found the object")		\
-	ACTION(ring_pins, "objects pinned by nginx workers now")		\
-	ACTION(ring_busy, "LOOKUPs and WOPENs refused: the worker pins its most objects or holds its most writers") \
-	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
-	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
-	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
-	ACTION(ring_stores, "PUTs stored")				\
-	ACTION(ring_store_bytes, "PUT bytes taken from tx buffers")	\
-	ACTION(ring_store_errors, "PUTs that failed or were aborted")	\
-	ACTION(ring_deletes, "DELETEs that removed an object")		\
-	ACTION(ring_cq_overflows, "completions held back by a full CQ")	\
-	ACTION(ring_protocol_errors, "workers dropped for a bad submission")
 
 /* Workers attached at once (a reload briefly keeps old ones too). */
 #define RING_MAX_WORKERS	256u

@@ -2,14 +2,19 @@
 
 LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
                   storaged/region.c storaged/pool.c storaged/dirtrust.c \
-                  storaged/io.c storaged/mc_items.c shared/log.c
-STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
-                  storaged/proto_text.c storaged/proto_parse.c shared/size.c \
-                  $(wildcard storaged/ring.c shared/ring.c)
+                  storaged/uring.c storaged/stream.c storaged/writer.c \
+                  storaged/mc_concat.c storaged/mc_items.c shared/log.c
+STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
+                  storaged/loop.c storaged/server.c storaged/server_stats.c \
+                  storaged/proto_text.c storaged/proto_parse.c \
+                  storaged/ring.c shared/ring.c shared/size.c
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
-BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
+
+# $(call OPTIONS_OBJS,<build dir>): the options table and what it links, for
+# programs outside the daemon that take the engine's defaults from it.
+OPTIONS_OBJS = $(addprefix $(1)/obj/,storaged/options.o storaged/stats.o shared/size.o)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
@@ -28,34 +33,10 @@ $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 
 # bench/tier-read's in-process reader: the pipeline without the network
-$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(1)/obj/storaged/options.o $(1)/obj/shared/size.o $(1)/libgoblin.a
+$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 endef
 
 $(eval $(call BUILD_FLAVOUR,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
-
-# C unit tests of the engine link libgoblin and the options table (defaults).
-ENGINE_TESTS := test_engine test_region test_pool
-define ENGINE_TEST
-$(1)/t/$(2): t/unit/$(2).c $(1)/obj/storaged/options.o $(1)/obj/shared/size.o $(1)/libgoblin.a $(GOBLIN_HDRS)
-	@mkdir -p $$(dir $$@)
-	@echo "  LD      $$@"
-	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/obj/storaged/options.o $(1)/obj/shared/size.o $(1)/libgoblin.a $$(LDLIBS)
-endef
-$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
-$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))
-
-# test_hardening: the engine sources compiled with the fault hooks of
-# t/unit/faults.h (allocation, io_uring submit and pread failures on cue).
-HARDENING_SRCS := $(LIBGOBLIN_SRCS) storaged/options.c shared/size.c
-HARDENING_DEPS := t/unit/test_hardening.c t/unit/faults.h $(HARDENING_SRCS) $(GOBLIN_HDRS)
-build/t/test_hardening: $(HARDENING_DEPS)
-	@mkdir -p $(@D)
-	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)
-build/asan/t/test_hardening: $(HARDENING_DEPS)
-	@mkdir -p $(@D)
-	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)

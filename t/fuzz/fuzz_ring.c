@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/ring.c shared/ring.c storaged/options.c shared/size.c storaged/engine.c storaged/index.c storaged/layout.c storaged/region.c storaged/pool.c storaged/dirtrust.c storaged/io.c storaged/mc_items.c shared/log.c
+ * sources: storaged/ring.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * ring server (ring_local_*: no socket, no thread) over a small RAM-only
@@ -31,7 +31,6 @@
 
 #include "goblin.h"
 #include "log.h"
-#include "options.h"
 #include "ring.h"
 #include "../../storaged/ring.h"
 
