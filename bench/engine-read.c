@@ -46,8 +46,9 @@ static unsigned char byte_at(uint64_t k, uint64_t off)
 	return (unsigned char)(k * 131 + off / 4096 * 7 + off);
 }
 
-static void on_done(void *arg, int res)
+static void on_done(void *arg, int res, const struct gs_stored *stored)
 {
+	(void)stored;
 	*(int *)arg = res ? res : 1;
 }
 
@@ -80,7 +81,7 @@ static int store(struct gs_io *io, uint64_t k, uint64_t size)
 		gs_writer_advance(w, n);
 		pos += n;
 	}
-	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &done);
+	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_done, &done);
 	while (ret == 0 && !done)
 		gs_io_run(io, true);
 	return ret < 0 ? ret : done == 1 ? 0 : done;

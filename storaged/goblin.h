@@ -102,6 +102,10 @@ struct gs_meta {
 	uint64_t tier_bytes[GS_TIERS];
 };
 
+/* 0, or -E2BIG when an object of <size> bytes is over max_object: the one
+ * place that rule lives. */
+int gs_check_size(const struct gs_engine *e, uint64_t size);
+
 /* Looks up <key> and pins it: its memory and extents stay valid, whatever
  * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
@@ -202,12 +206,6 @@ struct gs_stored {
 };
 typedef void (*gs_stored_fn)(void *arg, int res, const struct gs_stored *st);
 
-/* XXX: the old names, until the io split lands and its callers move */
-#define gs_mode gs_if
-#define GS_SET GS_IF_ANY
-#define GS_ADD GS_IF_ABSENT
-#define GS_REPLACE GS_IF_PRESENT
-#define GS_CAS GS_IF_CAS
 
 /*
  * Starts an object of exactly <size> bytes.  Its RAM head and each disk
@@ -229,20 +227,16 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 void gs_writer_advance(struct gs_writer *w, size_t n);
 /*
  * All bytes given: waits for them to reach their tiers, then links the
- * object per <mode> (<cas> for GS_CAS).  <done>(<arg>, res) fires with 0
- * (stored), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
+ * object if <cond> holds (<cas> for GS_IF_CAS).  <done>(<arg>, res, stored)
+ * fires with 0 (stored: <stored> says its CAS and whether it replaced an
+ * object), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
  * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
  * missing (then <*wp> is untouched: abort it).
- * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat().
  */
-int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
-		     gs_done_fn done, void *arg);
+int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
+		     gs_stored_fn done, void *arg);
 /* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
 void gs_writer_abort(struct gs_writer **wp);
-/* The CAS the object got once stored, and whether it replaced an older
- * object of that key (both valid in the done callback). */
-uint64_t gs_last_cas(const struct gs_io *io);
-bool gs_last_replaced(const struct gs_io *io);
 
 /*
  * append/prepend: stores old value + <data> (or <data> + old) under <key>,
@@ -253,7 +247,7 @@ bool gs_last_replaced(const struct gs_io *io);
  * <done> fires (it is not copied).  Returns 0 (armed) or -errno.
  */
 int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
-	      const void *data, size_t len, gs_done_fn done, void *arg);
+	      const void *data, size_t len, gs_stored_fn done, void *arg);
 
 /*
  * append/prepend streamed from a client, as a writer is: gs_concat_open()
@@ -273,7 +267,7 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg);
 void gs_concat_advance(struct gs_concat *k, size_t n);
-int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg);
+int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg);
 void gs_concat_abort(struct gs_concat **kp);
 
 /* ---- stats ---- */

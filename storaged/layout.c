@@ -126,14 +126,20 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 	return 0;
 }
 
+int gs_check_size(const struct gs_engine *e, uint64_t size)
+{
+	return size > e->cfg.max_object ? -E2BIG : 0;
+}
+
 int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 		      uint64_t size, struct gs_obj **objp)
 {
-	uint32_t n = layout(e, size, NULL);
+	uint32_t n;
 	struct gs_obj *obj;
 
-	if (size > e->cfg.max_object)
+	if (gs_check_size(e, size) < 0)
 		return -E2BIG;
+	n = layout(e, size, NULL);
 	obj = calloc(1, sizeof(*obj) + round_up(klen, 8) + n * sizeof(struct chunk));
 	if (!obj)
 		return -ENOMEM;

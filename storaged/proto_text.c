@@ -203,7 +203,7 @@ static void keep_echo(struct pending_store *st, const struct mc_cmd *cmd,
 	}
 }
 
-static void meta_store_reply(struct conn *c, int res)
+static void meta_store_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->store;
 	const char *code;
@@ -231,7 +231,7 @@ static void meta_store_reply(struct conn *c, int res)
 
 		if (f->flag == 'c')
 			n += snprintf(flags + n, sizeof(flags) - n, " c%" PRIu64,
-				      res == 0 ? gs_last_cas(conn_io(c)) : 0);
+				      res == 0 ? cas : 0);
 		else if (f->flag == 'k')
 			n += key_text(flags + n, sizeof(flags) - n, st->key,
 				      st->klen, echo_has(st, 'b'));
@@ -263,7 +263,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 	return ok;
 }
 
-static void store_done(void *arg, int res)
+static void store_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 	struct pending_store *st = &c->store;
@@ -281,7 +281,7 @@ static void store_done(void *arg, int res)
 	if (res == -ENOMEM)
 		SRV_ADD(c->srv, store_no_memory, 1);
 	if (st->meta)
-		meta_store_reply(c, res);
+		meta_store_reply(c, res, stored->cas);
 	else
 		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
 			     store_reply(st->op, res));
@@ -328,7 +328,7 @@ static void ma_reply(struct conn *c, const char *code, const char *value,
 }
 
 /* The reply to an ma N that created (or failed to create) its counter. */
-static void ma_created_reply(struct conn *c, int res)
+static void ma_created_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->store;
 	char value[24];
@@ -336,7 +336,7 @@ static void ma_created_reply(struct conn *c, int res)
 	/* q does not hide the HD of a created counter (memcached 1.6.18) */
 	snprintf(value, sizeof(value), "%" PRIu64, st->cas);
 	if (res == 0)
-		ma_reply(c, "HD", value, gs_last_cas(conn_io(c)), st->exptime);
+		ma_reply(c, "HD", value, cas, st->exptime);
 	else if (res == -EEXIST)	/* created by another client meanwhile */
 		ma_reply(c, "NS", NULL, 0, 0);
 	else if (res != 0)
@@ -345,7 +345,7 @@ static void ma_created_reply(struct conn *c, int res)
 		SRV_ADD(c->srv, store_no_memory, 1);
 }
 
-static void ma_created(void *arg, int res)
+static void ma_created(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 
@@ -353,7 +353,7 @@ static void ma_created(void *arg, int res)
 		conn_release(c);
 		return;
 	}
-	ma_created_reply(c, res);
+	ma_created_reply(c, res, stored->cas);
 	c->state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -388,13 +388,13 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (ret == 0) {
 		c->state = CONN_WAIT;	/* the callback may fire at once */
-		ret = gs_writer_finish(&st->writer, GS_ADD, 0, ma_created, c);
+		ret = gs_writer_finish(&st->writer, GS_IF_ABSENT, 0, ma_created, c);
 		if (ret == 0)
 			return;
 		c->state = CONN_CMD;
 	}
 	gs_writer_abort(&st->writer);
-	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret);
+	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret, 0);
 }
 
 /* ma <key> <flags>: incr (or decr with MD) by D through the engine.  C is
@@ -501,7 +501,7 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 				      .cas = cmd->cas, .noreply = cmd->noreply,
 				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
-	if (cmd->bytes > gs_engine_config(e)->max_object) {
+	if (gs_check_size(e, cmd->bytes) < 0) {
 		ret = -E2BIG;
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
 		ret = gs_concat_open(conn_io(c), st->key, st->klen,
@@ -533,7 +533,6 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 static void end_value(struct conn *c)
 {
 	struct pending_store *st = &c->store;
-	enum gs_mode mode;
 	int ret;
 
 	c->state = CONN_WAIT;
@@ -549,9 +548,8 @@ static void end_value(struct conn *c)
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
 		ret = gs_concat_finish(&st->concat, store_done, c);
 	} else {
-		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
-		       st->op == MC_CAS ? GS_CAS : GS_SET;
-		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
+		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
+				       store_done, c);
 	}
 	if (ret < 0) {
 		gs_concat_abort(&st->concat);
@@ -559,7 +557,7 @@ static void end_value(struct conn *c)
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
 		if (st->meta)
-			meta_store_reply(c, ret);
+			meta_store_reply(c, ret, 0);
 		else
 			reply_unless(c, st->noreply && ret == -ENOENT,
 				     store_reply(st->op, ret));

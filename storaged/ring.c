@@ -687,7 +687,7 @@ static void writer_drain(struct ring_handle *h)
 	}
 }
 
-static void writer_done(void *arg, int res)
+static void writer_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct ring_handle *h = arg;
 	struct ring_conn *c = h->c;
@@ -697,8 +697,8 @@ static void writer_done(void *arg, int res)
 
 	c->busy--;
 	if (res == 0) {
-		cqe.len = gs_last_replaced(c->srv->io);
-		cqe.meta.cas = gs_last_cas(c->srv->io);
+		cqe.len = stored->replaced;
+		cqe.meta.cas = stored->cas;
 		c->srv->st[ST_ring_stores]++;
 	} else {
 		c->srv->st[ST_ring_store_errors]++;
@@ -717,7 +717,7 @@ static void writer_finish(struct ring_handle *h)
 	int ret = h->error;
 
 	if (!ret)
-		ret = gs_writer_finish(&h->w, GS_SET, 0, writer_done, h);
+		ret = gs_writer_finish(&h->w, GS_IF_ANY, 0, writer_done, h);
 	if (!ret) {
 		h->finishing = true;
 		c->busy++;

@@ -34,6 +34,12 @@ static void on_done(void *arg, int res)
 	w->fired = true;
 }
 
+static void on_stored(void *arg, int res, const struct gs_stored *stored)
+{
+	(void)stored;
+	on_done(arg, res);
+}
+
 /* Runs <io> until <w> fires.  0 or -errno from gs_io_run(). */
 static int wait_for(struct gs_io *io, struct wait *w)
 {
@@ -101,7 +107,7 @@ static int put_one(struct gs_io *io, const struct bd_config *cfg,
 		gs_writer_abort(&w);
 		return -1;
 	}
-	rc = gs_writer_finish(&w, GS_SET, 0, on_done, &dn);
+	rc = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &dn);
 	if (rc == 0)
 		rc = wait_for(io, &dn);
 	if (rc == 0)

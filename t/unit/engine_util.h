@@ -37,6 +37,7 @@ static inline uint64_t now_ms(void)
 struct waitres {
 	bool done;
 	int res;
+	struct gs_stored stored;
 };
 
 static inline void on_done(void *arg, int res)
@@ -45,6 +46,14 @@ static inline void on_done(void *arg, int res)
 
 	w->done = true;
 	w->res = res;
+}
+
+static inline void on_stored(void *arg, int res, const struct gs_stored *st)
+{
+	struct waitres *w = arg;
+
+	w->stored = *st;
+	on_done(w, res);
 }
 
 static inline void on_wake(void *arg)
@@ -79,9 +88,11 @@ static inline bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
 }
 
 /* Writes <size> bytes of <val> under <key> with <flags>, stored if <cond>
- * holds; returns the done result, or -ETIMEDOUT after 10 s. */
+ * holds (<cas> for GS_IF_CAS); returns the done result, or -ETIMEDOUT after 10 s.  What the store
+ * did goes to <*stored> when not NULL. */
 static inline int put_if(struct gs_io *io, const char *key, const char *val,
-			 uint64_t size, uint32_t flags, enum gs_if cond)
+			 uint64_t size, uint32_t flags, enum gs_if cond,
+			 uint64_t cas, struct gs_stored *stored)
 {
 	struct gs_writer *w;
 	struct waitres wr = { 0 };
@@ -105,12 +116,16 @@ static inline int put_if(struct gs_io *io, const char *key, const char *val,
 		gs_writer_advance(w, n);
 		pos += n;
 	}
-	ret = gs_writer_finish(&w, cond, 0, on_done, &wr);
+	ret = gs_writer_finish(&w, cond, cas, on_stored, &wr);
 	if (ret < 0) {
 		gs_writer_abort(&w);
 		return ret;
 	}
-	return run_for(io, &wr.done, 10000) ? wr.res : -ETIMEDOUT;
+	if (!run_for(io, &wr.done, 10000))
+		return -ETIMEDOUT;
+	if (stored)
+		*stored = wr.stored;
+	return wr.res;
 }
 
 #endif

@@ -24,7 +24,7 @@ static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
 static int put(struct gs_io *io, const char *key, const char *val,
 	       uint64_t size, enum gs_if cond)
 {
-	return put_if(io, key, val, size, 7, cond);
+	return put_if(io, key, val, size, 7, cond, 0, NULL);
 }
 
 /* Reads <key> through a stream; returns 0 if it equals <want>. */
@@ -166,6 +166,26 @@ static void churn_round(const char *name, struct gs_engine *e,
 	}
 }
 
+/* What a store did comes back through its callback: the CAS the object
+ * got, whether it replaced one; GS_IF_CAS links over that CAS only. */
+static void stored_round(const char *name, struct gs_engine *e,
+			 struct gs_io *io, const char *val)
+{
+	struct gs_stored first, second;
+	struct gs_obj *obj;
+
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_ANY, 0, &first) == 0 &&
+	      !first.replaced && first.cas, "%s: stored", name);
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_PRESENT, 0, &second) == 0 &&
+	      second.replaced && second.cas > first.cas, "%s: replaced", name);
+	if (gs_lookup(e, "cas", 3, &obj) == 0) {
+		CHECK(gs_obj_meta(obj)->cas == second.cas, "%s: cas", name);
+		gs_obj_put(e, &obj);
+	}
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_CAS, first.cas, NULL) == -EEXIST, "%s: cas stale", name);
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_CAS, second.cas, NULL) == 0, "%s: cas", name);
+}
+
 /* Link conditions, append / prepend across tiers, incr / decr. */
 static void items_round(const char *name, struct gs_engine *e,
 			struct gs_io *io, char *val)
@@ -177,24 +197,25 @@ static void items_round(const char *name, struct gs_engine *e,
 	fill(val, 5000, 5);
 	CHECK(put(io, "obj-1", val, 10, GS_IF_ABSENT) == -EEXIST, "%s: add", name);
 	CHECK(put(io, "nope", val, 10, GS_IF_PRESENT) == -ENOENT, "%s: replace", name);
+	stored_round(name, e, io, val);
 
 	fill(val, base, 77);
 	CHECK(put(io, "cat", val, base, GS_IF_ANY) == 0, "%s: cat put", name);
 	memcpy(want, "0123456789", 10);
 	memcpy(want + 10, val, base);
-	CHECK(gs_concat(io, "cat", 3, true, "0123456789", 10, on_done, &wr) == 0,
+	CHECK(gs_concat(io, "cat", 3, true, "0123456789", 10, on_stored, &wr) == 0,
 	      "%s: prepend", name);
 	CHECK(run_until(io, &wr) == 0, "%s: prepend done", name);
 	CHECK(get_stream(e, io, "cat", want, base + 10, 0, UINT64_MAX) == 0,
 	      "%s: prepend bytes", name);
 	memcpy(want + base + 10, "xyz", 3);
 	wr.done = false;
-	CHECK(gs_concat(io, "cat", 3, false, "xyz", 3, on_done, &wr) == 0,
+	CHECK(gs_concat(io, "cat", 3, false, "xyz", 3, on_stored, &wr) == 0,
 	      "%s: append", name);
 	CHECK(run_until(io, &wr) == 0, "%s: append done", name);
 	CHECK(get_stream(e, io, "cat", want, base + 13, 0, UINT64_MAX) == 0,
 	      "%s: append bytes", name);
-	CHECK(gs_concat(io, "absent", 6, false, "x", 1, on_done, &wr) == -ENOENT,
+	CHECK(gs_concat(io, "absent", 6, false, "x", 1, on_stored, &wr) == -ENOENT,
 	      "%s: append missing", name);
 	free(want);
 

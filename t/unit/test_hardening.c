@@ -76,7 +76,7 @@ static char tmp[] = "/var/tmp/goblin-test-hardening.XXXXXX";
 static int put(struct gs_io *io, const char *key, const char *val,
 	       uint64_t size, uint32_t flags)
 {
-	return put_if(io, key, val, size, flags, GS_IF_ANY);
+	return put_if(io, key, val, size, flags, GS_IF_ANY, 0, NULL);
 }
 
 struct reader {
@@ -325,7 +325,7 @@ static void alloc_failures(void)
 	memcpy(p, "hello", 5);
 	gs_writer_advance(w, 5);
 	fault_malloc_n = fault_calloc_n = fault_realloc_n = 1;
-	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_done, &wr);
+	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &wr);
 	fault_malloc_n = fault_calloc_n = fault_realloc_n = 0;
 	if (ret < 0)
 		gs_writer_abort(&w);
@@ -614,7 +614,7 @@ static void concat_bounded(void)
 	CHECK(put(io, "cat", val, base, 0) == 0, "concat: put");
 	fault_preads = 0;
 	fault_alloc_bytes = 0;
-	CHECK(gs_concat(io, "cat", 3, false, data, add, on_done, &wr) == 0,
+	CHECK(gs_concat(io, "cat", 3, false, data, add, on_stored, &wr) == 0,
 	      "concat: append");
 	CHECK(run_for(io, &wr.done, 10000) && wr.res == 0, "concat: append done %d",
 	      wr.res);
@@ -627,7 +627,7 @@ static void concat_bounded(void)
 	      "concat: appended bytes");
 
 	wr.done = false;
-	CHECK(gs_concat(io, "cat", 3, true, data, add, on_done, &wr) == 0,
+	CHECK(gs_concat(io, "cat", 3, true, data, add, on_stored, &wr) == 0,
 	      "concat: prepend");
 	CHECK(run_for(io, &wr.done, 10000) && wr.res == 0, "concat: prepend done");
 	memmove(want + add, want, base + add);
