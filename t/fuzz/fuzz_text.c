@@ -278,7 +278,7 @@ static void check_output(void)
 			char fmt_end;
 			const char *p = memchr(line + 6, ' ', len - 6);
 
-			EXPECT(p && p - line - 6 <= MC_KEY_MAX);
+			EXPECT(p && p - line - 6 <= GS_KEY_MAX);
 			EXPECT(sscanf(p, " %*u %llu%c", &size, &fmt_end) == 2 &&
 			       (fmt_end == '\r' || fmt_end == ' '));
 			vlen = size + 2;
