@@ -31,6 +31,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "options.h"
 #include "ring.h"
 #include "../../storaged/ring.h"
 
