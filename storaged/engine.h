@@ -164,7 +164,7 @@ struct gs_engine {
 	struct gs_obj **clock;
 	uint32_t clock_len, clock_cap, clock_hand;
 	uint64_t next_cas;
-	int64_t flush_at;
+	int64_t invalid_at;		/* see gs_invalidate() */
 	int nfiles;
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */
 	struct gs_stats st;

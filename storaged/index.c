@@ -16,16 +16,16 @@ static bool obj_expired(const struct gs_obj *obj, time_t now)
 	return obj->meta.exptime && obj->meta.exptime <= now;
 }
 
-static bool obj_flushed(const struct gs_engine *e, const struct gs_obj *obj,
+static bool obj_invalidated(const struct gs_engine *e, const struct gs_obj *obj,
 			time_t now)
 {
-	return e->flush_at && e->flush_at <= now && obj->meta.mtime <= e->flush_at;
+	return e->invalid_at && e->invalid_at <= now && obj->meta.mtime <= e->invalid_at;
 }
 
 static bool obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 		     time_t now)
 {
-	return obj_expired(obj, now) || obj_flushed(e, obj, now);
+	return obj_expired(obj, now) || obj_invalidated(e, obj, now);
 }
 
 static uint64_t rec_bytes(const struct gs_obj *obj)
@@ -171,7 +171,8 @@ static struct gs_obj *find_live(struct gs_engine *e, const void *key,
 	time_t now = time(NULL);
 
 	if (obj && obj_dead(e, obj, now)) {
-		if (count && obj_flushed(e, obj, now))	/* memcached's order */
+		/* an invalidated one counts as get_flushed first, as memcached */
+		if (count && obj_invalidated(e, obj, now))
 			STAT_ADD(e, get_flushed, 1);
 		else if (count)
 			STAT_ADD(e, get_expired, 1);
@@ -359,9 +360,9 @@ void gs_invalidate(struct gs_engine *e, int64_t when)
 	pthread_mutex_lock(&e->lock);
 	if (when <= time(NULL)) {
 		engine_unlink_all(e);
-		e->flush_at = 0;
+		e->invalid_at = 0;
 	} else {
-		e->flush_at = when;
+		e->invalid_at = when;
 	}
 	pthread_mutex_unlock(&e->lock);
 }
