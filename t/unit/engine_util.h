@@ -128,4 +128,32 @@ static inline int put_if(struct gs_io *io, const char *key, const char *val,
 	return wr.res;
 }
 
+/* Appends (or prepends) <len> bytes of <data> to <key> through
+ * gs_concat_*(); returns gs_concat_finish()'s result, <wr> gets done's. */
+static inline int concat(struct gs_io *io, const char *key, bool prepend,
+			 const char *data, size_t len, struct waitres *wr)
+{
+	struct gs_concat *k;
+	size_t pos = 0;
+	int ret = gs_concat_open(io, key, strlen(key), prepend, len, &k);
+
+	if (ret < 0)
+		return ret;
+	while (pos < len) {
+		void *p;
+		size_t n;
+
+		if (gs_concat_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
+			gs_io_run(io, false);
+			continue;
+		}
+		if (n > len - pos)
+			n = len - pos;
+		memcpy(p, data + pos, n);
+		gs_concat_advance(k, n);
+		pos += n;
+	}
+	return gs_concat_finish(&k, on_stored, wr);
+}
+
 #endif

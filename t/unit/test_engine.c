@@ -203,19 +203,19 @@ static void items_round(const char *name, struct gs_engine *e,
 	CHECK(put(io, "cat", val, base, GS_IF_ANY) == 0, "%s: cat put", name);
 	memcpy(want, "0123456789", 10);
 	memcpy(want + 10, val, base);
-	CHECK(gs_concat(io, "cat", 3, true, "0123456789", 10, on_stored, &wr) == 0,
+	CHECK(concat(io, "cat", true, "0123456789", 10, &wr) == 0,
 	      "%s: prepend", name);
 	CHECK(run_until(io, &wr) == 0, "%s: prepend done", name);
 	CHECK(get_stream(e, io, "cat", want, base + 10, 0, UINT64_MAX) == 0,
 	      "%s: prepend bytes", name);
 	memcpy(want + base + 10, "xyz", 3);
 	wr.done = false;
-	CHECK(gs_concat(io, "cat", 3, false, "xyz", 3, on_stored, &wr) == 0,
+	CHECK(concat(io, "cat", false, "xyz", 3, &wr) == 0,
 	      "%s: append", name);
 	CHECK(run_until(io, &wr) == 0, "%s: append done", name);
 	CHECK(get_stream(e, io, "cat", want, base + 13, 0, UINT64_MAX) == 0,
 	      "%s: append bytes", name);
-	CHECK(gs_concat(io, "absent", 6, false, "x", 1, on_stored, &wr) == -ENOENT,
+	CHECK(concat(io, "absent", false, "x", 1, &wr) == -ENOENT,
 	      "%s: append missing", name);
 	free(want);
 
