@@ -360,6 +360,16 @@ static void eviction_round(void)
 	free(val);
 }
 
+/* The daemon words the engine's errors with its flags. */
+static void worded_errors(void)
+{
+	char err[256] = "`memory` must hold at least one `block`; `numa_node` 7; do not lock it: `mlock`; `other`";
+
+	options_word_error(err, sizeof(err));
+	CHECK(!strcmp(err, "--memory must hold at least one --block; --numa 7; do not lock it: --no-mlock; `other`"),
+	      "worded: %s", err);
+}
+
 int main(void)
 {
 	char cmd[400];
@@ -374,6 +384,7 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
+	worded_errors();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
 		failures++;
