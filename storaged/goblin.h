@@ -102,8 +102,7 @@ struct gs_meta {
 	uint64_t tier_bytes[GS_TIERS];
 };
 
-/* 0, or -E2BIG when an object of <size> bytes is over max_object: the one
- * place that rule lives. */
+/* 0, or -E2BIG when an object of <size> bytes is over max_object. */
 int gs_check_size(const struct gs_engine *e, uint64_t size);
 
 /* Looks up <key> and pins it: its memory and extents stay valid, whatever
@@ -218,7 +217,6 @@ struct gs_stored {
 	bool replaced;
 };
 typedef void (*gs_stored_fn)(void *arg, int res, const struct gs_stored *st);
-
 
 /*
  * Starts an object of exactly <size> bytes.  Its RAM head and each disk
