@@ -68,6 +68,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	e->cfg = *cfg;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
+	list_init(&e->io_list);
 	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);

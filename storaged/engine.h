@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "goblin.h"
+#include "list.h"
 
 #define STAT_ADD(e, name, n) \
 	__atomic_fetch_add(&(e)->st.name, (n), __ATOMIC_RELAXED)
@@ -150,8 +151,6 @@ struct gs_obj {				/* a record; gs_obj is its public name */
 	char key[];
 };
 
-struct io_waiter;
-
 struct gs_engine {
 	struct gs_config cfg;
 	char *dirs_copy[2 * GS_MAX_DIRS];
@@ -169,7 +168,7 @@ struct gs_engine {
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */
 	struct gs_stats st;
 	pthread_mutex_t io_lock;	/* guards io_list */
-	struct gs_io *io_list;
+	struct list io_list;		/* of struct gs_io, by engine_node */
 };
 
 /* ---- layout.c ---- */

@@ -17,9 +17,12 @@
 void engine_wake_admission(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
-	for (struct gs_io *io = e->io_list; io; io = io->next)
+	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
+		struct gs_io *io = list_entry(n, struct gs_io, engine_node);
+
 		if (!list_empty(&io->writer_bufs.waiters))
 			kick(io);
+	}
 	pthread_mutex_unlock(&e->io_lock);
 }
 
