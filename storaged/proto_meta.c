@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mc_items.h"
 #include "proto_text.h"
 
 /* " k<key>", or with b " k<key in base64> b", at <buf>; its length. */
@@ -92,7 +93,7 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	SRV_ADD(c->srv, cmd_get, 1);
 	if (cmd->has_exptime) {
 		int ret = gs_touch(e, cmd->key.p, cmd->key.len,
-				   gs_exptime(cmd->exptime), NULL);
+				   mc_exptime(cmd->exptime), NULL);
 
 		SRV_ADD(c->srv, cmd_touch, 1);
 		SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -159,7 +160,7 @@ static void keep_echo(struct pending_store *st, const struct mc_cmd *cmd,
 	}
 }
 
-void proto_meta_store_reply(struct conn *c, int res)
+void proto_meta_store_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->mc.store;
 	const char *code;
@@ -187,7 +188,7 @@ void proto_meta_store_reply(struct conn *c, int res)
 
 		if (f->flag == 'c')
 			n += snprintf(flags + n, sizeof(flags) - n, " c%" PRIu64,
-				      res == 0 ? gs_last_cas(conn_io(c)) : 0);
+				      res == 0 ? cas : 0);
 		else if (f->flag == 'k')
 			n += key_text(flags + n, sizeof(flags) - n, st->key,
 				      st->klen, echo_has(st, 'b'));
@@ -253,7 +254,7 @@ static void ma_reply(struct conn *c, const char *code, const char *value,
 }
 
 /* The reply to an ma N that created (or failed to create) its counter. */
-static void ma_created_reply(struct conn *c, int res)
+static void ma_created_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->mc.store;
 	char value[24];
@@ -261,7 +262,7 @@ static void ma_created_reply(struct conn *c, int res)
 	/* q does not hide the HD of a created counter (memcached 1.6.18) */
 	snprintf(value, sizeof(value), "%" PRIu64, st->cas);
 	if (res == 0)
-		ma_reply(c, "HD", value, gs_last_cas(conn_io(c)), st->exptime);
+		ma_reply(c, "HD", value, cas, st->exptime);
 	else if (res == -EEXIST)	/* created by another client meanwhile */
 		ma_reply(c, "NS", NULL, 0, 0);
 	else if (res != 0)
@@ -270,7 +271,7 @@ static void ma_created_reply(struct conn *c, int res)
 		SRV_ADD(c->srv, store_no_memory, 1);
 }
 
-static void ma_created(void *arg, int res)
+static void ma_created(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 
@@ -278,7 +279,7 @@ static void ma_created(void *arg, int res)
 		conn_release(c);
 		return;
 	}
-	ma_created_reply(c, res);
+	ma_created_reply(c, res, stored->cas);
 	c->mc.state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -294,7 +295,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	int ret;
 
 	st->cas = cmd->initial;
-	st->exptime = gs_exptime(cmd->viv_exptime);
+	st->exptime = mc_exptime(cmd->viv_exptime);
 	ret = gs_writer_open(conn_io(c), st->key, st->klen, len, 0, st->exptime,
 			     &st->writer);
 	while (ret == 0 && got < len) {
@@ -313,13 +314,13 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (ret == 0) {
 		c->mc.state = CONN_WAIT;	/* the callback may fire at once */
-		ret = gs_writer_finish(&st->writer, GS_ADD, 0, ma_created, c);
+		ret = gs_writer_finish(&st->writer, GS_IF_ABSENT, 0, ma_created, c);
 		if (ret == 0)
 			return;
 		c->mc.state = CONN_CMD;
 	}
 	gs_writer_abort(&st->writer);
-	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret);
+	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret, 0);
 }
 
 /* ma <key> <flags>: incr (or decr with MD) by D through the engine.  C is
@@ -350,7 +351,7 @@ void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 			return;
 		}
 	}
-	ret = gs_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	ret = mc_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 	/* a miss that N turns into a new counter is no miss (memcached) */
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -377,7 +378,7 @@ void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (cmd->has_exptime) {
 		SRV_ADD(c->srv, cmd_touch, 1);
-		gs_touch(e, cmd->key.p, cmd->key.len, gs_exptime(cmd->exptime), &m);
+		gs_touch(e, cmd->key.p, cmd->key.len, mc_exptime(cmd->exptime), &m);
 	} else if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) == 0) {
 		m = *gs_obj_meta(obj);
 		gs_obj_put(e, &obj);

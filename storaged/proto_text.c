@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "mc_items.h"
 #include "proto_text.h"
 
 static bool is_storage(enum mc_op op)
@@ -47,7 +48,7 @@ const char *store_reply(enum mc_op op, int res)
 	}
 }
 
-void store_done(void *arg, int res)
+void store_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 	struct pending_store *st = &c->mc.store;
@@ -65,7 +66,7 @@ void store_done(void *arg, int res)
 	if (res == -ENOMEM)
 		SRV_ADD(c->srv, store_no_memory, 1);
 	if (st->meta)
-		proto_meta_store_reply(c, res);
+		proto_meta_store_reply(c, res, stored->cas);
 	else
 		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
 			     store_reply(st->op, res));
@@ -88,11 +89,11 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	SRV_ADD(c->srv, cmd_set, 1);
 	*st = (struct pending_store){ .op = cmd->op, .klen = cmd->key.len,
 				      .flags = cmd->flags,
-				      .exptime = gs_exptime(cmd->exptime),
+				      .exptime = mc_exptime(cmd->exptime),
 				      .cas = cmd->cas, .noreply = cmd->noreply,
 				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
-	if (cmd->bytes > gs_engine_config(e)->max_object) {
+	if (gs_check_size(e, cmd->bytes) < 0) {
 		ret = -E2BIG;
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
 		ret = gs_concat_open(conn_io(c), st->key, st->klen,
@@ -124,7 +125,6 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 static void end_value(struct conn *c)
 {
 	struct pending_store *st = &c->mc.store;
-	enum gs_mode mode;
 	int ret;
 
 	c->mc.state = CONN_WAIT;
@@ -140,9 +140,8 @@ static void end_value(struct conn *c)
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
 		ret = gs_concat_finish(&st->concat, store_done, c);
 	} else {
-		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
-		       st->op == MC_CAS ? GS_CAS : GS_SET;
-		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
+		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
+				       store_done, c);
 	}
 	if (ret < 0) {
 		gs_concat_abort(&st->concat);
@@ -150,7 +149,7 @@ static void end_value(struct conn *c)
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
 		if (st->meta)
-			proto_meta_store_reply(c, ret);
+			proto_meta_store_reply(c, ret, 0);
 		else
 			reply_unless(c, st->noreply && ret == -ENOENT,
 				     store_reply(st->op, ret));
@@ -229,7 +228,7 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 		.nkeys = cmd->nkeys, .touch = touch,
 		.rest = cmd->rest, .rest_len = cmd->rest_len,
 		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
-		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
+		.exptime = touch ? mc_exptime(cmd->exptime) : 0,
 	};
 	c->mc.state = CONN_GET;
 	get_step(c);
@@ -250,7 +249,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 {
 	bool decr = cmd->op == MC_DECR;
 	uint64_t v;
-	int ret = gs_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	int ret = mc_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -274,7 +273,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 static void do_touch(struct conn *c, const struct mc_cmd *cmd)
 {
 	int ret = gs_touch(c->srv->e, cmd->key.p, cmd->key.len,
-			   gs_exptime(cmd->exptime), NULL);
+			   mc_exptime(cmd->exptime), NULL);
 
 	SRV_ADD(c->srv, cmd_touch, 1);
 	SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -332,7 +331,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		SRV_ADD(c->srv, cmd_flush, 1);
 		/* an exptime, as memcached: relative up to 30 days, else
 		 * absolute; no arithmetic that a huge delay overflows */
-		gs_flush(c->srv->e, cmd.delay > 0 ? gs_exptime(cmd.delay) : 0);
+		mc_flush(c->srv->e, cmd.delay);
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_STATS:

@@ -19,7 +19,7 @@ const char *store_reply(enum mc_op op, int res);
  * success.  Returns true (the connection stays). */
 bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
 /* A writer's completion: the store's reply, then the next command. */
-void store_done(void *arg, int res);
+void store_done(void *arg, int res, const struct gs_stored *stored);
 /* A writer has room again: input resumes. */
 void value_wake(void *arg);
 
@@ -28,8 +28,8 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd);
 /* ms: a storage command in meta form. */
 bool proto_meta_set(struct conn *c, const struct mc_cmd *cmd);
-/* The reply of a finished ms from the flags it kept. */
-void proto_meta_store_reply(struct conn *c, int res);
+/* The reply of a finished ms from the flags it kept; <cas> when stored. */
+void proto_meta_store_reply(struct conn *c, int res, uint64_t cas);
 void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_debug(struct conn *c, const struct mc_cmd *cmd);
 

@@ -42,6 +42,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "mc_items.h"
 #include "ring.h"
 #include "../shared/ring.h"
 
@@ -651,7 +652,7 @@ static void op_wopen(struct ring_conn *c, const struct ring_sqe *sqe)
 		goto out_put;
 	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
-				 sqe->flags, gs_exptime(sqe->exptime), &h->w);
+				 sqe->flags, mc_exptime(sqe->exptime), &h->w);
 	if (cqe.res)
 		goto out_put;
 	h->size = sqe->len;
@@ -686,7 +687,7 @@ static void writer_drain(struct ring_handle *h)
 	}
 }
 
-static void writer_done(void *arg, int res)
+static void writer_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct ring_handle *h = arg;
 	struct ring_conn *c = h->c;
@@ -696,8 +697,8 @@ static void writer_done(void *arg, int res)
 
 	c->busy--;
 	if (res == 0) {
-		cqe.len = gs_last_replaced(c->srv->io);
-		cqe.meta.cas = gs_last_cas(c->srv->io);
+		cqe.len = stored->replaced;
+		cqe.meta.cas = stored->cas;
 		c->srv->st[ST_ring_stores]++;
 	} else {
 		c->srv->st[ST_ring_store_errors]++;
@@ -716,7 +717,7 @@ static void writer_finish(struct ring_handle *h)
 	int ret = h->error;
 
 	if (!ret)
-		ret = gs_writer_finish(&h->w, GS_SET, 0, writer_done, h);
+		ret = gs_writer_finish(&h->w, GS_IF_ANY, 0, writer_done, h);
 	if (!ret) {
 		h->finishing = true;
 		c->busy++;

@@ -431,8 +431,7 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 			goto out_mem;
 	}
 	pthread_mutex_lock(&e->io_lock);
-	io->next = e->io_list;
-	e->io_list = io;
+	list_add_tail(&e->io_list, &io->engine_node);
 	pthread_mutex_unlock(&e->io_lock);
 	*iop = io;
 	return 0;
@@ -455,19 +454,13 @@ out_free:
 void gs_io_destroy(struct gs_io **iop)
 {
 	struct gs_io *io = *iop;
-	struct gs_io **link;
-
 	if (!io)
 		return;
 	while (gs_io_pending(io))
 		if (gs_io_run(io, true) < 0)
 			break;
 	pthread_mutex_lock(&io->e->io_lock);
-	for (link = &io->e->io_list; *link; link = &(*link)->next)
-		if (*link == io) {
-			*link = io->next;
-			break;
-		}
+	list_del(&io->engine_node);
 	pthread_mutex_unlock(&io->e->io_lock);
 	io_uring_queue_exit(&io->uring);
 	if (io->bufmem)

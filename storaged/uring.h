@@ -92,9 +92,7 @@ struct gs_io {
 	struct __kernel_timespec timer_ts;
 	char *sink;			/* SINK_LEN bytes nobody reads */
 	unsigned inflight;
-	uint64_t last_cas;
-	bool last_replaced;
-	struct gs_io *next;		/* e->io_list */
+	struct list engine_node;	/* on e->io_list */
 };
 
 /* ---- small helpers ---- */
