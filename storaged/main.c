@@ -1,6 +1,6 @@
 /*
  * goblin-store: parse options, open the engine, start the memcache front
- * (and the nginx ring), run until SIGINT or SIGTERM, then stop cleanly.
+ * (and the nginx link), run until SIGINT or SIGTERM, then stop cleanly.
  */
 #include <errno.h>
 #include <numa.h>
@@ -12,9 +12,7 @@
 #include "log.h"
 #include "options.h"
 #include "server.h"
-#ifdef HAVE_RING
-#include "ring.h"
-#endif
+#include "link.h"
 
 int main(int argc, char **argv)
 {
@@ -52,38 +50,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		goto out_engine;
 	}
-#ifdef HAVE_RING
 	if (!opt.no_http) {
-		struct ring_server_conf rc = {
+		struct link_conf rc = {
 			.socket = opt.socket, .socket_user = opt.socket_user,
 			.socket_group = opt.socket_group,
 		};
 
-		ret = ring_server_start(e, &rc, err, sizeof(err));
+		ret = link_start(e, &rc, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "goblin-store: %s\n", err);
 			goto out_server;
 		}
 	}
-#endif
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
 		 (unsigned)opt.cores,
-#ifdef HAVE_RING
-		 opt.no_http ? "off (--no-http)" : opt.socket
-#else
-		 "off (built without the nginx ring)"
-#endif
-		 );
+		 opt.no_http ? "off (--no-http)" : opt.socket);
 
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);
 	ret = 0;
-#ifdef HAVE_RING
 	if (!opt.no_http)
-		ring_server_stop();
+		link_stop();
 out_server:
-#endif
 	server_stop(&srv);
 	gs_engine_close(&e);
 	log_info("stopped");

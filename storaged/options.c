@@ -12,9 +12,7 @@
 
 #include "options.h"
 #include "server.h"
-#ifdef HAVE_RING
-#include "ring.h"
-#endif
+#include "link.h"
 #include "size.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
@@ -144,11 +142,9 @@ static void stats_markdown(void)
 	GS_STATS(STAT_ROW)
 	printf("| `index_bytes_per_object` | `index_bytes` / `curr_items` |\n"
 	       "| `ssd_dirs`, `hdd_dirs` | directories in each pool |\n");
-#ifdef HAVE_RING
 	printf("\nThe nginx ring's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n"
 	       "| stat | meaning |\n|---|---|\n");
-	RING_STATS(STAT_ROW)
-#endif
+	LINK_STATS(STAT_ROW)
 #undef STAT_ROW
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
 	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "

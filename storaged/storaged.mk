@@ -4,11 +4,11 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c \
                   storaged/io.c shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/server.c \
                   storaged/proto_text.c storaged/proto_parse.c shared/size.c \
-                  $(wildcard storaged/ring.c shared/ring.c)
+                  storaged/link_conn.c storaged/link_ops.c \
+                  storaged/link_server.c shared/ring.c
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
-BASEFLAGS += $(if $(wildcard storaged/ring.c),-DHAVE_RING)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
