@@ -513,27 +513,30 @@ const char *const link_stat_names[ST_MAX] = {
 #undef LINK_STAT_NAME
 };
 
-/* "name value\n" for every engine and ring counter into <buf>. */
+/* Appends "<name> <v>\n" at <n> of <buf>; returns the new length, <size>
+ * once the buffer is full. */
+static size_t put_stat(char *buf, size_t size, size_t n, const char *name,
+		       uint64_t v)
+{
+	if (n >= size)
+		return size;
+	n += snprintf(buf + n, size - n, "%s %llu\n", name,
+		      (unsigned long long)v);
+	return n < size ? n : size;
+}
+
+/* "name value\n" for every engine and link counter into <buf>. */
 static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 {
 	struct gs_stats st;
 	size_t n = 0;
 
 	gs_stats(srv->e, &st);
-#define FMT_STAT(name, desc)						\
-	n += snprintf(buf + n, size - n, "%s %llu\n", #name,		\
-		      (unsigned long long)st.name);			\
-	if (n >= size)							\
-		return size;
-	GS_STATS(FMT_STAT)
-#undef FMT_STAT
-	for (int i = 0; i < ST_MAX; i++) {
-		n += snprintf(buf + n, size - n, "%s %llu\n",
-			      link_stat_names[i],
-			      (unsigned long long)srv->st[i]);
-		if (n >= size)
-			return size;
-	}
+#define PUT_STAT(name, desc) n = put_stat(buf, size, n, #name, st.name);
+	GS_STATS(PUT_STAT)
+#undef PUT_STAT
+	for (int i = 0; i < ST_MAX; i++)
+		n = put_stat(buf, size, n, link_stat_names[i], srv->st[i]);
 	return n;
 }
 
