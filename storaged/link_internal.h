@@ -282,7 +282,7 @@ static inline void handle_wake(void *arg)
 
 /* Queues <cqe> for <c>'s worker: in the CQ, or behind it when it is full
  * (link_cqe_overflow). */
-static inline inline void post_cqe(struct link_conn *c, const struct ring_cqe *cqe)
+static inline void post_cqe(struct link_conn *c, const struct ring_cqe *cqe)
 {
 	if (c->dead)
 		return;
