@@ -5,7 +5,8 @@
 #   PROGRAMS      += name          -> build/name and build/asan/name
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
 #   TEST_EXTRA    += target        -> run by `make test` after the suites
-# and rules of their own for build/name and build/asan/name.
+# and rules of their own for build/name and build/asan/name.  The unit
+# tests' rules are in t/unit/unit.mk (`make asan` builds them).
 
 CC        ?= cc
 WARN      := -Wall -Wextra -Werror
@@ -22,7 +23,6 @@ DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 
 PROGRAMS   :=
 TEST_EXTRA :=
-UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
 
 .PHONY: all asan deps run test check unit clean bench
 all:
@@ -31,8 +31,7 @@ include $(sort $(wildcard shared/*.mk storaged/*.mk bench/*.mk bench/*/*.mk \
                           ngx_goblin_module/*.mk t/*.mk t/*/*.mk))
 
 all: $(addprefix build/,$(PROGRAMS))
-asan: $(addprefix build/asan/,$(PROGRAMS)) \
-      $(addprefix build/asan/t/,$(UNIT_TESTS))
+asan: $(addprefix build/asan/,$(PROGRAMS))
 
 # Installs each missing Debian package; apt-get update first, once.
 deps:
@@ -51,13 +50,14 @@ run: deps
 	$(MAKE) all
 	@./ngx_goblin_module/run
 
-# Every test against the ASan+UBSan build, then the daemon-level ones again
-# against the optimised build; t/*.t are Test::Nginx suites run by prove.
+# Every test against the ASan+UBSan build, then the HTTP and daemon-level
+# ones again against the optimised build: t/http/*.t are Test::Nginx suites
+# run by prove; t/run runs t/daemon/*.test and, by default, the unit tests.
 test: deps
 	$(MAKE) all asan
-	BUILD=build/asan prove t/*.t
-	BUILD=build prove t/*.t
-	BUILD=build t/run $$(ls t/*.test)
+	BUILD=build/asan prove t/http/*.t
+	BUILD=build prove t/http/*.t
+	BUILD=build t/run $$(ls t/daemon/*.test)
 	BUILD=build/asan t/run
 	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
 

@@ -14,14 +14,9 @@ build/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
 	ngx_goblin_module/build-module $@
 
 # The same module with ASan+UBSan (build/asan/nginx-src), for Debian's
-# nginx started through t/nginx-asan; `make test-nginx-asan` (t/nginx.mk).
+# nginx started through t/nginx-asan; `make test-nginx-asan` (t/http/http.mk).
 .PHONY: module-asan
 module-asan: build/asan/ngx_http_goblin_module.so
 
 build/asan/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
 	ngx_goblin_module/build-module --asan $@
-
-# t/unit/test_http.c and t/fuzz/fuzz_http.c: Range, If-None-Match and key
-# mapping without nginx.
-UNIT_SRCS += ngx_goblin_module/ngx_http_goblin_http.c
-UNIT_HDRS += ngx_goblin_module/ngx_http_goblin_http.h

@@ -15,27 +15,6 @@
 #include "goblin.h"
 #include "ring-t.h"
 
-/* ACTION(name, description): the link's counters, in STATS replies.  The
- * names keep their ring_ prefix: they are what users see. */
-#define LINK_STATS(ACTION)						\
-	ACTION(ring_connections, "nginx workers attached now")		\
-	ACTION(ring_total_connections, "nginx workers attached since start") \
-	ACTION(ring_refused, "connections refused: not root, goblin-store's user, --socket-user or in --socket-group") \
-	ACTION(ring_rejected_connections, "workers turned away: the most attached, or out of descriptors") \
-	ACTION(ring_lookups, "LOOKUPs (each pins on a hit)")		\
-	ACTION(ring_lookup_hits, "LOOKUPs that found the object")		\
-	ACTION(ring_pins, "objects pinned by nginx workers now")		\
-	ACTION(ring_busy, "LOOKUPs and WOPENs refused: the worker pins its most objects or holds its most writers") \
-	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
-	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
-	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
-	ACTION(ring_stores, "PUTs stored")				\
-	ACTION(ring_store_bytes, "PUT bytes taken from tx buffers")	\
-	ACTION(ring_store_errors, "PUTs that failed or were aborted")	\
-	ACTION(ring_deletes, "DELETEs that removed an object")		\
-	ACTION(ring_cq_overflows, "completions held back by a full CQ")	\
-	ACTION(ring_protocol_errors, "workers dropped for a bad submission")
-
 /* Workers attached at once (a reload briefly keeps old ones too). */
 #define LINK_MAX_WORKERS	256u
 /* Handles (pins, writers, STATS) one worker may hold. */
@@ -86,7 +65,8 @@ int link_local_attach(struct link_server *srv, struct ring_hello *h,
 unsigned link_local_run(struct link_server *srv);
 void link_local_drop(struct link_server *srv);
 void link_local_destroy(struct link_server **srvp);
-/* Counter <name> of LINK_STATS, or UINT64_MAX for an unknown name. */
+/* Counter <name> of RING_STATS (stats.h), or UINT64_MAX for an unknown
+ * name. */
 uint64_t link_local_stat(const struct link_server *srv, const char *name);
 
 #endif /* GOBLIN_STORAGED_LINK_H */

@@ -46,15 +46,9 @@
 #include "link.h"
 #include "list.h"
 #include "ring.h"
+#include "stats.h"		/* RING_STATS, enum ring_stat */
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
-
-enum link_stat {
-#define LINK_STAT_ENUM(name, desc) ST_##name,
-	LINK_STATS(LINK_STAT_ENUM)
-#undef LINK_STAT_ENUM
-	ST_MAX
-};
 
 enum handle_kind { H_FREE, H_OBJ, H_WRITER, H_STATS };
 enum rx_state { RX_FREE, RX_FILLING, RX_NGINX };
@@ -211,8 +205,6 @@ void link_run_ready(struct link_server *srv);
 
 /* Releases every pin of <c>, aborts its writers; returns the pins. */
 unsigned link_drop_handles(struct link_conn *c);
-
-extern const char *const link_stat_names[ST_MAX];
 
 /* ---- link_server.c ---- */
 

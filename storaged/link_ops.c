@@ -507,37 +507,14 @@ static void op_delete(struct link_conn *c, const struct ring_sqe *sqe)
 	post_cqe(c, &cqe);
 }
 
-const char *const link_stat_names[ST_MAX] = {
-#define LINK_STAT_NAME(name, desc) #name,
-	LINK_STATS(LINK_STAT_NAME)
-#undef LINK_STAT_NAME
-};
-
-/* Appends "<name> <v>\n" at <n> of <buf>; returns the new length, <size>
- * once the buffer is full. */
-static size_t put_stat(char *buf, size_t size, size_t n, const char *name,
-		       uint64_t v)
-{
-	if (n >= size)
-		return size;
-	n += snprintf(buf + n, size - n, "%s %llu\n", name,
-		      (unsigned long long)v);
-	return n < size ? n : size;
-}
-
 /* "name value\n" for every engine and link counter into <buf>. */
 static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 {
-	struct gs_stats st;
-	size_t n = 0;
+	struct stats_snapshot snap = { 0 };
 
-	gs_stats(srv->e, &st);
-#define PUT_STAT(name, desc) n = put_stat(buf, size, n, #name, st.name);
-	GS_STATS(PUT_STAT)
-#undef PUT_STAT
-	for (int i = 0; i < ST_MAX; i++)
-		n = put_stat(buf, size, n, link_stat_names[i], srv->st[i]);
-	return n;
+	gs_stats(srv->e, &snap.engine);
+	memcpy(snap.ring, srv->st, sizeof(snap.ring));
+	return stats_format(STATS_ENGINE | STATS_RING, &snap, buf, size);
 }
 
 static void pump_stats(struct link_handle *h)

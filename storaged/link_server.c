@@ -647,10 +647,28 @@ void link_local_destroy(struct link_server **srvp)
 	*srvp = NULL;
 }
 
+struct stat_query {
+	const char *name;
+	uint64_t value;
+};
+
+static void stat_match(void *arg, const char *name, const char *value,
+		       const char *desc)
+{
+	struct stat_query *q = arg;
+
+	(void)desc;
+	if (!strcmp(name, q->name))
+		q->value = strtoull(value, NULL, 10);
+}
+
 uint64_t link_local_stat(const struct link_server *srv, const char *name)
 {
-	for (int i = 0; i < ST_MAX; i++)
-		if (!strcmp(link_stat_names[i], name))
-			return srv->st[i];
-	return UINT64_MAX;
+	struct stat_query q = { .name = name, .value = UINT64_MAX };
+	struct stats_sink sink = { .emit = stat_match, .arg = &q };
+	struct stats_snapshot snap = { 0 };
+
+	memcpy(snap.ring, srv->st, sizeof(snap.ring));
+	stats_emit(STATS_RING, &snap, &sink);
+	return q.value;
 }

@@ -11,8 +11,8 @@
 
 #include "log.h"
 #include "options.h"
-#include "server.h"
 #include "link.h"
+#include "server.h"
 
 int main(int argc, char **argv)
 {
@@ -64,8 +64,7 @@ int main(int argc, char **argv)
 	}
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
-		 (unsigned)opt.cores,
-		 opt.no_http ? "off (--no-http)" : opt.socket);
+		 (unsigned)opt.cores, opt.no_http ? "off (--no-http)" : opt.socket);
 
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);

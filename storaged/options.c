@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "options.h"
-#include "server.h"
-#include "link.h"
+#include "stats.h"
 #include "size.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
@@ -125,35 +124,6 @@ static void usage_markdown(void)
 		       *descs[i].def ? descs[i].def : "none",
 		       descs[i].desc);
 	printf("| `-v` | | more log lines; `-vv` debug |\n");
-}
-
-static void stats_markdown(void)
-{
-	printf("`stats` (memcached's general fields plus the front end's counters):\n\n"
-	       "| stat | meaning |\n|---|---|\n"
-	       "| `pid`, `uptime`, `time`, `version`, `pointer_size`, `rusage_user`, `rusage_system`, `threads` | as in memcached |\n");
-#define STAT_ROW(name, desc) printf("| `%s` | %s |\n", #name, desc);
-	SERVER_STATS(STAT_ROW)
-	printf("| `accepting_conns` | 1, or 0 while accepting is stopped for lack of file descriptors |\n");
-	printf("| `get_hits`, `get_misses`, `get_expired`, `get_flushed`, `curr_items`, `total_items`, `bytes`, `evictions` | engine counters, as in `stats goblin` |\n"
-	       "| `limit_maxbytes` | `--memory` |\n"
-	       "| `max_connections` | `--max-conns` |\n");
-	printf("\n`stats goblin` (the engine):\n\n| stat | meaning |\n|---|---|\n");
-	GS_STATS(STAT_ROW)
-	printf("| `index_bytes_per_object` | `index_bytes` / `curr_items` |\n"
-	       "| `ssd_dirs`, `hdd_dirs` | directories in each pool |\n");
-	printf("\nThe nginx ring's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n"
-	       "| stat | meaning |\n|---|---|\n");
-	LINK_STATS(STAT_ROW)
-#undef STAT_ROW
-	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
-	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "
-	       "`stats items` (none), `stats sizes` (`sizes_status disabled`), "
-	       "`stats conns` (per connection: `addr`, `listen_addr`, `state`, "
-	       "`secs_since_last_cmd`) answer as memcached's do; `stats reset` "
-	       "answers `RESET` and zeroes the counters of `stats` (not "
-	       "`curr_connections`, `curr_items`, `bytes`; `stats goblin` keeps "
-	       "counting from the start).\n");
 }
 
 int options_parse(struct options *o, int argc, char **argv)

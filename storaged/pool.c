@@ -17,6 +17,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "dirtrust.h"
 #include "engine.h"
 #include "log.h"
 
@@ -47,62 +48,25 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-/* Refuses what another user owns or may write: with write access to a pool
- * dir, anyone could swap its files for links to files we may write. */
-static int check_owner(int fd, const char *path, const char *what,
-		       mode_t type, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if ((st.st_mode & S_IFMT) != type) {
-		snprintf(err, errlen, "%s: is not a %s", path, what);
-		return -EINVAL;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "%s: owned by uid %u, not by us (uid %u); refusing to use it",
-			 path, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s: group or world writable (mode %04o); refusing to use it",
-			 path, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	if (type == S_IFREG && st.st_nlink != 1) {
-		snprintf(err, errlen, "%s: has %u hard links; refusing to use it",
-			 path, (unsigned)st.st_nlink);
-		return -EPERM;
-	}
-	return 0;
-}
-
-/* Opens <name> in the pool dir, never through a symlink, and checks it. */
+/* Opens <name> in the pool dir, never through a symlink, and checks that
+ * nobody else can change it; <direct>: for O_DIRECT I/O. */
 static int open_in_dir(struct pool_dir *d, int dfd, const char *name,
-		       int flags, char *err, size_t errlen)
+		       bool direct, char *err, size_t errlen)
 {
 	char path[4200];
 	int fd, ret;
 
 	snprintf(path, sizeof(path), "%s/%s", d->path, name);
-	fd = openat(dfd, name, flags | O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
-	if (fd < 0) {
+	fd = dirtrust_open(dfd, name, O_RDWR | O_CREAT, path, 0, err, errlen);
+	if (fd < 0 || !direct)
+		return fd;
+	if (fcntl(fd, F_SETFL, O_DIRECT) < 0) {
 		ret = -errno;
-		if (errno == ELOOP)
-			snprintf(err, errlen, "%s: is a symlink; refusing to follow it", path);
-		else if (errno == EINVAL && (flags & O_DIRECT))
+		if (errno == EINVAL)
 			snprintf(err, errlen, "%s: does not support O_DIRECT (tmpfs?): pools need a disk file system, e.g. under /var/tmp",
 				 d->path);
 		else
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return ret;
-	}
-	ret = check_owner(fd, path, "regular file", S_IFREG, err, errlen);
-	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
@@ -219,15 +183,11 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 			 strerror(-ret));
 		return ret;
 	}
-	dfd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", d->path, strerror(errno));
-		return ret;
-	}
-	ret = check_owner(dfd, d->path, "directory", S_IFDIR, err, errlen);
-	if (ret < 0)
-		goto out_dir;
+	/* the path the admin gave may end in a symlink */
+	dfd = dirtrust_open(AT_FDCWD, d->path, O_RDONLY | O_DIRECTORY, d->path,
+			    TRUST_FOLLOW, err, errlen);
+	if (dfd < 0)
+		return dfd;
 	if (fstatfs(dfd, &sfs) == 0 &&
 	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
 		snprintf(err, errlen, "%s: is on tmpfs, which keeps no data on disk and does not support O_DIRECT as a disk does: put pools on a disk file system, e.g. under /var/tmp",
@@ -245,7 +205,7 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 			goto out_dir;
 		}
 	}
-	ret = open_in_dir(d, dfd, MARKER_NAME, 0, err, errlen);
+	ret = open_in_dir(d, dfd, MARKER_NAME, false, err, errlen);
 	if (ret < 0)
 		goto out_dir;
 	d->marker_fd = ret;
@@ -254,7 +214,7 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 	ret = check_marker(d, want, err, errlen);
 	if (ret < 0)
 		goto out_dir;
-	ret = open_in_dir(d, dfd, EXTENTS_NAME, O_DIRECT, err, errlen);
+	ret = open_in_dir(d, dfd, EXTENTS_NAME, true, err, errlen);
 	if (ret < 0)
 		goto out_dir;
 	d->fd = ret;

@@ -920,11 +920,6 @@ bool proto_process(struct conn *c)
 
 /* ---- stats ---- */
 
-static void stat_u64(struct conn *c, const char *name, uint64_t v)
-{
-	conn_replyf(c, "STAT %s %" PRIu64 "\r\n", name, v);
-}
-
 static void stat_setting(void *arg, const char *name, const char *value)
 {
 	conn_replyf(arg, "STAT %s %s\r\n", name, value);
@@ -978,11 +973,31 @@ static void stats_cachedump(struct conn *c, const char *arg, size_t len)
 	REPLY(c, "END\r\n");
 }
 
+static void stat_line(void *arg, const char *name, const char *value,
+		      const char *desc)
+{
+	(void)desc;
+	stat_setting(arg, name, value);
+}
+
+/* The stats tables a `stats <arg>` lists, 0 for none. */
+static unsigned stats_tables(const char *arg, size_t len)
+{
+	if (len == 0)
+		return STATS_PROCESS | STATS_SERVER | STATS_SUMMARY;
+	if (arg_is(arg, len, "slabs"))
+		return STATS_SLABS;
+	if (arg_is(arg, len, "goblin"))
+		return STATS_ENGINE | STATS_POOLS;
+	return 0;
+}
+
 void proto_stats(struct conn *c, const char *arg, size_t len)
 {
 	struct server *srv = c->srv;
-	struct gs_stats st, base;
-	struct rusage ru;
+	struct stats_sink sink = { stat_line, c };
+	struct stats_snapshot snap;
+	unsigned tables;
 	size_t sub = 0;
 
 	/* memcached judges the first word; the rest is ignored but for
@@ -997,64 +1012,22 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 	}
 	len = sub;
 
-	gs_stats(srv->e, &st);
-	pthread_mutex_lock(&srv->reset_lock);
-	base = srv->base;
-	pthread_mutex_unlock(&srv->reset_lock);
-	if (arg_is(arg, len, "reset")) {
+	tables = stats_tables(arg, len);
+	if (tables) {
+		server_stats_snapshot(srv, &snap);
+		stats_emit(tables, &snap, &sink);
+	} else if (arg_is(arg, len, "reset")) {
 		server_stats_reset(srv);
 		REPLY(c, "RESET\r\n");
 		return;
-	}
-	if (len == 0) {
-		getrusage(RUSAGE_SELF, &ru);
-		stat_u64(c, "pid", getpid());
-		stat_u64(c, "uptime", time(NULL) - srv->started);
-		stat_u64(c, "time", time(NULL));
-		conn_replyf(c, "STAT version %s\r\n", GOBLIN_VERSION);
-		stat_u64(c, "pointer_size", 8 * sizeof(void *));
-		conn_replyf(c, "STAT rusage_user %ld.%06ld\r\n",
-			    (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
-		conn_replyf(c, "STAT rusage_system %ld.%06ld\r\n",
-			    (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
-		stat_u64(c, "threads", srv->nworkers);
-#define SERVER_STAT_EMIT(name, desc) \
-		stat_u64(c, #name, __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED));
-		SERVER_STATS(SERVER_STAT_EMIT)
-#undef SERVER_STAT_EMIT
-		stat_u64(c, "accepting_conns",
-			 !__atomic_load_n(&srv->listen_off, __ATOMIC_RELAXED));
-		/* counters since the last stats reset */
-		stat_u64(c, "get_hits", st.get_hits - base.get_hits);
-		stat_u64(c, "get_misses", st.get_misses - base.get_misses);
-		stat_u64(c, "get_expired", st.get_expired - base.get_expired);
-		stat_u64(c, "get_flushed", st.get_flushed - base.get_flushed);
-		stat_u64(c, "curr_items", st.curr_items);
-		stat_u64(c, "total_items", st.total_items - base.total_items);
-		stat_u64(c, "bytes", st.bytes);
-		stat_u64(c, "evictions", st.evictions - base.evictions);
-		stat_u64(c, "limit_maxbytes", srv->opt->memory);
-		stat_u64(c, "max_connections", srv->opt->max_conns);
 	} else if (arg_is(arg, len, "settings")) {
 		options_each(srv->opt, stat_setting, c);
-	} else if (arg_is(arg, len, "slabs")) {
-		/* no slab classes: the RAM region's totals */
-		stat_u64(c, "active_slabs", 0);
-		stat_u64(c, "total_malloced", st.ram_used_bytes);
 	} else if (arg_is(arg, len, "items")) {
 		/* per-class item stats: none (memcached's answer when empty) */
 	} else if (arg_is(arg, len, "sizes")) {
 		conn_replyf(c, "STAT sizes_status disabled\r\n");
 	} else if (arg_is(arg, len, "conns")) {
 		server_stats_conns(c);
-	} else if (arg_is(arg, len, "goblin")) {
-#define GS_STAT_EMIT(name, desc) stat_u64(c, #name, st.name);
-		GS_STATS(GS_STAT_EMIT)
-#undef GS_STAT_EMIT
-		stat_u64(c, "index_bytes_per_object",
-			 st.curr_items ? st.index_bytes / st.curr_items : 0);
-		stat_u64(c, "ssd_dirs", srv->opt->ssd_dir.n);
-		stat_u64(c, "hdd_dirs", srv->opt->hdd_dir.n);
 	} else {
 		SRV_ADD(srv, protocol_errors, 1);
 		REPLY(c, "ERROR\r\n");

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "loop.h"
 #include "server.h"
 
 #define RBUF_MIN	16384
@@ -55,32 +55,20 @@ struct worker {
 	struct server *srv;
 	unsigned id;
 	pthread_t tid;
-	int epfd, stopfd;
-	struct gs_io *io;
+	struct loop loop;		/* its epoll set, stop fd and gs_io */
 	struct conn *sched;
 	struct conn *dead;
 	struct conn *all;		/* guarded by lock (stats conns reads it) */
 	pthread_mutex_t lock;
-	bool started;
-	bool accept_off;		/* listener left out of epfd (no fds) */
+	bool inited, started;
+	bool accept_off;		/* listener out of the loop (no fds) */
 	uint64_t accept_retry;		/* when to take it back */
 	uint64_t next_check;		/* earliest timeout deadline, 0: none */
 };
 
-/* epoll tags for the non-connection descriptors */
-static char tag_listen, tag_stop, tag_io;
-
 struct gs_io *conn_io(struct conn *c)
 {
-	return c->w->io;
-}
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return c->w->loop.io;
 }
 
 /* ---- output queue ---- */
@@ -238,7 +226,7 @@ static int conn_send(struct conn *c)
 				continue;
 			}
 			if (!o->stream) {
-				ret = gs_stream_open(c->w->io, o->obj, 0,
+				ret = gs_stream_open(c->w->loop.io, o->obj, 0,
 						     gs_obj_meta(o->obj)->size,
 						     stream_wake, c, &o->stream);
 				if (ret < 0)
@@ -275,7 +263,7 @@ static int conn_send(struct conn *c)
 			return errno == EAGAIN ? 1 : -1;
 		}
 		SRV_ADD(c->srv, bytes_written, sent);
-		c->last_write = now_ms();
+		c->last_write = loop_now_ms();
 		for (size_t left = sent; left;) {
 			size_t k;
 
@@ -305,7 +293,6 @@ static int conn_send(struct conn *c)
 static void conn_set_events(struct conn *c, bool want_out)
 {
 	uint32_t ev = 0;
-	struct epoll_event e;
 
 	if (!c->input_paused && !c->eof && c->state != CONN_WAIT &&
 	    c->state != CONN_CLOSING && c->state != CONN_GET &&
@@ -316,8 +303,7 @@ static void conn_set_events(struct conn *c, bool want_out)
 		ev |= EPOLLOUT;
 	if (ev == c->events)
 		return;
-	e = (struct epoll_event){ .events = ev, .data.ptr = c };
-	if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+	if (loop_mod(&c->w->loop, c->fd, ev, c) == 0)
 		c->events = ev;
 }
 
@@ -339,25 +325,17 @@ void conn_pause_input(struct conn *c, bool pause)
 		conn_set_events(c, c->events & EPOLLOUT);
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* accepting_conns is 0 while any thread's listener is out; the time until
  * all are back counts in time_in_listen_disabled_us. */
 static void listen_off(struct server *srv, bool off)
 {
 	if (off) {
 		if (__atomic_fetch_add(&srv->listen_off, 1, __ATOMIC_ACQ_REL) == 0)
-			__atomic_store_n(&srv->listen_off_since, now_us(),
+			__atomic_store_n(&srv->listen_off_since, loop_now_us(),
 					 __ATOMIC_RELEASE);
 	} else if (__atomic_sub_fetch(&srv->listen_off, 1, __ATOMIC_ACQ_REL) == 0) {
 		SRV_ADD(srv, time_in_listen_disabled_us,
-			now_us() - __atomic_load_n(&srv->listen_off_since,
+			loop_now_us() - __atomic_load_n(&srv->listen_off_since,
 						   __ATOMIC_ACQUIRE));
 	}
 }
@@ -365,17 +343,13 @@ static void listen_off(struct server *srv, bool off)
 /* Takes the listener back into <w>'s loop after accepting stopped. */
 static void accept_resume(struct worker *w)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
-				  .data.ptr = &tag_listen };
-
 	if (!w->accept_off)
 		return;
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev) == 0 ||
-	    errno == EEXIST) {
+	if (loop_listen_resume(&w->loop) == 0) {
 		w->accept_off = false;
 		listen_off(w->srv, false);
 	} else
-		w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+		w->accept_retry = loop_now_ms() + ACCEPT_RETRY_MS;
 }
 
 static void conn_close(struct conn *c)
@@ -385,7 +359,7 @@ static void conn_close(struct conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
-	epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	loop_del(&w->loop, c->fd);
 	pthread_mutex_lock(&w->lock);
 	if (c->all_prev)
 		c->all_prev->all_next = c->all_next;
@@ -504,7 +478,7 @@ static void conn_run(struct conn *c)
 	/* the send timeout runs from when the socket was found full (as
 	 * nginx's send_timeout), not from an older last write */
 	if (ret == 1 && !(c->events & EPOLLOUT))
-		c->last_write = now_ms();
+		c->last_write = loop_now_ms();
 	conn_set_events(c, ret == 1);
 	__atomic_store_n(&c->stat_state, conn_state_name(c), __ATOMIC_RELAXED);
 	conn_arm(c);
@@ -521,7 +495,7 @@ out_close:
 static void check_timeouts(struct worker *w)
 {
 	const struct options *o = w->srv->opt;
-	uint64_t now = now_ms(), next = 0, slack;
+	uint64_t now = loop_now_ms(), next = 0, slack;
 	struct conn *c = w->all, *cnext;
 
 	for (; c; c = cnext) {
@@ -602,7 +576,7 @@ ssize_t conn_recv(struct conn *c, void *p, size_t len)
 	n = read(c->fd, p, len);
 	if (n > 0) {
 		SRV_ADD(c->srv, bytes_read, n);
-		c->last_read = now_ms();
+		c->last_read = loop_now_ms();
 		return n;
 	}
 	if (n == 0) {
@@ -644,7 +618,6 @@ static void accept_all(struct worker *w)
 
 	for (;;) {
 		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct epoll_event ev;
 		struct conn *c;
 		int one = 1;
 
@@ -655,9 +628,9 @@ static void accept_all(struct worker *w)
 			    errno == ENOBUFS || errno == ENOMEM) {
 				/* level-triggered: leaving the listener in
 				 * would spin; back when a connection closes */
-				epoll_ctl(w->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+				loop_listen_pause(&w->loop);
 				w->accept_off = true;
-				w->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+				w->accept_retry = loop_now_ms() + ACCEPT_RETRY_MS;
 				SRV_ADD(srv, listen_disabled_num, 1);
 				listen_off(srv, true);
 			}
@@ -682,12 +655,11 @@ static void accept_all(struct worker *w)
 		c->rcap = RBUF_MIN;
 		c->state = CONN_CMD;
 		c->events = EPOLLIN;
-		c->last_read = c->last_write = now_ms();
+		c->last_read = c->last_write = loop_now_ms();
 		c->last_cmd = time(NULL);
 		c->stat_state = "conn_waiting";
 		peer_name(fd, c->addr, sizeof(c->addr));
-		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		if (loop_add(&w->loop, fd, EPOLLIN, c) < 0)
 			goto out_refuse;
 		pthread_mutex_lock(&w->lock);
 		c->all_next = w->all;
@@ -729,69 +701,88 @@ static void pin_to_cpu(unsigned id)
 	}
 }
 
+/* ---- the loop's rounds ---- */
+
+static void worker_accept(struct loop *l)
+{
+	accept_all(l->owner);
+}
+
+static void worker_event(struct loop *l, void *ptr, uint32_t events)
+{
+	struct conn *c = ptr;
+
+	(void)l;
+	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
+		conn_close(c);
+	else
+		conn_run(c);
+}
+
+/* No sleep while connections are scheduled; else until the next timeout
+ * pass or the listener's retry. */
+static uint64_t worker_deadline(struct loop *l)
+{
+	struct worker *w = l->owner;
+	uint64_t wake = w->next_check;
+
+	if (w->sched)
+		return LOOP_NOW;
+	if (w->accept_off && (!wake || w->accept_retry < wake))
+		wake = w->accept_retry;
+	return wake;
+}
+
+static void worker_due(struct loop *l, uint64_t now)
+{
+	struct worker *w = l->owner;
+
+	if (w->accept_off && w->accept_retry <= now)
+		accept_resume(w);
+	if (w->next_check && w->next_check <= now)
+		check_timeouts(w);
+}
+
+/* Runs scheduled connections (a bounded number of rounds, so the loop
+ * still waits on the others), then frees the dead. */
+static void worker_round_end(struct loop *l)
+{
+	struct worker *w = l->owner;
+
+	for (int rounds = 0; w->sched && rounds < 64; rounds++) {
+		struct conn *list = w->sched;
+
+		w->sched = NULL;
+		while (list) {
+			struct conn *c = list;
+
+			list = c->next_sched;
+			c->scheduled = false;
+			conn_run(c);
+		}
+	}
+	while (w->dead) {
+		struct conn *c = w->dead;
+
+		w->dead = c->next_sched;
+		conn_release(c);
+	}
+}
+
+static const struct loop_ops worker_ops = {
+	.accept = worker_accept,
+	.event = worker_event,
+	.deadline = worker_deadline,
+	.due = worker_due,
+	.round_end = worker_round_end,
+};
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct epoll_event evs[64];
-	bool stop = false;
 
 	pin_to_cpu(w->id);
-	while (!stop) {
-		uint64_t now = now_ms(), wake = w->next_check;
-		int timeout = -1, n;
-
-		if (w->accept_off && (!wake || w->accept_retry < wake))
-			wake = w->accept_retry;
-		if (w->sched)
-			timeout = 0;
-		else if (wake)
-			timeout = wake <= now ? 0 : wake - now > INT32_MAX ?
-				  INT32_MAX : (int)(wake - now);
-		n = epoll_wait(w->epfd, evs, 64, timeout);
-		now = now_ms();
-		if (w->accept_off && w->accept_retry <= now)
-			accept_resume(w);
-		if (w->next_check && w->next_check <= now)
-			check_timeouts(w);
-
-		for (int i = 0; i < n; i++) {
-			void *p = evs[i].data.ptr;
-
-			if (p == &tag_listen) {
-				accept_all(w);
-			} else if (p == &tag_stop) {
-				stop = true;
-			} else if (p == &tag_io) {
-				gs_io_run(w->io, false);
-			} else {
-				struct conn *c = p;
-
-				if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
-				    !(evs[i].events & EPOLLIN))
-					conn_close(c);
-				else
-					conn_run(c);
-			}
-		}
-		for (int rounds = 0; w->sched && rounds < 64; rounds++) {
-			struct conn *list = w->sched;
-
-			w->sched = NULL;
-			while (list) {
-				struct conn *c = list;
-
-				list = c->next_sched;
-				c->scheduled = false;
-				conn_run(c);
-			}
-		}
-		while (w->dead) {
-			struct conn *c = w->dead;
-
-			w->dead = c->next_sched;
-			conn_release(c);
-		}
-	}
+	loop_run(&w->loop);
 	return NULL;
 }
 
@@ -830,51 +821,48 @@ out_err:
 
 static int worker_init(struct worker *w, char *err, size_t errlen)
 {
-	struct epoll_event ev;
+	struct gs_io *io;
 	int ret;
 
-	w->stopfd = -1;
 	pthread_mutex_init(&w->lock, NULL);
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	w->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->epfd < 0 || w->stopfd < 0) {
-		snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
-		return -errno;
+	w->inited = true;
+	ret = loop_init(&w->loop, &worker_ops, w);
+	if (ret < 0) {
+		snprintf(err, errlen, "epoll/eventfd: %s", strerror(-ret));
+		return ret;
 	}
-	ret = gs_io_create(w->srv->e, &w->io);
+	ret = gs_io_create(w->srv->e, &io);
 	if (ret < 0) {
 		snprintf(err, errlen, "io_uring for serving thread %u: %s",
 			 w->id, strerror(-ret));
 		return ret;
 	}
-	if (w->srv->lfd >= 0) {
-		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLEXCLUSIVE,
-					   .data.ptr = &tag_listen };
-		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->srv->lfd, &ev);
+	ret = loop_set_io(&w->loop, io);
+	if (ret < 0) {
+		gs_io_destroy(&io);
+		snprintf(err, errlen, "epoll: %s", strerror(-ret));
+		return ret;
 	}
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_stop };
-	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->stopfd, &ev);
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_io };
-	epoll_ctl(w->epfd, EPOLL_CTL_ADD, gs_io_fd(w->io), &ev);
+	if (w->srv->lfd >= 0)
+		loop_listen(&w->loop, w->srv->lfd, true);
 	return 0;
 }
 
 /* Closes every connection, lets pending engine calls end, frees them all. */
 static void worker_fini(struct worker *w)
 {
+	if (!w->inited)
+		return;
 	while (w->all)
 		conn_close(w->all);
-	gs_io_destroy(&w->io);
+	gs_io_destroy(&w->loop.io);
 	while (w->dead) {
 		struct conn *c = w->dead;
 
 		w->dead = c->next_sched;
 		conn_release(c);
 	}
-	if (w->stopfd >= 0)
-		close(w->stopfd);
-	if (w->epfd >= 0)
-		close(w->epfd);
+	loop_fini(&w->loop);
 	pthread_mutex_destroy(&w->lock);
 }
 
@@ -922,7 +910,6 @@ int server_start(struct server *srv, struct gs_engine *e,
 
 		w->srv = srv;
 		w->id = i;
-		w->epfd = -1;
 		ret = worker_init(w, err, errlen);
 		if (ret < 0)
 			goto out_stop;
@@ -951,7 +938,7 @@ void server_stop(struct server *srv)
 		struct worker *w = &srv->workers[i];
 
 		if (w->started) {
-			eventfd_write(w->stopfd, 1);
+			loop_stop(&w->loop);
 			pthread_join(w->tid, NULL);
 		}
 		worker_fini(w);
@@ -964,7 +951,7 @@ void server_stop(struct server *srv)
 	pthread_mutex_destroy(&srv->reset_lock);
 }
 
-/* ---- stats conns, stats reset ---- */
+/* ---- stats conns ---- */
 
 void server_stats_conns(struct conn *c)
 {
@@ -995,20 +982,4 @@ void server_stats_conns(struct conn *c)
 		}
 		pthread_mutex_unlock(&w->lock);
 	}
-}
-
-void server_stats_reset(struct server *srv)
-{
-	struct gs_stats st;
-
-/* curr_connections is a gauge: connections still open stay counted */
-#define SERVER_STAT_RESET(name, desc)					\
-	if (&srv->st.name != &srv->st.curr_connections)			\
-		__atomic_store_n(&srv->st.name, 0, __ATOMIC_RELAXED);
-	SERVER_STATS(SERVER_STAT_RESET)
-#undef SERVER_STAT_RESET
-	gs_stats(srv->e, &st);
-	pthread_mutex_lock(&srv->reset_lock);
-	srv->base = st;
-	pthread_mutex_unlock(&srv->reset_lock);
 }

@@ -15,45 +15,7 @@
 #include "goblin.h"
 #include "options.h"
 #include "proto_parse.h"
-
-/* SERVER_STAT(name, description): front-end counters, `stats`. */
-#define SERVER_STATS(ACTION)						\
-	ACTION(curr_connections, "open connections")			\
-	ACTION(total_connections, "connections accepted since start")	\
-	ACTION(rejected_connections, "connections refused: past --max-conns (told ERROR Too many open connections) or no memory") \
-	ACTION(cmd_get, "keys asked for by get, gets, gat, gats")		\
-	ACTION(cmd_set, "storage commands")				\
-	ACTION(cmd_flush, "flush_all commands")				\
-	ACTION(cmd_touch, "touch, gat and gats keys")			\
-	ACTION(delete_hits, "delete of a present key")			\
-	ACTION(delete_misses, "delete of an absent key")			\
-	ACTION(incr_hits, "incr or ma of a present key")		\
-	ACTION(incr_misses, "incr or ma of an absent key (not one that ma N creates)") \
-	ACTION(decr_hits, "decr or ma MD of a present key")		\
-	ACTION(decr_misses, "decr or ma MD of an absent key (not one that ma N creates)") \
-	ACTION(cas_hits, "cas that stored")				\
-	ACTION(cas_misses, "cas of an absent key")			\
-	ACTION(cas_badval, "cas with a stale unique")			\
-	ACTION(touch_hits, "touch of a present key")			\
-	ACTION(touch_misses, "touch of an absent key")			\
-	ACTION(bytes_read, "bytes read from clients")			\
-	ACTION(bytes_written, "bytes sent to clients")			\
-	ACTION(protocol_errors, "lines answered ERROR or CLIENT_ERROR")	\
-	ACTION(store_too_large, "values refused as larger than --max-object") \
-	ACTION(store_no_memory, "values refused for lack of room")	\
-	ACTION(aborted_values, "values cut short by a closed connection")	\
-	ACTION(aborted_responses, "responses cut short by a broken object, a closed connection or no memory for the reply") \
-	ACTION(idle_timeouts, "connections closed idle between commands past --idle-timeout") \
-	ACTION(read_timeouts, "connections closed stalled inside a command line or value past --read-timeout") \
-	ACTION(send_timeouts, "connections closed taking none of their reply for --send-timeout") \
-	ACTION(listen_disabled_num, "times accepting stopped for lack of file descriptors") \
-	ACTION(time_in_listen_disabled_us, "microseconds accepting was stopped, periods that ended")
-
-struct server_stats {
-#define SERVER_STAT_FIELD(name, desc) uint64_t name;
-	SERVER_STATS(SERVER_STAT_FIELD)
-#undef SERVER_STAT_FIELD
-};
+#include "stats.h"
 
 #define SRV_ADD(srv, name, n) \
 	__atomic_fetch_add(&(srv)->st.name, (n), __ATOMIC_RELAXED)
@@ -177,8 +139,6 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 ssize_t conn_fill(struct conn *c);
 /* Reads straight into <p>; same returns as conn_fill(). */
 ssize_t conn_recv(struct conn *c, void *p, size_t len);
-/* The current monotonic time in milliseconds. */
-uint64_t now_ms(void);
 /* Frees a closed connection (proto_text.c, after its last callback). */
 void conn_release(struct conn *c);
 /* Marks <c> to be looked at again from its thread's loop. */
@@ -194,6 +154,8 @@ void proto_abort(struct conn *c);
 void proto_stats(struct conn *c, const char *arg, size_t len);
 /* stats conns: one block per open connection and the listener. */
 void server_stats_conns(struct conn *c);
+/* The values of every table `stats` lists, now. */
+void server_stats_snapshot(struct server *srv, struct stats_snapshot *s);
 /* stats reset: zeroes the counters (not gauges such as curr_connections). */
 void server_stats_reset(struct server *srv);
 

@@ -1,6 +1,6 @@
 # libFuzzer targets: every t/fuzz/fuzz_<name>.c -> build/fuzz/fuzz_<name>.
 # A target's head comment names what it links:
-#    * sources: <repo-relative .c files>
+#    * sources: <repo-relative .c files; libgoblin = the engine's sources>
 #    * libs: <-l flags>                       (optional)
 #   make fuzz [FUZZ_S=60] [FUZZ_TARGETS="proto options"]
 #                          fuzz each target N seconds from its corpus
@@ -31,22 +31,24 @@ DEB_PACKAGES += clang llvm
 
 # $(call fuzz_head,<field>,<name>): the target's " * <field>:" line.
 fuzz_head = $(shell sed -n 's/^ \* $(1): *//p' t/fuzz/fuzz_$(2).c)
+# $(call fuzz_srcs,<name>): its sources, libgoblin spelled out.
+fuzz_srcs = $(patsubst libgoblin,$(LIBGOBLIN_SRCS),$(call fuzz_head,sources,$(1)))
 
 define FUZZ_TARGET
-build/fuzz/fuzz_$(1): t/fuzz/fuzz_$(1).c $(call fuzz_head,sources,$(1)) $(FUZZ_HDRS)
+build/fuzz/fuzz_$(1): t/fuzz/fuzz_$(1).c $(call fuzz_srcs,$(1)) $(FUZZ_HDRS)
 	@mkdir -p $$(@D)
 	@echo "  FUZZCC  $$@"
-	@$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$< $(call fuzz_head,sources,$(1)) \
+	@$$(FUZZ_CC) $$(FUZZ_CFLAGS) -o $$@ $$< $(call fuzz_srcs,$(1)) \
 		$(call fuzz_head,libs,$(1)) -luring -lnuma -lxxhash -lm
 endef
 $(foreach t,$(FUZZ_ALL),$(eval $(call FUZZ_TARGET,$(t))))
 
 # the same with clang's source-based coverage, for make fuzz-cov
 define FUZZ_COV_TARGET
-build/fuzz/cov/fuzz_$(1): t/fuzz/fuzz_$(1).c $(call fuzz_head,sources,$(1)) $(FUZZ_HDRS)
+build/fuzz/cov/fuzz_$(1): t/fuzz/fuzz_$(1).c $(call fuzz_srcs,$(1)) $(FUZZ_HDRS)
 	@mkdir -p $$(@D)
 	@echo "  FUZZCOV $$@"
-	@$$(FUZZ_CC) $$(FUZZ_COV_CFLAGS) -o $$@ $$< $(call fuzz_head,sources,$(1)) \
+	@$$(FUZZ_CC) $$(FUZZ_COV_CFLAGS) -o $$@ $$< $(call fuzz_srcs,$(1)) \
 		$(call fuzz_head,libs,$(1)) -luring -lnuma -lxxhash -lm
 endef
 FUZZ_COV_CFLAGS := $(filter-out -fsanitize=%,$(FUZZ_CFLAGS)) -fsanitize=fuzzer \
@@ -76,7 +78,8 @@ fuzz-cov: $(addprefix build/fuzz/cov/fuzz_,$(FUZZ_TARGETS))
 		llvm-profdata merge -o build/fuzz/cov/$$t.profdata build/fuzz/cov/$$t.profraw || exit 1; \
 		echo "== $$t"; \
 		llvm-cov report build/fuzz/cov/fuzz_$$t -instr-profile=build/fuzz/cov/$$t.profdata \
-			$$(sed -n 's/^ \* sources: *//p' t/fuzz/fuzz_$$t.c) | \
+			$$(sed -n 's/^ \* sources: *//p' t/fuzz/fuzz_$$t.c | \
+				sed 's|libgoblin|$(LIBGOBLIN_SRCS)|') | \
 			awk '$$1 !~ /^-/ { printf "  %-34s lines %-8s regions %-8s branches %s\n", \
 				$$1, $$10, $$4, $$13 }' | sed 1d; \
 	done

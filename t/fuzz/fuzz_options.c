@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: goblin-store's command line (storaged/options.c).
- * sources: storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
+ * sources: storaged/options.c storaged/stats.c shared/size.c libgoblin
  *
  * The input, split on NUL bytes, is argv[1..] (each argument copied to a
  * buffer of its exact size).  getopt's state is reset (optind = 0) before

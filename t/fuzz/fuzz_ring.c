@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/link_conn.c storaged/link_ops.c storaged/link_server.c shared/ring.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
+ * sources: storaged/link_conn.c storaged/link_ops.c storaged/link_server.c storaged/stats.c shared/ring.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (link_local_*: no socket, no thread) over a small RAM-only

@@ -2,7 +2,7 @@
  * libFuzzer target: the daemon's whole memcache text protocol
  * (storaged/proto_text.c: proto_process() and everything it calls) on a
  * RAM-only engine, with a fake connection in place of storaged/server.c.
- * sources: storaged/proto_text.c storaged/proto_parse.c storaged/options.c shared/size.c storaged/engine.c storaged/region.c storaged/pool.c storaged/io.c shared/log.c
+ * sources: storaged/proto_text.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -18,7 +18,7 @@
  * The fake connection queues replies straight into one buffer: the output
  * queue's limits (server.c) are not exercised.  It follows server.h's
  * interface before and after the front-end hardening (CONN_PINS_MAX:
- * conn_reply_value(), EOF as c->eof, stats conns/reset).
+ * conn_reply_value(), EOF as c->eof, stats conns).
  *
  * FUZZ_OPEN (t/fuzz/fuzz.h) skips the checks of bugs found and not fixed;
  * FUZZ_TEXT_DUMP=1 prints the replies (build/fuzz/fuzz_text FILE).
@@ -141,12 +141,6 @@ uint64_t now_ms(void)
 void server_stats_conns(struct conn *c)
 {
 	(void)c;
-}
-
-void server_stats_reset(struct server *s)
-{
-	memset(&s->st, 0, sizeof(s->st));
-	gs_stats(s->e, &s->base);
 }
 
 /* the client half-closed: what it sent before gets its answers */

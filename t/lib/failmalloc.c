@@ -1,6 +1,6 @@
 /*
  * usage: LD_PRELOAD=build/t/failmalloc.so GOBLIN_FAILMALLOC=P,MIN,MAX prog
- * Fault injection for t/front-hardening.test: once the process gets
+ * Fault injection for t/daemon/front-hardening.test: once the process gets
  * SIGUSR2, malloc() of MIN..MAX bytes fails (NULL, ENOMEM) with
  * probability P per mille; SIGUSR2 again disarms.  Not for ASan builds
  * (their allocator cannot be interposed).

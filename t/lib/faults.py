@@ -1,6 +1,6 @@
 """usage: sys.path.insert(0, "t/lib"); import faults
 
-Fault-injection harness for t/faults.test and bench/reliability (stdlib
+Fault-injection harness for t/daemon/faults.test and bench/reliability (stdlib
 only, /usr/bin/python3; needs root and /dev/fuse):
 
   Device   ext4 on a direct-I/O loop device over a goblin-devmodel FUSE

@@ -1,7 +1,8 @@
-"""usage: sys.path.insert(0, "t/lib"); import linkharness as lh
+"""usage: sys.path.insert(0, "t/lib"); import linkharness
 
-The nginx link's test harness, for t/link-security.test (the daemon's
-side) and t/link-nginx.test (nginx's side), stdlib only, as root:
+The nginx link's test harness, for t/daemon/link-security.test (the
+daemon's side) and t/daemon/link-nginx.test (nginx's side), stdlib only,
+as root:
 
   check()     prints "ok" or "FAIL" and a description, counts failures
   Daemon      a goblin-store on a socket path, its log

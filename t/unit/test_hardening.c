@@ -810,7 +810,7 @@ static void pool_dirs(void)
 		mkdir(dir, 0700);
 		CHECK(chown(dir, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
 		ret = try_pool(dir, err, sizeof(err));
-		CHECK(ret == -EPERM && strstr(err, "owned by uid"), "other-owned: %d %s",
+		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned: %d %s",
 		      ret, err);
 		snprintf(link, sizeof(link), "%s/extents", dir);
 		CHECK(access(link, F_OK) < 0, "other-owned: extents created");
@@ -825,7 +825,7 @@ static void pool_dirs(void)
 		snprintf(link, sizeof(link), "%s/extents", dir);
 		CHECK(chown(link, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
 		ret = try_pool(dir, err, sizeof(err));
-		CHECK(ret == -EPERM && strstr(err, "owned by uid"), "other-owned file: %d %s",
+		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned file: %d %s",
 		      ret, err);
 		CHECK(chown(link, 0, 0) == 0, "chown back");
 	}

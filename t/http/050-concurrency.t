@@ -1,4 +1,4 @@
-# usage: prove t/050-concurrency.t
+# usage: prove t/http/050-concurrency.t
 # 200 clients at once, 800 downloads in all, while another process keeps
 # overwriting and deleting the same keys over HTTP and memcache: every
 # body is one version byte for byte (pins keep what is being sent), or a

@@ -1,4 +1,4 @@
-# usage: prove t/020-sizes.t
+# usage: prove t/http/020-sizes.t
 # Byte-exact bodies of 1 B, 256 KiB (one RAM head), 256 KiB + 1 (one byte
 # on the SSD), 8 MiB (head, SSD prefix, HDD tail) and 33 MiB: PUT then GET
 # through HTTP, and the same objects through memcache both ways (one

@@ -1,4 +1,4 @@
-# usage: prove t/060-config.t
+# usage: prove t/http/060-config.t
 # `nginx -t` refuses bad goblin directives with a clear message, and takes
 # good ones.  Each block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.

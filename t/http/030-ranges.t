@@ -1,4 +1,4 @@
-# usage: prove t/030-ranges.t
+# usage: prove t/http/030-ranges.t
 # Single ranges in each tier of an 8 MiB object (RAM head [0, 256K), SSD
 # prefix [256K, 1.25M), HDD tail [1.25M, 8M)) and across their borders,
 # byte-exact; a range that starts in the HDD tail reads one HDD chunk and

@@ -1,4 +1,4 @@
-# usage: prove t/070-http2.t
+# usage: prove t/http/070-http2.t
 # Every byte of a tiered 8 MiB object over HTTP/2 and HTTP/1.1, with gzip
 # and sub_filter in the filter chain too: fast sequential loops, slow
 # clients (curl --limit-rate) alongside fast ones, many streams on one

@@ -1,15 +1,11 @@
-# The HTTP suites (t/*.t, run by prove) and the Perl modules that
+# The HTTP suites (t/http/*.t, run by prove) and the Perl modules that
 # t/lib/Test/Nginx/Socket.pm needs; the stream module is loaded by
-# t/000-harness.t to check main_config/load_module.
+# t/http/000-harness.t to check main_config/load_module.
 DEB_PACKAGES += libnginx-mod-stream \
 	libtest-base-perl libtext-diff-perl libtest-longstring-perl \
 	liblist-moreutils-perl liburi-perl libipc-run-perl
 
-# t/unit/test_ring.c checks the ring helpers both sides compile.
-UNIT_SRCS += shared/ring.c
-UNIT_HDRS += shared/ring.h shared/ring-t.h
-
-# t/070-http2.t and the HTTP/2 pass: curl and h2load (HTTP/2 clients),
+# t/http/070-http2.t and the HTTP/2 pass: curl and h2load (HTTP/2 clients),
 # Protocol::HTTP2 for many streams on one connection.
 DEB_PACKAGES += curl nghttp2-client libprotocol-http2-perl
 
@@ -27,7 +23,7 @@ test-nginx-asan: build/asan/ngx_http_goblin_module.so build/goblin-store
 	GOBLIN_NGX_MODULE=$(CURDIR)/build/asan/ngx_http_goblin_module.so \
 	TEST_NGINX_BINARY=$(CURDIR)/t/nginx-asan TEST_NGINX_USE_HTTP2=1 \
 	GOBLIN_SANITIZER_LOGS=$(CURDIR)/$(NGX_ASAN_REPORTS) \
-	BUILD=build prove t/*.t
+	BUILD=build prove t/http/*.t
 	@if [ -n "$$(ls -A $(NGX_ASAN_REPORTS))" ]; then \
 		cat $(NGX_ASAN_REPORTS)/*; \
 		echo "test-nginx-asan: sanitizer reports in $(NGX_ASAN_REPORTS)" >&2; \

@@ -1,4 +1,4 @@
-# usage: prove t/010-http.t
+# usage: prove t/http/010-http.t
 # HTTP semantics of ngx_http_goblin_module against a real goblin-store:
 # every status code (200 201 204 206 304 400 404 405 411 413 416 503 507),
 # the headers, goblin_key, goblin_methods, goblin_status.

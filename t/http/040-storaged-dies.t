@@ -1,4 +1,4 @@
-# usage: prove t/040-storaged-dies.t
+# usage: prove t/http/040-storaged-dies.t
 # goblin-store killed in the middle of a 33 MiB download: the response is
 # cut cleanly (a correct prefix, then the connection closes), new requests
 # get 503 until the worker has reconnected by itself to a restarted

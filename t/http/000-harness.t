@@ -1,4 +1,4 @@
-# usage: prove t/000-harness.t
+# usage: prove t/http/000-harness.t
 # Checks the Test::Nginx::Socket harness itself with stock nginx directives
 # only (return, add_header, proxy_pass, sub_filter, the stream module).
 BEGIN { push @INC, 't/lib' }

@@ -1,0 +1,197 @@
+/*
+ * The serving-loop skeleton (loop.h).  The loop's own descriptors are
+ * tagged in epoll with the address of their field in struct loop, which
+ * no owner pointer can equal.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+
+#define LOOP_EVENTS	64		/* epoll events taken per wait */
+
+uint64_t loop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t loop_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int epoll_add(struct loop *l, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int loop_init(struct loop *l, const struct loop_ops *ops, void *owner)
+{
+	int ret;
+
+	*l = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1, .ops = ops,
+			    .owner = owner };
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0)
+		return -errno;
+	l->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->stopfd < 0) {
+		ret = -errno;
+		goto out_epoll;
+	}
+	ret = epoll_add(l, l->stopfd, EPOLLIN, &l->stopfd);
+	if (ret)
+		goto out_stopfd;
+	return 0;
+
+out_stopfd:
+	close(l->stopfd);
+out_epoll:
+	close(l->epfd);
+	l->epfd = l->stopfd = -1;
+	return ret;
+}
+
+void loop_fini(struct loop *l)
+{
+	if (l->stopfd >= 0)
+		close(l->stopfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	l->epfd = l->stopfd = -1;
+}
+
+int loop_set_io(struct loop *l, struct gs_io *io)
+{
+	int ret = epoll_add(l, gs_io_fd(io), EPOLLIN, &l->io);
+
+	if (!ret)
+		l->io = io;
+	return ret;
+}
+
+int loop_listen(struct loop *l, int lfd, bool exclusive)
+{
+	l->lfd = lfd;
+	l->listen_exclusive = exclusive;
+	return loop_listen_resume(l);
+}
+
+int loop_listen_pause(struct loop *l)
+{
+	if (!l->listening)
+		return 0;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->lfd, NULL) < 0)
+		return -errno;
+	l->listening = false;
+	return 0;
+}
+
+int loop_listen_resume(struct loop *l)
+{
+	uint32_t events = EPOLLIN | (l->listen_exclusive ? EPOLLEXCLUSIVE : 0);
+	int ret;
+
+	if (l->listening)
+		return 0;
+	ret = epoll_add(l, l->lfd, events, &l->lfd);
+	if (ret && ret != -EEXIST)
+		return ret;
+	l->listening = true;
+	return 0;
+}
+
+int loop_add(struct loop *l, int fd, uint32_t events, void *ptr)
+{
+	return epoll_add(l, fd, events, ptr);
+}
+
+int loop_mod(struct loop *l, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+}
+
+void loop_del(struct loop *l, int fd)
+{
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+void loop_stop(struct loop *l)
+{
+	eventfd_write(l->stopfd, 1);
+}
+
+/* Milliseconds epoll_wait() may sleep: -1 for ever. */
+static int wait_ms(struct loop *l)
+{
+	uint64_t at, now;
+
+	if (!l->ops->deadline)
+		return -1;
+	at = l->ops->deadline(l);
+	if (!at)
+		return -1;
+	now = loop_now_ms();
+	if (at <= now)
+		return 0;
+	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
+}
+
+/* Hands the round's <n> events to their owners; false once stopped. */
+static bool dispatch(struct loop *l, const struct epoll_event *evs, int n)
+{
+	bool run = true;
+
+	for (int i = 0; i < n; i++) {
+		void *p = evs[i].data.ptr;
+
+		if (p == &l->stopfd)
+			run = false;
+		else if (p == &l->lfd)
+			l->ops->accept(l);
+		else if (p == &l->io)
+			gs_io_run(l->io, false);
+		else
+			l->ops->event(l, p, evs[i].events);
+	}
+	return run;
+}
+
+int loop_run(struct loop *l)
+{
+	struct epoll_event evs[LOOP_EVENTS];
+	bool run = true;
+	int n;
+
+	while (run) {
+		n = epoll_wait(l->epfd, evs, LOOP_EVENTS, wait_ms(l));
+		if (n < 0 && errno != EINTR) {
+			int err = errno;
+
+			log_err("epoll_wait: %s", strerror(err));
+			return -err;
+		}
+		if (l->ops->due)
+			l->ops->due(l, loop_now_ms());
+		run = dispatch(l, evs, n < 0 ? 0 : n);
+		if (l->ops->round_end)
+			l->ops->round_end(l);
+	}
+	return 0;
+}

@@ -1,0 +1,295 @@
+/*
+ * append/prepend: memcache's concatenation of a stored value with new
+ * bytes, built on a stream (the old value) and a writer (the new one).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uring.h"
+
+/* The old value streams in through gs_stream (io_uring, checksummed), the
+ * new one goes out through a writer: no whole-value copy, no blocking read.
+ * The appended bytes (held by the caller) count against the admission bound
+ * from the start, as the writer's credit: its first buffers are paid from
+ * it, so a large append can't wait on its own charge. */
+struct concat {
+	struct deferred def;
+	struct gs_io *io;
+	struct gs_writer *w;
+	struct gs_obj *old;
+	struct gs_stream *s;
+	const char *data;
+	size_t len;
+	bool prepend;
+	uint64_t pos, total;
+	gs_done_fn done;
+	void *arg;
+	struct io_waiter waiter;
+	/* streamed from the caller (gs_concat_open): */
+	char *buf;			/* the appended bytes as they arrive */
+	uint64_t got;
+	uint64_t charged;		/* admission held for buf, not yet the writer's */
+	int error;			/* no room for buf: the bytes go to the sink */
+	uint8_t klen;
+	char key[GS_KEY_MAX];
+};
+
+static void concat_free(struct concat *k)
+{
+	waiter_del(&k->waiter);
+	gs_writer_abort(&k->w);
+	gs_stream_close(&k->s);
+	gs_obj_put(k->io->e, &k->old);
+	if (k->charged)
+		admission_release(k->io, k->charged);
+	free(k->buf);
+	free(k);
+}
+
+static void concat_done(void *arg, int res)
+{
+	struct concat *k = arg;
+
+	k->done(k->arg, res);
+	concat_free(k);
+}
+
+static void concat_fail(struct concat *k, int res)
+{
+	gs_writer_abort(&k->w);
+	gs_stream_close(&k->s);
+	defer(k->io, &k->def, concat_done, k, res);
+}
+
+/* Copies old bytes into [p, p + *n) from the stream; -EAGAIN: not landed
+ * (its wake brings us back). */
+static int concat_copy_old(struct concat *k, char *p, size_t *n)
+{
+	const void *src;
+	size_t have;
+	int ret = gs_stream_peek(k->s, &src, &have);
+
+	if (ret < 0)
+		return ret;
+	if (!have)
+		return -EIO;		/* the old value ended early */
+	if (*n > have)
+		*n = have;
+	memcpy(p, src, *n);
+	gs_stream_consume(k->s, *n);
+	return 0;
+}
+
+static void concat_pump(void *arg)
+{
+	struct concat *k = arg;
+	uint64_t old_size = k->old->meta.size;
+	uint64_t data_at = k->prepend ? 0 : old_size;
+
+	while (k->w && k->pos < k->total) {
+		void *p;
+		size_t n;
+		int ret = gs_writer_buf(k->w, &p, &n, concat_pump, k);
+
+		if (ret == -EAGAIN)
+			return;
+		if (k->pos >= data_at && k->pos < data_at + k->len) {
+			if (n > data_at + k->len - k->pos)
+				n = data_at + k->len - k->pos;
+			memcpy(p, k->data + (k->pos - data_at), n);
+		} else {
+			uint64_t old_end = k->prepend ? k->total : old_size;
+
+			if (n > old_end - k->pos)
+				n = old_end - k->pos;
+			ret = concat_copy_old(k, p, &n);
+			if (ret == -EAGAIN)
+				return;
+			if (ret < 0) {
+				concat_fail(k, ret);
+				return;
+			}
+		}
+		gs_writer_advance(k->w, n);
+		k->pos += n;
+	}
+	if (!k->w)
+		return;
+	gs_stream_close(&k->s);
+	gs_writer_finish(&k->w, GS_REPLACE, 0, concat_done, k);
+}
+
+static void concat_wake(void *arg)
+{
+	struct concat *k = arg;
+
+	if (k->w)
+		concat_pump(k);
+}
+
+/* Admission is held (k->charged): hands it to the writer, reads the old
+ * value in and pumps. */
+static void concat_start(struct concat *k)
+{
+	struct gs_io *io = k->io;
+	int ret;
+
+	writer_set_credit(k->w, k->charged);
+	k->charged = 0;
+	ret = gs_stream_open(io, k->old, 0, k->old->meta.size, concat_wake, k,
+			     &k->s);
+	if (ret < 0) {
+		defer(io, &k->def, concat_done, k, ret);
+		return;
+	}
+	concat_pump(k);
+}
+
+/* Starts once the appended bytes fit under the admission bound. */
+static void concat_admit(void *arg)
+{
+	struct concat *k = arg;
+	struct gs_io *io = k->io;
+
+	if (admission_full(io->e, k->len)) {
+		STAT_ADD(io->e, admission_waits, 1);
+		waiter_add(&io->writer_bufs.waiters, &k->waiter, concat_admit, k);
+		return;
+	}
+	/* the appended bytes count until the writer's buffers take them over */
+	STAT_ADD(io->e, admission_bytes, k->len);
+	k->charged = k->len;
+	concat_start(k);
+}
+
+int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
+	      const void *data, size_t len, gs_done_fn done, void *arg)
+{
+	struct concat *k = calloc(1, sizeof(*k));
+	const struct gs_meta *m;
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	*k = (struct concat){ .io = io, .prepend = prepend, .data = data,
+			      .len = len, .done = done, .arg = arg };
+	waiter_init(&k->waiter);
+	ret = gs_lookup(io->e, key, klen, &k->old);
+	if (ret < 0)
+		goto out_free;
+	m = gs_obj_meta(k->old);
+	k->total = m->size + len;
+	ret = gs_writer_open(io, key, klen, k->total, m->flags, m->exptime, &k->w);
+	if (ret < 0)
+		goto out_free;
+	concat_admit(k);
+	return 0;
+
+out_free:
+	concat_free(k);
+	return ret;
+}
+
+int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
+		   bool prepend, size_t len, struct gs_concat **kp)
+{
+	struct concat *k;
+
+	if (klen > GS_KEY_MAX)
+		return -EINVAL;
+	if (len > io->e->cfg.max_object)
+		return -E2BIG;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
+			      .klen = klen };
+	waiter_init(&k->waiter);
+	memcpy(k->key, key, klen);
+	*kp = (struct gs_concat *)k;
+	return 0;
+}
+
+int gs_concat_buf(struct gs_concat *kc, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg)
+{
+	struct concat *k = (struct concat *)kc;
+	struct gs_io *io = k->io;
+	uint64_t left = k->len - k->got;
+
+	if (!k->buf && !k->error) {
+		if (admission_full(io->e, k->len)) {
+			if (!waiter_queued(&k->waiter))
+				STAT_ADD(io->e, admission_waits, 1);
+			waiter_add(&io->writer_bufs.waiters, &k->waiter, wake, arg);
+			return -EAGAIN;
+		}
+		k->buf = malloc(k->len ? k->len : 1);
+		if (k->buf) {
+			STAT_ADD(io->e, admission_bytes, k->len);
+			k->charged = k->len;
+		} else {
+			k->error = -ENOMEM;
+		}
+	}
+	if (k->error) {
+		*p = io->sink;
+		*len = left < SINK_LEN ? left : SINK_LEN;
+	} else {
+		*p = k->buf + k->got;
+		*len = left;
+	}
+	return 0;
+}
+
+void gs_concat_advance(struct gs_concat *kc, size_t n)
+{
+	((struct concat *)kc)->got += n;
+}
+
+int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
+{
+	struct concat *k = (struct concat *)*kp;
+	struct gs_io *io = k->io;
+	const struct gs_meta *m;
+	int ret;
+
+	if (k->got != k->len)
+		return -EINVAL;
+	*kp = NULL;
+	ret = k->error;
+	if (!k->buf && !ret) {		/* nothing to append: no admission asked */
+		k->buf = malloc(1);
+		ret = k->buf ? 0 : -ENOMEM;
+	}
+	if (!ret)
+		ret = gs_lookup(io->e, k->key, k->klen, &k->old);
+	if (ret < 0)
+		goto out_free;
+	k->data = k->buf;
+	k->done = done;
+	k->arg = arg;
+	m = gs_obj_meta(k->old);
+	k->total = m->size + k->len;
+	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
+			     m->exptime, &k->w);
+	if (ret < 0)
+		goto out_free;
+	concat_start(k);
+	return 0;
+
+out_free:
+	concat_free(k);
+	return ret;
+}
+
+void gs_concat_abort(struct gs_concat **kp)
+{
+	struct concat *k = (struct concat *)*kp;
+
+	if (!k)
+		return;
+	*kp = NULL;
+	concat_free(k);
+}

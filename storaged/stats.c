@@ -1,0 +1,187 @@
+/*
+ * The one stats emitter (stats.h): walks the tables in order and hands each
+ * name, value and description to a sink.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "stats.h"
+
+static void emit_U64(const struct stats_sink *sink, const char *name,
+		     uint64_t v, const char *desc)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	sink->emit(sink->arg, name, buf, desc);
+}
+
+static void emit_TEXT(const struct stats_sink *sink, const char *name,
+		      const char *v, const char *desc)
+{
+	sink->emit(sink->arg, name, v ? v : "", desc);
+}
+
+static void emit_TIMEVAL(const struct stats_sink *sink, const char *name,
+			 struct timeval v, const char *desc)
+{
+	char buf[48];
+
+	snprintf(buf, sizeof(buf), "%ld.%06ld", (long)v.tv_sec,
+		 (long)v.tv_usec);
+	sink->emit(sink->arg, name, buf, desc);
+}
+
+void stats_emit(unsigned tables, const struct stats_snapshot *s,
+		const struct stats_sink *sink)
+{
+#define EMIT_KIND(name, kind, desc) emit_##kind(sink, #name, s->name, desc);
+#define EMIT_SERVER(name, desc) emit_U64(sink, #name, s->server.name, desc);
+#define EMIT_FIELD(name, desc) emit_U64(sink, #name, s->name, desc);
+#define EMIT_ENGINE(name, desc) emit_U64(sink, #name, s->engine.name, desc);
+#define EMIT_SINCE(name, since_reset, desc)				\
+	emit_U64(sink, #name, s->engine.name -				\
+		 ((since_reset) ? s->engine_base.name : 0), desc);
+#define EMIT_RING(name, desc) emit_U64(sink, #name, s->ring[ST_##name], desc);
+	if (tables & STATS_PROCESS) {
+		PROCESS_STATS(EMIT_KIND)
+	}
+	if (tables & STATS_SERVER) {
+		SERVER_STATS(EMIT_SERVER)
+	}
+	if (tables & STATS_SUMMARY) {
+		SUMMARY_STATS(EMIT_FIELD, EMIT_SINCE)
+	}
+	if (tables & STATS_ENGINE) {
+		GS_STATS(EMIT_ENGINE)
+	}
+	if (tables & STATS_POOLS) {
+		POOL_STATS(EMIT_FIELD)
+	}
+	if (tables & STATS_SLABS) {
+		SLAB_STATS(EMIT_FIELD)
+	}
+	if (tables & STATS_RING) {
+		RING_STATS(EMIT_RING)
+	}
+#undef EMIT_KIND
+#undef EMIT_SERVER
+#undef EMIT_FIELD
+#undef EMIT_ENGINE
+#undef EMIT_SINCE
+#undef EMIT_RING
+}
+
+void stats_process(struct stats_snapshot *s, time_t started)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	s->pid = getpid();
+	s->time = time(NULL);
+	s->uptime = s->time - started;
+	s->version = GOBLIN_VERSION;
+	s->pointer_size = 8 * sizeof(void *);
+	s->rusage_user = ru.ru_utime;
+	s->rusage_system = ru.ru_stime;
+}
+
+/* ---- the link's "name value\n" text ---- */
+
+struct text_buf {
+	char *buf;
+	size_t size, len;
+};
+
+static void text_emit(void *arg, const char *name, const char *value,
+		      const char *desc)
+{
+	struct text_buf *t = arg;
+
+	(void)desc;
+	if (t->len >= t->size)
+		return;
+	t->len += snprintf(t->buf + t->len, t->size - t->len, "%s %s\n",
+			   name, value);
+	if (t->len > t->size)
+		t->len = t->size;
+}
+
+size_t stats_format(unsigned tables, const struct stats_snapshot *s,
+		    char *buf, size_t size)
+{
+	struct text_buf t = { .buf = buf, .size = size };
+	struct stats_sink sink = { text_emit, &t };
+
+	stats_emit(tables, s, &sink);
+	return t.len;
+}
+
+/* ---- --help=stats ---- */
+
+/* Rows of one description in a row share a line: "| `a`, `b` | desc |". */
+struct markdown_rows {
+	const char *desc;
+	char names[1024];
+	size_t len;
+};
+
+static void markdown_flush(struct markdown_rows *m)
+{
+	if (m->desc)
+		printf("| %s | %s |\n", m->names, m->desc);
+	m->desc = NULL;
+	m->len = 0;
+	m->names[0] = 0;
+}
+
+static void markdown_emit(void *arg, const char *name, const char *value,
+			  const char *desc)
+{
+	struct markdown_rows *m = arg;
+	int n;
+
+	(void)value;
+	if (m->desc && strcmp(m->desc, desc))
+		markdown_flush(m);
+	n = snprintf(m->names + m->len, sizeof(m->names) - m->len, "%s`%s`",
+		     m->desc ? ", " : "", name);
+	if (n > 0 && (size_t)n < sizeof(m->names) - m->len)
+		m->len += n;
+	m->desc = desc;
+}
+
+static void markdown_table(unsigned tables)
+{
+	static const struct stats_snapshot none;
+	struct markdown_rows m = { 0 };
+	struct stats_sink sink = { markdown_emit, &m };
+
+	printf("| stat | meaning |\n|---|---|\n");
+	stats_emit(tables, &none, &sink);
+	markdown_flush(&m);
+}
+
+void stats_markdown(void)
+{
+	printf("`stats` (memcached's general fields plus the front end's counters):\n\n");
+	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY);
+	printf("\n`stats goblin` (the engine):\n\n");
+	markdown_table(STATS_ENGINE | STATS_POOLS);
+	printf("\nThe nginx ring's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
+	markdown_table(STATS_RING);
+	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
+	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "
+	       "`stats items` (none), `stats sizes` (`sizes_status disabled`), "
+	       "`stats conns` (per connection: `addr`, `listen_addr`, `state`, "
+	       "`secs_since_last_cmd`) answer as memcached's do; `stats reset` "
+	       "answers `RESET` and zeroes the counters of `stats` (not "
+	       "`curr_connections`, `curr_items`, `bytes`; `stats goblin` keeps "
+	       "counting from the start).\n");
+}

@@ -1,0 +1,581 @@
+/*
+ * Reads: streams that read an object's disk chunks ahead of the sender
+ * (tail first), and whole-object reads into caller memory.
+ *
+ * A stream takes its whole read-ahead window (up to io_buffers buffers of
+ * io->stream_bufs, cut into SSD-chunk slices) at once and recycles it until
+ * it closes, so streams can't deadlock on each other; while others wait for
+ * a window, gs_io_run() takes it back from a stream whose consumer left its
+ * landed bytes unread for READAHEAD_STALL_MS (they are read, and checked,
+ * again when it returns).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "log.h"
+#include "uring.h"
+
+#define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
+
+/* ---- checks shared by streams and read_into ---- */
+
+/* Verifies a landed chunk; on failure counts it and drops the object. */
+static int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		       const char *data, int res)
+{
+	struct gs_engine *e = io->e;
+	const struct chunk *c = &obj->chunks[ci];
+
+	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
+		STAT_ADD(e, checksum_errors, 1);
+		log_warn("checksum mismatch in chunk %u of \"%.*s\": object dropped",
+			 ci, obj->klen, obj->key);
+		res = -EBADMSG;
+	}
+	if (res < 0) {
+		engine_drop(e, obj);
+		return res;
+	}
+	STAT_ADD(e, disk_reads, 1);
+	STAT_ADD(e, disk_read_bytes, c->len);
+	return 0;
+}
+
+static void pin(struct gs_engine *e, struct gs_obj *obj)
+{
+	pthread_mutex_lock(&e->lock);
+	obj->refs++;
+	STAT_ADD(e, pins, 1);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Fills <order> with the disk chunks of [first, last) in submission order:
+ * with <lead>, the first HDD chunk (the longest wait) first, then offset
+ * order.  A window of one buffer must not lead: the chunk holding it
+ * could not be sent before the ones it jumped. */
+static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
+			   uint32_t last, bool lead_tail, uint32_t *order)
+{
+	uint32_t n = 0, lead = UINT32_MAX;
+
+	for (uint32_t c = first; lead_tail && c < last; c++)
+		if (obj->chunks[c].tier == GS_TIER_HDD) {
+			lead = c;
+			break;
+		}
+	if (lead != UINT32_MAX)
+		order[n++] = lead;
+	for (uint32_t c = first; c < last; c++)
+		if (c != lead && obj->chunks[c].tier != GS_TIER_RAM)
+			order[n++] = c;
+	return n;
+}
+
+/* ---- streams ---- */
+
+enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
+
+/* A window buffer is cut into slices of one SSD chunk: an SSD chunk takes
+ * one, an HDD chunk (up to a whole buffer) takes as many as it spans. */
+#define SLICE		GS_SSD_CHUNK
+#define SLICES		(GS_IO_BUFFER / SLICE)
+#define ALL_SLICES	((1u << SLICES) - 1)
+
+struct stream_slot {
+	uint8_t state;
+	int8_t win;			/* window buffer holding it, -1 none */
+	uint8_t slices;			/* its slices in that buffer */
+	uint32_t boff;			/* where it starts in that buffer */
+	uint64_t off;			/* object offset of the chunk */
+};
+
+struct gs_stream {
+	struct gs_io *io;
+	struct gs_obj *obj;
+	uint64_t pos, end;
+	uint32_t first, last, cur;
+	uint32_t *order;
+	uint32_t norder, next_submit;
+	struct stream_slot *slots;	/* index: chunk - first */
+	int *window;			/* our buffers, held until close or reclaim */
+	uint8_t *free_slices;		/* per window buffer: bit set = free */
+	unsigned window_size;
+	bool have_window;
+	struct list hold;		/* on io->holders while it has a window */
+	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
+	unsigned inflight;
+	int error;
+	bool closed;
+	gs_wake_fn wake;
+	void *arg;
+	struct io_waiter waiter;
+};
+
+static void stream_refill(struct gs_stream *s);
+static void put_slices(struct gs_stream *s, struct stream_slot *sl);
+static unsigned window_for(struct gs_stream *s, unsigned max);
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Gives the window buffers of <s> back to io->stream_bufs. */
+static void window_put(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+
+	if (!s->have_window)
+		return;
+	for (unsigned i = 0; i < s->window_size; i++)
+		iobuf_put(&io->stream_bufs, s->window[i]);
+	s->have_window = false;
+	list_del(&s->hold);
+	if (!list_empty(&io->stream_bufs.waiters))
+		kick(io);
+}
+
+static void stream_free(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+
+	window_put(s);
+	waiter_del(&s->waiter);
+	gs_obj_put(io->e, &s->obj);
+	free(s->order);
+	free(s->slots);
+	free(s->window);
+	free(s->free_slices);
+	free(s);
+}
+
+/* A window came free (called from gs_io_run). */
+static void stream_retry(void *arg)
+{
+	struct gs_stream *s = arg;
+
+	stream_refill(s);
+	if (s->error && s->wake)
+		s->wake(s->arg);
+}
+
+/* Whether <s> holds a window whose bytes its consumer has left unread for
+ * READAHEAD_STALL_MS: nothing in flight, the next chunk landed. */
+static bool stream_stalled(const struct gs_stream *s, uint64_t now)
+{
+	const struct stream_slot *sl;
+
+	if (s->inflight || s->cur >= s->last)
+		return false;
+	sl = &s->slots[s->cur - s->first];
+	return sl->state == CH_READY && sl->win >= 0 &&
+	       now - s->stall_since >= READAHEAD_STALL_MS * 1000000ull;
+}
+
+/* Takes the window from a stalled stream: its landed chunks are forgotten
+ * and read again (checksums checked again) when its consumer comes back. */
+static void stream_reclaim(struct gs_stream *s)
+{
+	for (uint32_t c = s->cur; c < s->last; c++) {
+		struct stream_slot *sl = &s->slots[c - s->first];
+
+		if (s->obj->chunks[c].tier == GS_TIER_RAM)
+			continue;
+		put_slices(s, sl);
+		sl->state = CH_IDLE;
+	}
+	s->norder = read_order(s->obj, s->cur, s->last,
+			       s->io->e->cfg.io_buffers > 1, s->order);
+	s->next_submit = 0;
+	window_put(s);
+	s->window_size = window_for(s, s->io->e->cfg.io_buffers);
+	STAT_ADD(s->io->e, readahead_reclaims, 1);
+}
+
+/* Only from gs_io_run(), between callbacks: a consumer may use what
+ * gs_stream_peek() returned until it is back in its event loop, never
+ * longer.  Holders are tried newest first. */
+bool stream_reclaim_windows(struct gs_io *io)
+{
+	struct list *head = &io->stream_bufs.waiters, *n, *prev;
+	unsigned need = 0, before = io->stream_bufs.nfree;
+	uint64_t now = now_ns();
+
+	for (n = head->next; n != head; n = n->next)
+		need += list_entry(n, struct gs_stream, waiter.node)->window_size;
+	for (n = io->holders.prev;
+	     n != &io->holders && io->stream_bufs.nfree < need; n = prev) {
+		struct gs_stream *h = list_entry(n, struct gs_stream, hold);
+
+		prev = n->prev;
+		if (stream_stalled(h, now))
+			stream_reclaim(h);
+	}
+	return io->stream_bufs.nfree > before;
+}
+
+void stream_arm_stall_timer(struct gs_io *io)
+{
+	uring_arm_timer(io, READAHEAD_STALL_MS * 1000000ll / 2);
+}
+
+static bool take_window(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+	struct iobufs *bs = &io->stream_bufs;
+
+	if (s->have_window)
+		return true;
+	if (bs->nfree < s->window_size) {
+		waiter_add(&bs->waiters, &s->waiter, stream_retry, s);
+		stream_waiters_check(io);	/* the timer finds stalled holders */
+		return false;
+	}
+	for (unsigned i = 0; i < s->window_size; i++) {
+		s->window[i] = iobuf_get(bs);
+		s->free_slices[i] = ALL_SLICES;
+	}
+	s->have_window = true;
+	list_add_tail(&io->holders, &s->hold);
+	return true;
+}
+
+static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
+{
+	const struct chunk *ch = &s->obj->chunks[c];
+	uint32_t alen = round_up(ch->len, tier_align(s->io->e, ch->tier));
+
+	return (alen + SLICE - 1) / SLICE;
+}
+
+/* Finds <n> adjacent free slices in one window buffer for chunk <c>. */
+static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
+{
+	for (unsigned i = 0; i < s->window_size; i++)
+		for (unsigned k = 0; k + n <= SLICES; k++) {
+			uint8_t bits = ((1u << n) - 1) << k;
+
+			if ((s->free_slices[i] & bits) != bits)
+				continue;
+			s->free_slices[i] &= ~bits;
+			sl->win = i;
+			sl->slices = bits;
+			sl->boff = k * SLICE;
+			return true;
+		}
+	return false;
+}
+
+static void put_slices(struct gs_stream *s, struct stream_slot *sl)
+{
+	if (sl->win < 0)
+		return;
+	s->free_slices[sl->win] |= sl->slices;
+	sl->win = -1;
+}
+
+static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
+{
+	return iobuf_ptr(s->io, s->window[sl->win]) + sl->boff;
+}
+
+static void stream_read_done(struct io_op *op)
+{
+	struct gs_stream *s = op->owner;
+	struct stream_slot *sl = &s->slots[op->chunk - s->first];
+	int res;
+
+	s->inflight--;
+	if (s->closed) {
+		if (!s->inflight)
+			stream_free(s);
+		return;
+	}
+	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
+	if (res < 0 && !s->error)
+		s->error = res;
+	sl->state = CH_READY;
+	if (op->chunk == s->cur)
+		s->stall_since = now_ns();
+	if (s->wake && (op->chunk == s->cur || s->error))
+		s->wake(s->arg);
+}
+
+static void stream_refill(struct gs_stream *s)
+{
+	struct gs_engine *e = s->io->e;
+
+	if (s->closed || s->error || s->next_submit == s->norder)
+		return;
+	if (!take_window(s))
+		return;
+	while (s->next_submit < s->norder) {
+		uint32_t c = s->order[s->next_submit];
+		struct stream_slot *sl = &s->slots[c - s->first];
+		int ret;
+
+		if (!take_slices(s, sl, chunk_slices(s, c)))
+			break;
+		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
+			       s->window[sl->win], stream_read_done, s);
+		if (ret < 0) {
+			put_slices(s, sl);
+			s->error = -EIO;
+			STAT_ADD(e, io_errors, 1);
+			break;
+		}
+		sl->state = CH_INFLIGHT;
+		s->inflight++;
+		s->next_submit++;
+		if (c != s->cur)
+			STAT_ADD(e, readahead_chunks, 1);
+		STAT_MAX(e, readahead_max_depth, s->inflight);
+	}
+	uring_submit(s->io);
+}
+
+/* Window buffers for the chunks in <s->order>: what they span, at most
+ * <max>, and two when an HDD chunk leads (it may take a whole buffer while
+ * the chunks it jumped need room to be sent first). */
+static unsigned window_for(struct gs_stream *s, unsigned max)
+{
+	unsigned slices = 0, n;
+
+	for (uint32_t i = 0; i < s->norder; i++)
+		slices += chunk_slices(s, s->order[i]);
+	n = (slices + SLICES - 1) / SLICES;
+	if (s->norder > 1 && s->order[0] > s->order[1] && n < 2)
+		n = 2;
+	return n < max ? n : max;
+}
+
+int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		   uint64_t len, gs_wake_fn wake, void *arg,
+		   struct gs_stream **sp)
+{
+	const struct gs_meta *m = &obj->meta;
+	uint64_t end = off + len > m->size || off + len < off ? m->size : off + len;
+	struct gs_stream *s = calloc(1, sizeof(*s));
+	uint64_t coff = m->head_len;
+
+	if (!s)
+		return -ENOMEM;
+	s->io = io;
+	s->obj = obj;			/* pinned below, once it can't fail */
+	s->pos = off < end ? off : end;
+	s->end = end;
+	s->wake = wake;
+	s->arg = arg;
+	list_init(&s->hold);
+	waiter_init(&s->waiter);
+	if (end > m->head_len) {
+		uint64_t start = s->pos > m->head_len ? s->pos : m->head_len;
+
+		s->first = UINT32_MAX;
+		for (uint32_t c = 0; c < obj->nchunks; c++) {
+			uint64_t cend = coff + obj->chunks[c].len;
+
+			if (s->first == UINT32_MAX && cend > start)
+				s->first = c;
+			if (cend >= end) {
+				s->last = c + 1;
+				break;
+			}
+			coff = cend;
+		}
+	}
+	s->cur = s->first;
+	if (s->last > s->first) {
+		uint32_t n = s->last - s->first;
+
+		s->slots = calloc(n, sizeof(*s->slots));
+		s->order = calloc(n, sizeof(*s->order));
+		if (!s->slots || !s->order)
+			goto out_free;
+		coff = engine_chunk_start(obj, s->first);
+		for (uint32_t c = s->first; c < s->last; c++) {
+			struct stream_slot *sl = &s->slots[c - s->first];
+
+			sl->win = -1;
+			sl->off = coff;
+			coff += obj->chunks[c].len;
+			if (obj->chunks[c].tier == GS_TIER_RAM)
+				sl->state = CH_READY;
+		}
+		s->norder = read_order(obj, s->first, s->last,
+				       io->e->cfg.io_buffers > 1, s->order);
+		s->window_size = window_for(s, io->e->cfg.io_buffers);
+		s->window = calloc(s->window_size ? s->window_size : 1, sizeof(int));
+		s->free_slices = calloc(s->window_size ? s->window_size : 1, 1);
+		if (!s->window || !s->free_slices)
+			goto out_free;
+	}
+	pin(io->e, obj);
+	stream_refill(s);
+	*sp = s;
+	return 0;
+
+out_free:
+	free(s->slots);
+	free(s->order);
+	free(s->window);
+	free(s->free_slices);
+	free(s);
+	return -ENOMEM;
+}
+
+int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+{
+	const struct gs_obj *obj = s->obj;
+	struct stream_slot *sl;
+	const struct chunk *c;
+	uint64_t cend;
+
+	if (!s->error && s->pos >= obj->meta.head_len)
+		stream_refill(s);
+	if (s->error)
+		return s->error;
+	if (s->pos >= s->end) {
+		*len = 0;
+		return 0;
+	}
+	if (s->pos < obj->meta.head_len) {
+		*data = (const char *)obj->head + s->pos;
+		*len = (obj->meta.head_len < s->end ? obj->meta.head_len : s->end) - s->pos;
+		return 0;
+	}
+	sl = &s->slots[s->cur - s->first];
+	c = &obj->chunks[s->cur];
+	if (sl->state != CH_READY)
+		return -EAGAIN;
+	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
+	if (c->tier == GS_TIER_RAM)
+		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
+	else
+		*data = slot_ptr(s, sl) + (s->pos - sl->off);
+	*len = cend - s->pos;
+	return 0;
+}
+
+void gs_stream_consume(struct gs_stream *s, size_t n)
+{
+	s->pos += n;
+	while (s->cur < s->last) {
+		struct stream_slot *sl = &s->slots[s->cur - s->first];
+
+		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
+			break;
+		put_slices(s, sl);
+		sl->state = CH_DONE;
+		s->cur++;
+	}
+	s->stall_since = now_ns();
+	stream_refill(s);
+}
+
+uint64_t gs_stream_left(const struct gs_stream *s)
+{
+	return s->end - s->pos;
+}
+
+void gs_stream_close(struct gs_stream **sp)
+{
+	struct gs_stream *s = *sp;
+
+	if (!s)
+		return;
+	*sp = NULL;
+	s->closed = true;
+	waiter_del(&s->waiter);
+	if (!s->inflight)
+		stream_free(s);
+}
+
+/* ---- whole-object reads into caller memory ---- */
+
+struct read_into {
+	struct deferred def;
+	struct gs_io *io;
+	struct gs_obj *obj;
+	unsigned pending;
+	int res;
+	gs_done_fn done;
+	void *arg;
+};
+
+static void read_into_finish(struct read_into *r)
+{
+	gs_obj_put(r->io->e, &r->obj);
+	r->done(r->arg, r->res);
+	free(r);
+}
+
+static void read_into_chunk_done(struct io_op *op)
+{
+	struct read_into *r = op->owner;
+	int res = chunk_check(r->io, r->obj, op->chunk, op->buf, op->res);
+
+	if (res < 0 && !r->res)
+		r->res = res;
+	if (--r->pending == 0)
+		read_into_finish(r);
+}
+
+static void read_into_deferred(void *arg, int res)
+{
+	(void)res;
+	read_into_finish(arg);
+}
+
+size_t gs_read_size(const struct gs_obj *obj)
+{
+	return round_up(obj->meta.size ? obj->meta.size : 1, 65536);
+}
+
+int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
+		 gs_done_fn done, void *arg)
+{
+	struct read_into *r = calloc(1, sizeof(*r));
+	uint32_t *order = calloc(obj->nchunks + 1, sizeof(*order));
+	uint32_t n;
+	int ret = 0;
+
+	if (!r || !order) {
+		free(r);
+		free(order);
+		return -ENOMEM;
+	}
+	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
+	pin(io->e, obj);
+	n = read_order(obj, 0, obj->nchunks, true, order);
+	r->pending = 1;			/* held until every read is armed */
+	for (uint32_t i = 0; i < n && ret == 0; i++) {
+		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
+
+		r->pending++;
+		ret = uring_op_start(io, obj, order[i], false, dst, -1,
+			       read_into_chunk_done, r);
+		if (ret < 0) {
+			r->pending--;
+			r->res = ret;
+		}
+	}
+	free(order);
+	uring_submit(io);		/* the disk starts while we copy */
+	if (obj->meta.head_len)
+		memcpy(buf, obj->head, obj->meta.head_len);
+	for (uint32_t c = 0; c < obj->nchunks; c++)
+		if (obj->chunks[c].tier == GS_TIER_RAM)
+			memcpy((char *)buf + engine_chunk_start(obj, c),
+			       (char *)io->e->region.base + obj->chunks[c].addr,
+			       obj->chunks[c].len);
+	if (--r->pending == 0)
+		defer(io, &r->def, read_into_deferred, r, 0);
+	return 0;
+}
+

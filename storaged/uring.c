@@ -1,0 +1,480 @@
+/*
+ * The io_uring core of a gs_io: one ring per thread with the pool files and
+ * the I/O buffers registered, chunk operations cut into per-stripe
+ * segments, and gs_io_run(), which reaps completions and fires callbacks.
+ *
+ * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
+ * (completions reaped meanwhile go to a stash gs_io_run() drains), other
+ * errors fail the queued operations through their callbacks.  A short read
+ * or write, or one that completes with -EAGAIN, is resubmitted for what is
+ * left (seg_complete).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "uring.h"
+
+#define URING_ENTRIES	256
+#define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */
+#define TIMER_DATA(io)	((void *)&(io)->timer_armed)
+
+/* ---- submission and completion ---- */
+
+static void stash(struct gs_io *io, struct io_seg *s, int res)
+{
+	s->stash_res = res;
+	list_add_tail(&io->stash, &s->stash_node);
+}
+
+static struct io_seg *stash_pop(struct gs_io *io)
+{
+	struct io_seg *s;
+
+	if (list_empty(&io->stash))
+		return NULL;
+	s = list_entry(io->stash.next, struct io_seg, stash_node);
+	list_del(&s->stash_node);
+	return s;
+}
+
+/* Moves every completion waiting in the CQ to io->stash, to be handled by
+ * gs_io_run(); returns how many. */
+static unsigned reap_to_stash(struct gs_io *io)
+{
+	struct io_uring_cqe *cqe;
+	unsigned n = 0;
+
+	while (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
+		void *data = io_uring_cqe_get_data(cqe);
+
+		if (data == TIMER_DATA(io)) {
+			io->timer_armed = false;
+			io->timer_fired = true;
+		} else {
+			stash(io, data, cqe->res);
+		}
+		io_uring_cqe_seen(&io->uring, cqe);
+		n++;
+	}
+	if (n)
+		kick(io);
+	return n;
+}
+
+/* The kernel refused the SQ for now (-EAGAIN: no memory for requests,
+ * -EBUSY: the CQ is backed up): takes completions off its hands, waiting up
+ * to 10 ms for one.  Returns false when nothing is in flight to wait for. */
+static bool make_room(struct gs_io *io)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+
+	if (reap_to_stash(io))
+		return true;
+	if (!io->inflight && !io->timer_armed)
+		return false;
+	io_uring_wait_cqe_timeout(&io->uring, &cqe, &ts);
+	reap_to_stash(io);
+	return true;
+}
+
+/* Takes back the SQEs the kernel never consumed and completes each with
+ * <err> through io->stash (their callbacks fire from gs_io_run). */
+static void fail_unsubmitted(struct gs_io *io, int err)
+{
+	struct io_uring_sq *sq = &io->uring.sq;
+	unsigned head = io_uring_smp_load_acquire(sq->khead);
+
+	log_warn("io_uring submit failed: %s; failing %u queued I/O(s)",
+		 strerror(-err), sq->sqe_tail - head);
+	for (unsigned h = head; h != sq->sqe_tail; h++) {
+		struct io_uring_sqe *sqe = &sq->sqes[sq->array[h & sq->ring_mask]];
+		void *data = (void *)(uintptr_t)sqe->user_data;
+
+		if (data == TIMER_DATA(io))
+			io->timer_armed = false;
+		else
+			stash(io, data, -EIO);
+	}
+	sq->sqe_head = sq->sqe_tail = head;
+	io_uring_smp_store_release(sq->ktail, head);
+	kick(io);
+}
+
+void uring_submit(struct gs_io *io)
+{
+	unsigned tries = 0;
+	int ret;
+
+	while (io_uring_sq_ready(&io->uring)) {
+		ret = io_uring_submit(&io->uring);
+		if (ret > 0) {
+			tries = 0;
+			continue;
+		}
+		if (ret == 0 || ret == -EAGAIN || ret == -EBUSY || ret == -EINTR) {
+			if (++tries <= SUBMIT_TRIES && make_room(io))
+				continue;
+			if (ret == 0 || ret == -EINTR)
+				ret = -EAGAIN;
+		}
+		fail_unsubmitted(io, ret);
+		return;
+	}
+}
+
+static struct io_uring_sqe *uring_get_sqe(struct gs_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->uring);
+
+	if (!sqe) {
+		uring_submit(io);
+		sqe = io_uring_get_sqe(&io->uring);
+	}
+	return sqe;
+}
+
+void uring_arm_timer(struct gs_io *io, long long ns)
+{
+	struct io_uring_sqe *sqe = uring_get_sqe(io);
+
+	if (!sqe)
+		return;
+	io->timer_ts = (struct __kernel_timespec){ .tv_nsec = ns };
+	io_uring_prep_timeout(sqe, &io->timer_ts, 0, 0);
+	io_uring_sqe_set_data(sqe, TIMER_DATA(io));
+	io->timer_armed = true;
+	uring_submit(io);
+}
+
+static int seg_submit(struct gs_io *io, struct io_seg *s)
+{
+	struct io_op *op = s->op;
+	struct pool *p = &io->e->pools[op->tier];
+	struct io_uring_sqe *sqe = uring_get_sqe(io);
+	int file = p->dirs[s->seg.dir].fixed;
+	char *ptr = op->buf + s->seg.buf_off + s->done;
+	uint32_t len = s->seg.len - s->done;
+	uint64_t off = s->seg.off + s->done;
+
+	if (!sqe)
+		return -EBUSY;
+	if (op->buf_idx >= 0 && op->write)
+		io_uring_prep_write_fixed(sqe, file, ptr, len, off, op->buf_idx);
+	else if (op->buf_idx >= 0)
+		io_uring_prep_read_fixed(sqe, file, ptr, len, off, op->buf_idx);
+	else if (op->write)
+		io_uring_prep_write(sqe, file, ptr, len, off);
+	else
+		io_uring_prep_read(sqe, file, ptr, len, off);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, s);
+	return 0;
+}
+
+int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		   bool write, char *buf, int buf_idx, op_done_fn done,
+		   void *owner)
+{
+	struct chunk *c = &obj->chunks[ci];
+	struct pool *p = &io->e->pools[c->tier];
+	struct pool_seg segs[GS_MAX_SEGS];
+	uint32_t len = round_up(c->len, p->align);
+	struct io_op *op;
+	int n = pool_segments(p, c->addr, len, segs, GS_MAX_SEGS);
+
+	if (n < 0) {
+		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
+			 ci, (unsigned long long)c->addr, len, strerror(-n));
+		return n;
+	}
+	op = calloc(1, sizeof(*op) + n * sizeof(struct io_seg));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct io_op){ .io = io, .write = write, .buf_idx = buf_idx,
+			      .buf = buf, .len = len, .chunk = ci,
+			      .tier = c->tier, .pending = n, .done = done,
+			      .owner = owner, .nsegs = n };
+	for (int i = 0; i < n; i++) {
+		op->segs[i] = (struct io_seg){ .op = op, .seg = segs[i] };
+		if (seg_submit(io, &op->segs[i]) < 0) {
+			/* the SQ is full even after a submit: fail cleanly */
+			op->pending = i;
+			op->res = -EBUSY;
+			if (i == 0) {
+				free(op);
+				return -EBUSY;
+			}
+			break;
+		}
+	}
+	io->inflight++;
+	return 0;
+}
+
+static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
+{
+	struct io_op *op = s->op;
+	struct gs_engine *e = io->e;
+
+	if (res == -EAGAIN || res == -EINTR) {
+		if (seg_submit(io, s) == 0) {
+			uring_submit(io);
+			return;
+		}
+		res = -EIO;
+	}
+	if (res > 0) {
+		s->done += res;
+		if (s->done < s->seg.len) {
+			STAT_ADD(e, short_ios, 1);
+			if (s->done % 512 == 0 && seg_submit(io, s) == 0) {
+				uring_submit(io);
+				return;
+			}
+			res = -EIO;
+		}
+	} else if (res == 0) {
+		res = -EIO;		/* past the end of a preallocated file */
+	}
+	if (res < 0 && op->res == 0)
+		op->res = res;
+	if (--op->pending)
+		return;
+	io->inflight--;
+	if (op->res < 0) {
+		STAT_ADD(e, io_errors, 1);
+		log_warn("%s of a %s chunk failed: %s", op->write ? "write" : "read",
+			 op->tier == GS_TIER_SSD ? "ssd" : "hdd", strerror(-op->res));
+	}
+	op->done(op);
+	free(op);
+}
+
+/* ---- gs_io_run ---- */
+
+/* Fires every waiter on <head>; each re-registers if still blocked. */
+static void waiters_fire(struct list *head)
+{
+	struct list fired;
+
+	list_splice_init(head, &fired);
+	while (!list_empty(&fired)) {
+		struct io_waiter *w = list_entry(fired.next, struct io_waiter, node);
+
+		waiter_del(w);
+		w->fn(w->arg);
+	}
+}
+
+/* Handles the stashed completions and those in the CQ; returns how many. */
+static int complete_all(struct gs_io *io)
+{
+	struct io_uring_cqe *cqe;
+	struct io_seg *s;
+	int n = 0;
+
+	for (;;) {
+		if ((s = stash_pop(io))) {
+			seg_complete(io, s, s->stash_res);
+		} else if (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
+			void *data = io_uring_cqe_get_data(cqe);
+			int res = cqe->res;
+
+			io_uring_cqe_seen(&io->uring, cqe);
+			if (data == TIMER_DATA(io)) {
+				io->timer_armed = false;
+				io->timer_fired = true;
+			} else {
+				seg_complete(io, data, res);
+			}
+		} else {
+			break;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Fires the callbacks deferred so far; returns how many. */
+static int fire_deferred(struct gs_io *io)
+{
+	struct list now;
+	int n = 0;
+
+	list_splice_init(&io->deferred, &now);
+	while (!list_empty(&now)) {
+		struct deferred *d = list_entry(now.next, struct deferred, node);
+
+		list_del(&d->node);
+		d->fn(d->arg, d->res);	/* may free the owner of <d> */
+		n++;
+	}
+	return n;
+}
+
+int gs_io_run(struct gs_io *io, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	eventfd_t v;
+	int n;
+
+	eventfd_read(io->efd, &v);
+	if (wait && list_empty(&io->deferred) && list_empty(&io->stash) &&
+	    io->inflight) {
+		int ret = io_uring_wait_cqe(&io->uring, &cqe);
+
+		if (ret < 0 && ret != -EINTR)
+			return ret;
+	}
+	n = complete_all(io);
+	n += fire_deferred(io);
+	if (!list_empty(&io->stream_bufs.waiters) && stream_reclaim_windows(io))
+		io->timer_fired = true;
+	if (io->stream_bufs.nfree || io->timer_fired) {
+		io->timer_fired = false;
+		waiters_fire(&io->stream_bufs.waiters);
+	}
+	if ((io->writer_bufs.nfree || !io->writer_bufs.n) &&
+	    !admission_full(io->e, GS_IO_BUFFER))
+		waiters_fire(&io->writer_bufs.waiters);
+	stream_waiters_check(io);
+	return n;
+}
+
+int gs_io_fd(const struct gs_io *io)
+{
+	return io->efd;
+}
+
+unsigned gs_io_pending(const struct gs_io *io)
+{
+	return io->inflight + !list_empty(&io->deferred) + !list_empty(&io->stash);
+}
+
+/* ---- create / destroy ---- */
+
+static int iobufs_init(struct iobufs *bs, unsigned n, unsigned base)
+{
+	bs->free = calloc(n ? n : 1, sizeof(int));
+	if (!bs->free)
+		return -ENOMEM;
+	bs->n = n;
+	bs->base = base;
+	for (unsigned i = 0; i < n; i++)
+		bs->free[bs->nfree++] = base + n - 1 - i;
+	list_init(&bs->waiters);
+	return 0;
+}
+
+int gs_io_create(struct gs_engine *e, struct gs_io **iop)
+{
+	bool disk = e->nfiles > 0;
+	unsigned nstream = disk ? e->cfg.io_buffers * e->cfg.io_streams : 0;
+	unsigned nwriter = disk ? 2 * e->cfg.io_buffers : 0;
+	struct gs_io *io = calloc(1, sizeof(*io));
+	int ret;
+
+	if (!io)
+		return -ENOMEM;
+	io->e = e;
+	list_init(&io->deferred);
+	list_init(&io->stash);
+	list_init(&io->holders);
+	io->sink = malloc(SINK_LEN);
+	if (!io->sink) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	io->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (io->efd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = io_uring_queue_init(URING_ENTRIES, &io->uring, 0);
+	if (ret < 0)
+		goto out_efd;
+	ret = io_uring_register_eventfd(&io->uring, io->efd);
+	if (ret < 0)
+		goto out_uring;
+	if (iobufs_init(&io->stream_bufs, nstream, 0) < 0 ||
+	    iobufs_init(&io->writer_bufs, nwriter, nstream) < 0) {
+		ret = -ENOMEM;
+		goto out_iobufs;
+	}
+	if (disk) {
+		unsigned n = nstream + nwriter;
+		struct iovec *iov = calloc(n, sizeof(*iov));
+
+		io->bufmem_len = (size_t)n * GS_IO_BUFFER;
+		io->bufmem = mmap(NULL, io->bufmem_len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (!iov || io->bufmem == MAP_FAILED) {
+			free(iov);
+			io->bufmem = NULL;
+			ret = -ENOMEM;
+			goto out_iobufs;
+		}
+		for (unsigned i = 0; i < n; i++)
+			iov[i] = (struct iovec){ iobuf_ptr(io, i), GS_IO_BUFFER };
+		ret = io_uring_register_buffers(&io->uring, iov, n);
+		free(iov);
+		if (ret < 0)
+			goto out_mem;
+		ret = io_uring_register_files(&io->uring, e->files, e->nfiles);
+		if (ret < 0)
+			goto out_mem;
+	}
+	pthread_mutex_lock(&e->io_lock);
+	io->next = e->io_list;
+	e->io_list = io;
+	pthread_mutex_unlock(&e->io_lock);
+	*iop = io;
+	return 0;
+
+out_mem:
+	munmap(io->bufmem, io->bufmem_len);
+out_iobufs:
+	free(io->stream_bufs.free);
+	free(io->writer_bufs.free);
+out_uring:
+	io_uring_queue_exit(&io->uring);
+out_efd:
+	close(io->efd);
+out_free:
+	free(io->sink);
+	free(io);
+	return ret;
+}
+
+void gs_io_destroy(struct gs_io **iop)
+{
+	struct gs_io *io = *iop;
+	struct gs_io **link;
+
+	if (!io)
+		return;
+	while (gs_io_pending(io))
+		if (gs_io_run(io, true) < 0)
+			break;
+	pthread_mutex_lock(&io->e->io_lock);
+	for (link = &io->e->io_list; *link; link = &(*link)->next)
+		if (*link == io) {
+			*link = io->next;
+			break;
+		}
+	pthread_mutex_unlock(&io->e->io_lock);
+	io_uring_queue_exit(&io->uring);
+	if (io->bufmem)
+		munmap(io->bufmem, io->bufmem_len);
+	free(io->stream_bufs.free);
+	free(io->writer_bufs.free);
+	close(io->efd);
+	free(io->sink);
+	free(io);
+	*iop = NULL;
+}

@@ -1,0 +1,214 @@
+/*
+ * Per-thread I/O internals shared by uring.c (the io_uring core), stream.c
+ * (read-ahead streams, whole-object reads), writer.c (writers, admission)
+ * and mc_concat.c (append/prepend).  Not part of the API.
+ *
+ * A struct gs_io owns one io_uring with the pool files and a set of
+ * buffers registered.  The buffers are cut in two I/O buffer sets
+ * (struct iobufs): stream windows and writer chunk buffers.  A caller that
+ * finds its set empty queues an io_waiter on it; gs_io_run() fires the
+ * waiters when buffers come back.
+ *
+ *   bufmem: | stream_bufs: io_buffers * io_streams | writer_bufs: 2 * io_buffers |
+ *
+ * An I/O operation (struct io_op) reads or writes one chunk, as one
+ * io_seg per stripe it spans; its done callback fires from gs_io_run()
+ * once every segment completed.
+ */
+#ifndef GOBLIN_URING_H
+#define GOBLIN_URING_H
+
+#include <liburing.h>
+#include <sys/eventfd.h>
+
+#include "engine.h"
+#include "list.h"
+
+#define SINK_LEN	(64u << 10)	/* where a failed writer's bytes go */
+
+/* Someone waiting for an I/O buffer set (or admission); initialised once
+ * with waiter_init(), on at most one list. */
+struct io_waiter {
+	struct list node;
+	gs_wake_fn fn;
+	void *arg;
+};
+
+/* A callback to fire from gs_io_run; embedded in its owner, so arming one
+ * never allocates (and never fails). */
+struct deferred {
+	struct list node;
+	gs_done_fn fn;
+	void *arg;
+	int res;
+};
+
+/* An I/O buffer set: a stack of registered-buffer indexes and the waiters
+ * for one. */
+struct iobufs {
+	int *free;
+	unsigned nfree, n, base;
+	struct list waiters;		/* of struct io_waiter */
+};
+
+struct io_op;
+typedef void (*op_done_fn)(struct io_op *op);
+
+struct io_seg {
+	struct io_op *op;
+	struct pool_seg seg;
+	uint32_t done;
+	int stash_res;			/* its result, while on io->stash */
+	struct list stash_node;
+};
+
+struct io_op {
+	struct gs_io *io;
+	bool write;
+	int buf_idx;			/* registered buffer, or -1 */
+	char *buf;
+	uint32_t len;			/* aligned length */
+	uint32_t chunk;
+	enum gs_tier tier;
+	int pending;
+	int res;
+	op_done_fn done;
+	void *owner;
+	int nsegs;
+	struct io_seg segs[];
+};
+
+struct gs_io {
+	struct gs_engine *e;
+	struct io_uring uring;
+	int efd;
+	char *bufmem;
+	size_t bufmem_len;
+	struct iobufs stream_bufs, writer_bufs;
+	struct list deferred;		/* of struct deferred */
+	struct list stash;		/* of struct io_seg: completions to handle */
+	struct list holders;		/* of struct gs_stream holding a window */
+	bool timer_armed, timer_fired;
+	struct __kernel_timespec timer_ts;
+	char *sink;			/* SINK_LEN bytes nobody reads */
+	unsigned inflight;
+	uint64_t last_cas;
+	bool last_replaced;
+	struct gs_io *next;		/* e->io_list */
+};
+
+/* ---- small helpers ---- */
+
+static inline void waiter_init(struct io_waiter *w)
+{
+	list_init(&w->node);
+}
+
+static inline bool waiter_queued(const struct io_waiter *w)
+{
+	return list_linked(&w->node);
+}
+
+/* Queues <w> on <head> to call <fn>(<arg>); a no-op when already queued. */
+static inline void waiter_add(struct list *head, struct io_waiter *w,
+			      gs_wake_fn fn, void *arg)
+{
+	if (waiter_queued(w))
+		return;
+	w->fn = fn;
+	w->arg = arg;
+	list_add_tail(head, &w->node);
+}
+
+static inline void waiter_del(struct io_waiter *w)
+{
+	list_del(&w->node);
+}
+
+static inline void kick(struct gs_io *io)
+{
+	eventfd_write(io->efd, 1);
+}
+
+/* Queues <fn>(<arg>, <res>) for the next gs_io_run() in <d>, which its
+ * owner embeds. */
+static inline void defer(struct gs_io *io, struct deferred *d, gs_done_fn fn,
+			 void *arg, int res)
+{
+	d->fn = fn;
+	d->arg = arg;
+	d->res = res;
+	list_add_tail(&io->deferred, &d->node);
+	kick(io);
+}
+
+static inline int iobuf_get(struct iobufs *bs)
+{
+	return bs->nfree ? bs->free[--bs->nfree] : -1;
+}
+
+static inline void iobuf_put(struct iobufs *bs, int idx)
+{
+	bs->free[bs->nfree++] = idx;
+}
+
+static inline char *iobuf_ptr(struct gs_io *io, int idx)
+{
+	return io->bufmem + (size_t)idx * GS_IO_BUFFER;
+}
+
+static inline uint32_t tier_align(struct gs_engine *e, enum gs_tier t)
+{
+	return e->pools[t].align;
+}
+
+/* Whether <more> bytes would push the bytes accepted but not yet on disk
+ * over the bound (one writer may always go). */
+static inline bool admission_full(struct gs_engine *e, uint64_t more)
+{
+	uint64_t cur = __atomic_load_n(&e->st.admission_bytes, __ATOMIC_RELAXED);
+
+	return cur && cur + more > e->cfg.admission_bytes;
+}
+
+/* ---- uring.c ---- */
+
+/* Submits every queued SQE; -EAGAIN/-EBUSY are waited out, any other error
+ * (or a kernel that stays busy) fails the queued operations. */
+void uring_submit(struct gs_io *io);
+/* Arms a read or write of chunk <ci> of <obj> to/from <buf> (registered
+ * buffer <buf_idx>, or -1); <done>(op) fires from gs_io_run() with op->res.
+ * The caller submits, once for all it arms.  Returns 0 or -errno. */
+int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		   bool write, char *buf, int buf_idx, op_done_fn done,
+		   void *owner);
+/* Arms the timer that makes gs_io_run() come back after <ns> even when no
+ * completion does. */
+void uring_arm_timer(struct gs_io *io, long long ns);
+
+/* ---- stream.c, for gs_io_run() ---- */
+
+/* Frees window buffers for the streams waiting for one by reclaiming
+ * stalled streams; returns whether any came free. */
+bool stream_reclaim_windows(struct gs_io *io);
+void stream_arm_stall_timer(struct gs_io *io);
+
+/* While streams wait for a window, a timer makes gs_io_run() look for
+ * stalled holders again, since no completion may ever come to do so. */
+static inline void stream_waiters_check(struct gs_io *io)
+{
+	if (io->timer_armed || list_empty(&io->stream_bufs.waiters) ||
+	    list_empty(&io->holders))
+		return;
+	stream_arm_stall_timer(io);
+}
+
+/* ---- writer.c: admission ---- */
+
+/* Gives <n> admitted bytes back and wakes writers waiting for room. */
+void admission_release(struct gs_io *io, uint64_t n);
+/* Makes a writer that is still owed <credit> admitted bytes (taken by its
+ * caller) pay its first buffers from them. */
+void writer_set_credit(struct gs_writer *w, uint64_t credit);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * Writers fill chunk buffers from the network and write them out; nothing
+ * is visible until every chunk is on disk and the object is linked.  Each
+ * takes one buffer of io->writer_bufs per disk chunk and gives it back when
+ * the write completes.  The admission bound stops writers when too many
+ * bytes are accepted but not yet on disk.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "uring.h"
+
+/* ---- admission ---- */
+
+void engine_wake_admission(struct gs_engine *e)
+{
+	pthread_mutex_lock(&e->io_lock);
+	for (struct gs_io *io = e->io_list; io; io = io->next)
+		if (!list_empty(&io->writer_bufs.waiters))
+			kick(io);
+	pthread_mutex_unlock(&e->io_lock);
+}
+
+void admission_release(struct gs_io *io, uint64_t n)
+{
+	STAT_SUB(io->e, admission_bytes, n);
+	engine_wake_admission(io->e);
+}
+
+/* ---- writers ---- */
+
+struct gs_writer {
+	struct deferred def;
+	struct gs_io *io;
+	struct gs_obj *obj;
+	uint64_t pos;
+	uint32_t cur;
+	uint64_t cur_off;
+	int cur_buf;
+	uint64_t cur_admitted;
+	uint64_t credit;		/* admitted for us already (append data) */
+	unsigned inflight;
+	int error;
+	bool finishing, aborted, waited;
+	enum gs_mode mode;
+	uint64_t cas;
+	gs_done_fn done;
+	void *arg;
+	struct io_waiter waiter;
+};
+
+int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
+		   uint64_t size, uint32_t flags, int64_t exptime,
+		   struct gs_writer **wp)
+{
+	struct gs_engine *e = io->e;
+	struct gs_writer *w;
+	int ret;
+
+	if (size > e->cfg.max_object)
+		return -E2BIG;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	ret = engine_new_record(e, key, klen, size, &w->obj);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	w->io = io;
+	w->obj->meta.flags = flags;
+	w->obj->meta.exptime = exptime;
+	w->cur_off = w->obj->meta.head_len;
+	w->cur_buf = -1;
+	waiter_init(&w->waiter);
+	*wp = w;
+	return 0;
+}
+
+static void writer_free(struct gs_writer *w)
+{
+	struct gs_engine *e = w->io->e;
+
+	waiter_del(&w->waiter);
+	if (w->credit)
+		admission_release(w->io, w->credit);
+	if (w->obj) {
+		pthread_mutex_lock(&e->lock);
+		engine_unref(e, w->obj);
+		pthread_mutex_unlock(&e->lock);
+	}
+	free(w);
+}
+
+static void writer_commit(void *arg, int res)
+{
+	struct gs_writer *w = arg;
+	struct gs_engine *e = w->io->e;
+
+	(void)res;
+	res = w->error;
+	pthread_mutex_lock(&e->lock);
+	if (res == 0)
+		res = engine_link(e, w->obj, w->mode, w->cas, &w->io->last_replaced);
+	if (res == 0)
+		w->io->last_cas = w->obj->meta.cas;
+	engine_unref(e, w->obj);
+	pthread_mutex_unlock(&e->lock);
+	w->obj = NULL;
+	w->done(w->arg, res);
+	writer_free(w);
+}
+
+static void writer_write_done(struct io_op *op)
+{
+	struct gs_writer *w = op->owner;
+	struct gs_engine *e = w->io->e;
+
+	iobuf_put(&w->io->writer_bufs, op->buf_idx);
+	admission_release(w->io, op->len);
+	w->inflight--;
+	if (op->res < 0 && !w->error)
+		w->error = -EIO;
+	if (op->res == 0) {
+		STAT_ADD(e, disk_writes, 1);
+		STAT_ADD(e, disk_write_bytes, op->len);
+	}
+	if (w->inflight)
+		return;
+	if (w->aborted)
+		writer_free(w);
+	else if (w->finishing)
+		writer_commit(w, 0);
+}
+
+/* Reserves part <i> (-1: the head) of the writer's object as its bytes
+ * arrive: a set whose bytes never come holds no space.  A failure is kept
+ * for the done callback; the rest of the value goes to the sink. */
+static void writer_reserve(struct gs_writer *w, int64_t i)
+{
+	struct gs_engine *e = w->io->e;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	ret = engine_reserve_part(e, w->obj, i);
+	pthread_mutex_unlock(&e->lock);
+	if (ret < 0 && !w->error)
+		w->error = ret;
+}
+
+static int writer_sink(struct gs_writer *w, void **p, size_t *len,
+		       uint64_t part_end)
+{
+	*p = w->io->sink;
+	*len = part_end - w->pos < SINK_LEN ? part_end - w->pos : SINK_LEN;
+	return 0;
+}
+
+int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
+		  gs_wake_fn wake, void *arg)
+{
+	struct gs_io *io = w->io;
+	struct gs_obj *obj = w->obj;
+	const struct chunk *c;
+	uint64_t need, part_end;
+
+	if (w->pos < obj->meta.head_len) {
+		if (!w->error && !obj->head)
+			writer_reserve(w, -1);
+		if (w->error)
+			return writer_sink(w, p, len, obj->meta.head_len);
+		*p = (char *)obj->head + w->pos;
+		*len = obj->meta.head_len - w->pos;
+		return 0;
+	}
+	if (w->cur >= obj->nchunks) {
+		*len = 0;
+		return 0;
+	}
+	c = &obj->chunks[w->cur];
+	part_end = w->cur_off + c->len;
+	if (c->addr == UINT64_MAX && !w->error)
+		writer_reserve(w, w->cur);
+	if (w->cur_buf < 0 && w->error)
+		return writer_sink(w, p, len, part_end);
+	if (c->tier == GS_TIER_RAM) {
+		*p = (char *)io->e->region.base + c->addr + (w->pos - w->cur_off);
+		*len = part_end - w->pos;
+		return 0;
+	}
+	if (w->cur_buf < 0) {
+		uint64_t paid;
+
+		need = round_up(c->len, tier_align(io->e, c->tier));
+		paid = need < w->credit ? need : w->credit;
+		if ((need > paid && admission_full(io->e, need - paid)) ||
+		    !io->writer_bufs.nfree) {
+			if (!w->waited)
+				STAT_ADD(io->e, admission_waits, 1);
+			w->waited = true;
+			waiter_add(&io->writer_bufs.waiters, &w->waiter, wake, arg);
+			return -EAGAIN;
+		}
+		w->waited = false;
+		w->cur_buf = iobuf_get(&io->writer_bufs);
+		w->cur_admitted = need;
+		w->credit -= paid;
+		STAT_ADD(io->e, admission_bytes, need - paid);
+	}
+	*p = iobuf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
+	*len = part_end - w->pos;
+	return 0;
+}
+
+void gs_writer_advance(struct gs_writer *w, size_t n)
+{
+	struct gs_obj *obj = w->obj;
+	struct chunk *c;
+	char *buf;
+	uint32_t alen;
+
+	w->pos += n;
+	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
+		return;
+	c = &obj->chunks[w->cur];
+	if (w->pos < w->cur_off + c->len)
+		return;
+	w->cur++;
+	w->cur_off += c->len;
+	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
+		return;			/* in place, or in the sink */
+	buf = iobuf_ptr(w->io, w->cur_buf);
+	alen = round_up(c->len, tier_align(w->io->e, c->tier));
+	memset(buf + c->len, 0, alen - c->len);
+	c->sum = XXH3_64bits(buf, c->len);
+	if (w->error) {
+		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		admission_release(w->io, w->cur_admitted);
+	} else if (uring_op_start(w->io, obj, w->cur - 1, true, buf, w->cur_buf,
+			    writer_write_done, w) < 0) {
+		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		admission_release(w->io, w->cur_admitted);
+		STAT_ADD(w->io->e, io_errors, 1);
+		w->error = -EIO;
+	} else {
+		w->inflight++;
+		uring_submit(w->io);
+	}
+	w->cur_buf = -1;
+}
+
+void writer_set_credit(struct gs_writer *w, uint64_t credit)
+{
+	w->credit = credit;
+}
+
+int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
+		     gs_done_fn done, void *arg)
+{
+	struct gs_writer *w = *wp;
+
+	if (w->pos != w->obj->meta.size)
+		return -EINVAL;
+	*wp = NULL;
+	w->mode = mode;
+	w->cas = cas;
+	w->done = done;
+	w->arg = arg;
+	w->finishing = true;
+	if (!w->inflight)
+		defer(w->io, &w->def, writer_commit, w, 0);
+	return 0;
+}
+
+void gs_writer_abort(struct gs_writer **wp)
+{
+	struct gs_writer *w = *wp;
+
+	if (!w)
+		return;
+	*wp = NULL;
+	waiter_del(&w->waiter);
+	if (w->cur_buf >= 0) {
+		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		admission_release(w->io, w->cur_admitted);
+		w->cur_buf = -1;
+		kick(w->io);
+	}
+	if (w->inflight)
+		w->aborted = true;
+	else
+		writer_free(w);
+}
+
+uint64_t gs_last_cas(const struct gs_io *io)
+{
+	return io->last_cas;
+}
+
+bool gs_last_replaced(const struct gs_io *io)
+{
+	return io->last_replaced;
+}
+

@@ -1,0 +1,14 @@
+# The daemon tests (t/daemon/*.test, run by t/run).
+
+# clients.test and clients-perl.test: standard memcache clients used
+# unmodified (libmemcached's tools, pymemcache, Cache::Memcached::Fast).
+DEB_PACKAGES += libmemcached-tools python3-pymemcache libcache-memcached-fast-perl
+
+# front-hardening.test's malloc fault injector (LD_PRELOAD, optimised
+# build only: ASan's allocator cannot be interposed).
+build/t/failmalloc.so: t/lib/failmalloc.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
+
+all: build/t/failmalloc.so

@@ -1,8 +1,0 @@
-# t/front-hardening.test's malloc fault injector (LD_PRELOAD, optimised
-# build only: ASan's allocator cannot be interposed).
-build/t/failmalloc.so: t/lib/failmalloc.c
-	@mkdir -p $(@D)
-	@echo "  CC      $@"
-	@$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
-
-all: build/t/failmalloc.so

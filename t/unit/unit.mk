@@ -1,0 +1,44 @@
+# C unit tests: t/unit/test_X.c -> build/t/test_X and build/asan/t/test_X.
+# Every unit test's build rule lives here; `make asan` builds them all,
+# t/run runs the ones $BUILD/t/ holds.
+UNIT_TESTS := $(patsubst t/unit/%.c,%,$(wildcard t/unit/test_*.c))
+
+asan: $(addprefix build/asan/t/,$(UNIT_TESTS))
+
+# Pure-function tests link these sources (every test_X without a rule of
+# its own below).
+UNIT_SRCS += shared/size.c storaged/proto_parse.c \
+             shared/ring.c ngx_goblin_module/ngx_http_goblin_http.c
+UNIT_HDRS += shared/size.h storaged/proto_parse.h \
+             shared/ring.h shared/ring-t.h ngx_goblin_module/ngx_http_goblin_http.h
+
+build/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(OPTFLAGS) -o $@ $< $(UNIT_SRCS) $(LDLIBS)
+
+build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(ASANFLAGS) -o $@ $< $(UNIT_SRCS) $(LDLIBS)
+
+# Engine tests link libgoblin (storaged/storaged.mk).
+ENGINE_TESTS := test_engine test_region test_pool
+define ENGINE_TEST
+$(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
+endef
+$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
+$(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))
+
+# test_hardening: the engine sources compiled with the fault hooks of
+# t/unit/faults.h (allocation, io_uring submit and pread failures on cue).
+HARDENING_DEPS := t/unit/test_hardening.c t/unit/faults.h $(LIBGOBLIN_SRCS) $(GOBLIN_HDRS)
+build/t/test_hardening: $(HARDENING_DEPS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(LIBGOBLIN_SRCS) $(LDLIBS)
+build/asan/t/test_hardening: $(HARDENING_DEPS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(LIBGOBLIN_SRCS) $(LDLIBS)
