@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "dirtrust.h"
 #include "link_internal.h"
 #include "log.h"
 
@@ -306,8 +307,10 @@ static int resolve_access(struct link_server *srv,
  */
 static int claim_dir(const char *dir, gid_t gid, char *err, size_t errlen)
 {
+	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
 	bool created = false;
 	struct stat st;
+	int ret;
 
 	if (lstat(dir, &st) < 0) {
 		if (errno != ENOENT)
@@ -319,20 +322,10 @@ static int claim_dir(const char *dir, gid_t gid, char *err, size_t errlen)
 		if (lstat(dir, &st) < 0)
 			goto out_errno;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "--socket: %s is not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen, "--socket: directory %s belongs to uid %u, neither goblin-store's user (uid %u) nor root",
-			 dir, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "--socket: directory %s is writable by its group or others (mode %03o): whoever writes there could pose as goblin-store",
-			 dir, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
+	snprintf(label, sizeof(label), "--socket: directory %s", dir);
+	ret = dirtrust_check(&st, label, S_IFDIR, TRUST_ROOT_OK, err, errlen);
+	if (ret)
+		return ret;
 	if (created) {
 		/* group first: until then it is 0700 */
 		if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0) {
@@ -363,22 +356,17 @@ out_errno:
  * made; removes a stale socket of ours. */
 static int claim_path(const char *path, char *err, size_t errlen)
 {
+	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat stb;
 	int fd, ret;
 
 	if (lstat(path, &stb) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(stb.st_mode)) {
-		snprintf(err, errlen, "--socket %s: exists and is not a socket",
-			 path);
-		return -EEXIST;
-	}
-	if (stb.st_uid != geteuid()) {
-		snprintf(err, errlen, "--socket %s: the socket there belongs to uid %u, not goblin-store's user (uid %u)",
-			 path, (unsigned)stb.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
+	snprintf(label, sizeof(label), "--socket %s", path);
+	ret = dirtrust_check(&stb, label, S_IFSOCK, 0, err, errlen);
+	if (ret)
+		return ret;
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
