@@ -45,6 +45,7 @@
 #include "goblin.h"
 #include "link.h"
 #include "list.h"
+#include "loop.h"
 #include "ring.h"
 #include "stats.h"		/* RING_STATS, enum ring_stat */
 
@@ -135,7 +136,8 @@ struct link_conn {
 struct link_server {
 	struct gs_engine *e;
 	struct gs_io *io;
-	int lfd, epfd, stopfd;
+	struct loop loop;		/* epoll, stop, listener, gs_io */
+	int lfd;
 	int spare_fd;			/* given up to shed a worker on EMFILE */
 	bool listen_paused;		/* out of descriptors, even the spare */
 	int region_fd;			/* O_RDONLY reopen of the region memfd */

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,16 +24,13 @@
 
 static struct link_server *the_server;
 
-/* epoll tags for the descriptors that are not workers */
-static char tag_listen, tag_stop, tag_io;
-
 /* ---- accepting workers ---- */
 
 static void listen_pause(struct link_server *srv, int err)
 {
 	if (srv->listen_paused)
 		return;
-	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+	loop_listen_pause(&srv->loop);
 	srv->listen_paused = true;
 	log_warn("link: accept: %s: not accepting nginx workers for a second",
 		 strerror(err));
@@ -42,14 +38,12 @@ static void listen_pause(struct link_server *srv, int err)
 
 void link_listen_resume(struct link_server *srv)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_listen };
-
 	if (!srv->listen_paused)
 		return;
 	if (srv->spare_fd < 0)
 		srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (srv->spare_fd >= 0 &&
-	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev) == 0)
+	    loop_listen_resume(&srv->loop) == 0)
 		srv->listen_paused = false;
 }
 
@@ -78,13 +72,13 @@ static bool shed_worker(struct link_server *srv)
 	return true;
 }
 
-static void accept_conns(struct link_server *srv)
+static void accept_conns(struct loop *l)
 {
-	struct epoll_event ev;
+	struct link_server *srv = l->owner;
 	struct link_conn *c;
 	struct ucred cred;
 	socklen_t len;
-	int fd;
+	int fd, ret;
 
 	for (;;) {
 		fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -121,9 +115,9 @@ static void accept_conns(struct link_server *srv)
 		}
 		c->pid = cred.pid;
 		c->uid = cred.uid;
-		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			log_warn("link: epoll_ctl: %s", strerror(errno));
+		ret = loop_add(l, fd, EPOLLIN, c);
+		if (ret) {
+			log_warn("link: epoll_ctl: %s", strerror(-ret));
 			c->dead = true;
 			close(fd);
 			link_conn_free(c);
@@ -164,31 +158,48 @@ static void drop_all(struct link_server *srv)
 		end_round(srv);
 }
 
-static int thread_setup(struct link_server *srv)
+static void conn_event(struct loop *l, void *conn, uint32_t events)
 {
-	struct epoll_event ev;
-	int ret;
-
-	ret = gs_io_create(srv->e, &srv->io);
-	if (ret)
-		return ret;
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_io };
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, gs_io_fd(srv->io), &ev) < 0) {
-		ret = -errno;
-		gs_io_destroy(&srv->io);
-		return ret;
-	}
-	return 0;
+	(void)l;
+	(void)events;
+	link_conn_event(conn);
 }
+
+/* Out of descriptors, the listener is out of epoll: try again in a second. */
+static uint64_t retry_deadline(struct loop *l)
+{
+	struct link_server *srv = l->owner;
+
+	return srv->listen_paused ? loop_now_ms() + 1000 : 0;
+}
+
+static void round_end(struct loop *l)
+{
+	struct link_server *srv = l->owner;
+
+	link_run_ready(srv);
+	end_round(srv);
+	link_listen_resume(srv);
+}
+
+static const struct loop_ops link_loop_ops = {
+	.accept = accept_conns,
+	.event = conn_event,
+	.deadline = retry_deadline,
+	.round_end = round_end,
+};
 
 static void *link_thread(void *arg)
 {
 	struct link_server *srv = arg;
-	struct epoll_event evs[64];
-	bool stop = false;
-	int n, ret;
+	int ret;
 
-	ret = thread_setup(srv);
+	ret = gs_io_create(srv->e, &srv->io);
+	if (!ret) {
+		ret = loop_set_io(&srv->loop, srv->io);
+		if (ret)
+			gs_io_destroy(&srv->io);
+	}
 	pthread_mutex_lock(&srv->lock);
 	srv->start_res = ret;
 	srv->started = true;
@@ -197,31 +208,7 @@ static void *link_thread(void *arg)
 	if (ret)
 		return NULL;
 
-	while (!stop) {
-		n = epoll_wait(srv->epfd, evs, 64,
-			       srv->listen_paused ? 1000 : -1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			log_err("link: epoll_wait: %s", strerror(errno));
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			void *p = evs[i].data.ptr;
-
-			if (p == &tag_stop)
-				stop = true;
-			else if (p == &tag_listen)
-				accept_conns(srv);
-			else if (p == &tag_io)
-				gs_io_run(srv->io, false);
-			else
-				link_conn_event(p);
-		}
-		link_run_ready(srv);
-		end_round(srv);
-		link_listen_resume(srv);
-	}
+	loop_run(&srv->loop);
 	drop_all(srv);
 	gs_io_destroy(&srv->io);
 	return NULL;
@@ -422,7 +409,8 @@ static struct link_server *server_new(struct gs_engine *e)
 	if (!srv)
 		return NULL;
 	srv->e = e;
-	srv->lfd = srv->epfd = srv->stopfd = srv->spare_fd = -1;
+	srv->lfd = srv->spare_fd = -1;
+	srv->loop = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1 };
 	srv->region_fd = -1;
 	srv->region_size = gs_engine_region_size(e);
 	quarter = cfg->ram_head ? cfg->memory / cfg->ram_head / 4 : 0;
@@ -438,10 +426,7 @@ static struct link_server *server_new(struct gs_engine *e)
 
 static void server_free(struct link_server *srv)
 {
-	if (srv->epfd >= 0)
-		close(srv->epfd);
-	if (srv->stopfd >= 0)
-		close(srv->stopfd);
+	loop_fini(&srv->loop);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	if (srv->spare_fd >= 0)
@@ -458,7 +443,6 @@ int link_start(struct gs_engine *e, const struct link_conf *conf,
 {
 	const char *path = conf->socket;
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	struct epoll_event ev;
 	struct link_server *srv;
 	gid_t gid;
 	int ret;
@@ -510,16 +494,16 @@ int link_start(struct gs_engine *e, const struct link_conf *conf,
 		goto out_unlink;
 	}
 	srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	srv->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (srv->spare_fd < 0 || srv->epfd < 0 || srv->stopfd < 0) {
+	if (srv->spare_fd < 0) {
 		ret = -errno;
 		goto out_unlink;
 	}
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_listen };
-	epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev);
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_stop };
-	epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->stopfd, &ev);
+	ret = loop_init(&srv->loop, &link_loop_ops, srv);
+	if (ret)
+		goto out_unlink;
+	ret = loop_listen(&srv->loop, srv->lfd, false);
+	if (ret)
+		goto out_unlink;
 
 	ret = -pthread_create(&srv->thread, NULL, link_thread, srv);
 	if (ret)
@@ -553,12 +537,10 @@ out_free:
 void link_stop(void)
 {
 	struct link_server *srv = the_server;
-	uint64_t one = 1;
 
 	if (!srv)
 		return;
-	if (write(srv->stopfd, &one, sizeof(one)) < 0)
-		log_warn("link: stop: %s", strerror(errno));
+	loop_stop(&srv->loop);
 	pthread_join(srv->thread, NULL);
 	unlink(srv->path);
 	server_free(srv);
