@@ -3,9 +3,12 @@
  * to, each getting the head region and its own ring (shared/ring-t.h).
  * One thread with its own gs_io serves every worker.
  *
- *   link_conn.c    who may attach, accepting, the hello, a worker's state
- *   link_ops.c     the ring operations (LOOKUP, READ, ... STATS)
- *   link_server.c  the socket, the thread, start/stop, the local server
+ *   link_conn.c      a worker's connection: hello, welcome (fd passing),
+ *                    doorbells, CQ overflow, dropping it; who may attach
+ *   link_ops.c       the ring operations (LOOKUP, READ, ... STATS)
+ *   link_server.c    the socket, accepting, the thread (loop.c),
+ *                    start/stop, the local server
+ *   link_internal.h  the types they share, the hot-path helpers inline
  */
 #ifndef GOBLIN_STORAGED_LINK_H
 #define GOBLIN_STORAGED_LINK_H

@@ -6,7 +6,7 @@
  * nginx workers attach over a unix socket, get the head region and a ring
  * of their own (shared/ring-t.h), and from then on talk through the ring
  * with one-byte doorbells.  One thread with its own gs_io serves them
- * all, sleeping in epoll on the listener, the workers' sockets and the
+ * all, in a loop.c loop over the listener, the workers' sockets and the
  * gs_io descriptor.
  *
  * A handle is what a worker holds: a pinned object (LOOKUP, until
@@ -19,7 +19,7 @@
  *
  * Trust: only root, goblin-store's user, --socket-user and members of
  * --socket-group attach (SO_PEERCRED, link_peer_allowed); the socket
- * lives in a directory nobody else can write (claim_dir).  An attached
+ * lives in a directory nobody else can write (claim_dir, dirtrust.h).  An attached
  * worker is still not trusted with the daemon's memory: each SQE is
  * copied out of the ring once (ring_sq_pop) and every index, offset and
  * length is checked on that copy; a worker holds at most LINK_HANDLES_MAX
@@ -51,6 +51,7 @@
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
+/* A handle: free, a pinned object (maybe READing), a writer, a STATS. */
 enum handle_kind { H_FREE, H_OBJ, H_WRITER, H_STATS };
 enum rx_state { RX_FREE, RX_FILLING, RX_NGINX };
 
@@ -137,7 +138,7 @@ struct link_server {
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct loop loop;		/* epoll, stop, listener, gs_io */
-	int lfd;
+	int lfd;			/* the listening socket, -1: local */
 	int spare_fd;			/* given up to shed a worker on EMFILE */
 	bool listen_paused;		/* out of descriptors, even the spare */
 	int region_fd;			/* O_RDONLY reopen of the region memfd */
@@ -212,6 +213,8 @@ unsigned link_drop_handles(struct link_conn *c);
 
 /* A descriptor came back: listen again if out of them before. */
 void link_listen_resume(struct link_server *srv);
+
+/* ---- handles, completions, rx buffers: the hot path, inline ---- */
 
 static inline struct link_handle *handle_get(struct link_conn *c,
 					      enum handle_kind kind)
