@@ -1,13 +1,15 @@
 
 /*
- * ngx_http_goblin_module: Range, If-None-Match and key mapping as pure
- * functions (see ngx_http_goblin_http.h); t/unit/test_http.c and
- * t/fuzz/fuzz_http.c check them.
+ * ngx_http_goblin_module: Range, conditional requests, response header
+ * values and key mapping as pure functions (see ngx_http_goblin_http.h);
+ * t/unit/test_http.c and t/fuzz/fuzz_http.c check them.
  */
 
 
 #include "ngx_http_goblin_http.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 
@@ -216,6 +218,98 @@ ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
     }
 
     return 0;
+}
+
+
+/*
+ * What a GET or HEAD of the object described by <c> gets: NOT_MODIFIED
+ * when If-None-Match matches its ETag, else the Range answer, which is
+ * WHOLE when If-Range names another ETag or date (RFC 9110 13.1.5).
+ */
+int
+ngx_http_goblin_conditional(const ngx_http_goblin_cond_t *c, int64_t *start,
+    int64_t *end)
+{
+    if (c->if_none_match
+        && ngx_http_goblin_etag_match(c->if_none_match, c->if_none_match_len,
+                                      c->etag, c->etag_len))
+    {
+        return NGX_HTTP_GOBLIN_NOT_MODIFIED;
+    }
+
+    if (c->range == NULL) {
+        return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+    }
+
+    if (c->if_range) {
+        if (c->if_range_len >= 2 && c->if_range[c->if_range_len - 1] == '"') {
+            if (c->if_range_len != c->etag_len
+                || memcmp(c->if_range, c->etag, c->etag_len) != 0)
+            {
+                return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+            }
+
+        } else if (c->if_range_time == -1 || c->if_range_time != c->mtime) {
+            return NGX_HTTP_GOBLIN_RANGE_WHOLE;
+        }
+    }
+
+    return ngx_http_goblin_range_parse(c->range, c->range_len, c->size,
+                                       start, end);
+}
+
+
+/* The ETag of an object stored with <cas> into <buf> (ETAG_LEN bytes);
+ * returns its length. */
+size_t
+ngx_http_goblin_etag(unsigned char *buf, uint64_t cas)
+{
+    return (size_t) snprintf((char *) buf, NGX_HTTP_GOBLIN_ETAG_LEN,
+                             "\"%" PRIx64 "\"", cas);
+}
+
+
+/*
+ * The Content-Range of a <rc> answer (PART: bytes [start, end), else
+ * UNSATISFIABLE) of an object of <size> bytes into <buf>
+ * (CONTENT_RANGE_LEN bytes); returns its length.
+ */
+size_t
+ngx_http_goblin_content_range(unsigned char *buf, int rc, int64_t start,
+    int64_t end, uint64_t size)
+{
+    if (rc != NGX_HTTP_GOBLIN_RANGE_PART) {
+        return (size_t) snprintf((char *) buf,
+                                 NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN,
+                                 "bytes */%" PRIu64, size);
+    }
+
+    return (size_t) snprintf((char *) buf, NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN,
+                             "bytes %" PRId64 "-%" PRId64 "/%" PRIu64,
+                             start, end - 1, size);
+}
+
+
+/* The extension of <key>'s last path segment (what follows its last dot)
+ * in *exten, or NULL and 0: what nginx's types {} map to a type. */
+void
+ngx_http_goblin_key_exten(const unsigned char *key, size_t len,
+    const unsigned char **exten, size_t *exten_len)
+{
+    const unsigned char  *p, *last;
+
+    *exten = NULL;
+    *exten_len = 0;
+
+    last = key + len;
+
+    for (p = last; p > key && p[-1] != '/'; p--) {
+        if (p[-1] == '.') {
+            *exten = p;
+            *exten_len = (size_t) (last - p);
+            return;
+        }
+    }
 }
 
 

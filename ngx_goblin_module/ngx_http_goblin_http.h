@@ -2,7 +2,8 @@
 /*
  * ngx_http_goblin_module: the pure parts of the HTTP side (plain C, no
  * nginx headers), so that they can be unit-tested and fuzzed without
- * nginx: the Range header, If-None-Match and the key of a URI.
+ * nginx: the Range header, conditional requests (If-None-Match, If-Range),
+ * the ETag and Content-Range values, and the key of a URI.
  */
 
 
@@ -14,16 +15,48 @@
 #include <stdint.h>
 
 
-/* ngx_http_goblin_range_parse() results */
+/* ngx_http_goblin_range_parse() and ngx_http_goblin_conditional() results */
 #define NGX_HTTP_GOBLIN_RANGE_WHOLE          0  /* none usable: all of it */
 #define NGX_HTTP_GOBLIN_RANGE_PART           1  /* [*start, *end) */
 #define NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE  2  /* 416 */
+#define NGX_HTTP_GOBLIN_NOT_MODIFIED         3  /* 304 */
+
+/* buffer sizes, the terminating NUL included */
+#define NGX_HTTP_GOBLIN_ETAG_LEN                                              \
+    sizeof("\"ffffffffffffffff\"")
+#define NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN                                     \
+    sizeof("bytes -9223372036854775808--9223372036854775808/"                 \
+           "18446744073709551615")
+
+
+/* A GET or HEAD of a found object: the request's conditional headers
+ * (NULL: absent) and the object's validators. */
+typedef struct {
+    const unsigned char  *if_none_match;
+    size_t                if_none_match_len;
+    const unsigned char  *range;        /* NULL as well in a subrequest */
+    size_t                range_len;
+    const unsigned char  *if_range;
+    size_t                if_range_len;
+    int64_t               if_range_time; /* If-Range as a date, or -1 */
+    const unsigned char  *etag;
+    size_t                etag_len;
+    int64_t               mtime;
+    int64_t               size;
+} ngx_http_goblin_cond_t;
 
 
 int ngx_http_goblin_range_parse(const unsigned char *v, size_t len,
     int64_t size, int64_t *start, int64_t *end);
 int ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
     const unsigned char *etag, size_t etag_len);
+int ngx_http_goblin_conditional(const ngx_http_goblin_cond_t *c,
+    int64_t *start, int64_t *end);
+size_t ngx_http_goblin_etag(unsigned char *buf, uint64_t cas);
+size_t ngx_http_goblin_content_range(unsigned char *buf, int rc,
+    int64_t start, int64_t end, uint64_t size);
+void ngx_http_goblin_key_exten(const unsigned char *key, size_t len,
+    const unsigned char **exten, size_t *exten_len);
 int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
     const unsigned char *prefix, size_t prefix_len, size_t max,
     const unsigned char **key, size_t *key_len);

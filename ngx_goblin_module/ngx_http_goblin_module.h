@@ -5,9 +5,16 @@
  * through a per-worker shared-memory ring (shared/ring-t.h).
  *
  *   ngx_http_goblin_module.c   directives, configuration, worker init
- *   ngx_http_goblin_handler.c  GET/HEAD/PUT/DELETE, ranges, goblin_status
- *   ngx_http_goblin_ring.c     the link to storaged: connect, hand-over,
- *                              doorbells, submissions, completions
+ *   ngx_http_goblin_request.c  the content handler; what every request
+ *                              shares: context, completions, errors
+ *   ngx_http_goblin_handler.c  GET and HEAD
+ *   ngx_http_goblin_put.c      PUT and DELETE
+ *   ngx_http_goblin_status.c   goblin_status: the JSON status
+ *   ngx_http_goblin_http.c     Range, conditionals, header values (pure)
+ *   ngx_http_goblin_link.c     the link to storaged: connect, hand-over,
+ *                              mappings, losing and reconnecting
+ *   ngx_http_goblin_ring.c     the ring: request slots, submissions,
+ *                              doorbells, completions, tx buffers
  */
 
 
@@ -188,25 +195,120 @@ extern ngx_conf_bitmask_t          ngx_http_goblin_methods_mask[];
 extern ngx_http_goblin_link_t     *ngx_http_goblin_link;
 
 
-/* ngx_http_goblin_ring.c */
+/* ngx_http_goblin_link.c */
 ngx_int_t ngx_http_goblin_link_init(ngx_cycle_t *cycle,
     ngx_http_goblin_main_conf_t *gmcf);
 void ngx_http_goblin_link_exit(ngx_cycle_t *cycle);
+void ngx_http_goblin_link_down(ngx_http_goblin_link_t *link,
+    ngx_uint_t level, ngx_err_t err, const char *why);
+void ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map);
+
+/* ngx_http_goblin_ring.c */
+ngx_int_t ngx_http_goblin_ring_init(ngx_http_goblin_link_t *link);
+void ngx_http_goblin_ring_exit(ngx_http_goblin_link_t *link);
+void ngx_http_goblin_ring_attached(ngx_http_goblin_link_t *link);
+void ngx_http_goblin_ring_detach(ngx_http_goblin_link_t *link);
+void ngx_http_goblin_reap(ngx_http_goblin_link_t *link);
 ngx_int_t ngx_http_goblin_register(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe);
-ngx_int_t ngx_http_goblin_linked(ngx_http_goblin_ctx_t *ctx);
 ngx_int_t ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_tx_put(uint32_t buf);
-void ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map);
 
-/* ngx_http_goblin_handler.c */
+/* ngx_http_goblin_request.c */
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);
+ngx_http_goblin_ctx_t *ngx_http_goblin_create_ctx(ngx_http_request_t *r);
 void ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 void ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
+void ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
+ngx_int_t ngx_http_goblin_error_status(int res);
+ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
+    const char *key, ngx_str_t *value);
+ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
+
+/* ngx_http_goblin_handler.c */
+void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b);
+
+/* ngx_http_goblin_put.c */
+ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);
 void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+
+/* ngx_http_goblin_status.c */
+ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);
+void ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx);
+
+
+/* Whether <ctx> belongs to the attach the link is up on now. */
+static ngx_inline ngx_int_t
+ngx_http_goblin_linked(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    return link != NULL && link->state == NGX_HTTP_GOBLIN_UP
+           && ctx->link_gen == link->gen;
+}
+
+
+/* (Re)arms goblin_read_timeout: storaged owes <ctx> an answer. */
+static ngx_inline void
+ngx_http_goblin_wait(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_http_goblin_loc_conf_t  *glcf;
+
+    glcf = ngx_http_get_module_loc_conf(ctx->request, ngx_http_goblin_module);
+
+    ngx_add_timer(&ctx->timer, glcf->read_timeout);
+}
+
+
+static ngx_inline void
+ngx_http_goblin_submit_key(ngx_http_goblin_ctx_t *ctx, ngx_uint_t op,
+    off_t len)
+{
+    struct ring_sqe  sqe;
+
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = (uint8_t) op;
+    sqe.klen = (uint16_t) ctx->key.len;
+    sqe.len = (uint64_t) len;
+    ngx_memcpy(sqe.key, ctx->key.data, ctx->key.len);
+
+    ngx_http_goblin_submit(ctx, &sqe);
+}
+
+
+static ngx_inline void
+ngx_http_goblin_submit_handle(ngx_http_goblin_ctx_t *ctx, ngx_uint_t op,
+    uint32_t buf, off_t off, off_t len)
+{
+    struct ring_sqe  sqe;
+
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = (uint8_t) op;
+    sqe.handle = ctx->handle;
+    sqe.buf = buf;
+    sqe.off = (uint64_t) off;
+    sqe.len = (uint64_t) len;
+
+    ngx_http_goblin_submit(ctx, &sqe);
+}
 
 
 #endif /* _NGX_HTTP_GOBLIN_MODULE_H_INCLUDED_ */

@@ -2,8 +2,10 @@
  * libFuzzer target: the module's Range parser, If-None-Match evaluation and
  * key mapping (ngx_goblin_module/ngx_http_goblin_http.c), with their
  * invariants: a range lies inside the object (0 <= start < end <= size),
- * nothing is written for a whole or unsatisfiable answer, a tag always
- * matches itself, a key lies inside its URI and is valid when said so.
+ * nothing is written for a whole or unsatisfiable answer, the conditional
+ * evaluation agrees with Range alone and its Content-Range fits, a tag
+ * always matches itself, a key and its extension lie inside its URI and
+ * the key is valid when said so.
  * Input: byte 0 picks the function, bytes 1-8 the object size, the rest is
  * the header (or, for keys, prefix length byte then URI).
  * sources: ngx_goblin_module/ngx_http_goblin_http.c
@@ -15,6 +17,30 @@
 #include "ngx_http_goblin_http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Range alone gives the same answer through ngx_http_goblin_conditional(),
+ * and its Content-Range fits its buffer. */
+static void check_conditional(const uint8_t *v, size_t len, int64_t osize,
+			      int rc, int64_t start, int64_t end)
+{
+	unsigned char cr[NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN];
+	ngx_http_goblin_cond_t c = {
+		.range = v, .range_len = len, .if_range_time = -1,
+		.size = osize,
+	};
+	int64_t s = -1, e = -1;
+	size_t n;
+
+	if (ngx_http_goblin_conditional(&c, &s, &e) != rc || s != start ||
+	    e != end)
+		abort();
+	if (rc == NGX_HTTP_GOBLIN_RANGE_WHOLE)
+		return;
+	n = ngx_http_goblin_content_range(cr, rc, start, end,
+					  (uint64_t)osize);
+	if (n == 0 || n >= sizeof(cr))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -51,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			abort();
 		}
+		check_conditional(v, len, osize, rc, start, end);
 		free(v);
 		break;
 	}
@@ -107,6 +134,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (i = 0; i < klen; i++)
 				if (key[i] <= ' ' || key[i] == 0x7f)
 					abort();
+		}
+		{
+			const unsigned char *x;
+			size_t xlen;
+
+			ngx_http_goblin_key_exten(key, klen, &x, &xlen);
+			if (x != NULL ? x <= key || x + xlen != key + klen ||
+					x[-1] != '.'
+				      : xlen != 0)
+				abort();
 		}
 		free(v);
 		break;

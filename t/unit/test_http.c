@@ -1,6 +1,7 @@
 /*
- * ngx_goblin_module/ngx_http_goblin_http.c: the Range parser, If-None-Match
- * and the key of a URI, table-driven.
+ * ngx_goblin_module/ngx_http_goblin_http.c: the Range parser, If-None-Match,
+ * conditional GETs (If-None-Match, If-Range, Range together), the ETag and
+ * Content-Range values, the key of a URI and its extension, table-driven.
  */
 #include <stdint.h>
 #include <string.h>
@@ -101,6 +102,159 @@ static const struct {
 	{ "/ob", "/obj/", 1, "/ob" },
 };
 
+#define NOT_MOD	NGX_HTTP_GOBLIN_NOT_MODIFIED
+
+/* an object of 10 bytes, ETag "a1", stored at time 1000 */
+static const struct {
+	const char *title;
+	const char *inm, *range, *if_range;
+	int64_t if_range_time;
+	int rc;
+	int64_t start, end;
+} conds[] = {
+	{ "no header", NULL, NULL, NULL, -1, WHOLE, 0, 0 },
+	{ "If-None-Match hit", "\"a1\"", NULL, NULL, -1, NOT_MOD, 0, 0 },
+	{ "If-None-Match hit beats Range", "*", "bytes=2-3", NULL, -1,
+	  NOT_MOD, 0, 0 },
+	{ "If-None-Match miss", "\"b\"", NULL, NULL, -1, WHOLE, 0, 0 },
+	{ "If-None-Match miss, Range", "\"b\"", "bytes=2-3", NULL, -1,
+	  PART, 2, 4 },
+	{ "Range", NULL, "bytes=2-3", NULL, -1, PART, 2, 4 },
+	{ "Range past the end", NULL, "bytes=10-", NULL, -1, UNSAT, 0, 0 },
+	{ "Range malformed", NULL, "bytes=x", NULL, -1, WHOLE, 0, 0 },
+	{ "If-Range same ETag", NULL, "bytes=2-3", "\"a1\"", -1, PART, 2, 4 },
+	{ "If-Range other ETag", NULL, "bytes=2-3", "\"b\"", -1, WHOLE, 0, 0 },
+	{ "If-Range weak ETag", NULL, "bytes=2-3", "W/\"a1\"", -1,
+	  WHOLE, 0, 0 },
+	{ "If-Range same date", NULL, "bytes=2-3", "date", 1000, PART, 2, 4 },
+	{ "If-Range other date", NULL, "bytes=2-3", "date", 999, WHOLE, 0, 0 },
+	{ "If-Range no date", NULL, "bytes=2-3", "junk", -1, WHOLE, 0, 0 },
+	{ "If-Range a lone quote", NULL, "bytes=2-3", "\"", -1, WHOLE, 0, 0 },
+	{ "If-Range stale, Range past the end", NULL, "bytes=10-", "\"b\"",
+	  -1, WHOLE, 0, 0 },
+	{ "If-Range without Range", NULL, NULL, "\"a1\"", -1, WHOLE, 0, 0 },
+};
+
+static const struct {
+	uint64_t cas;
+	const char *etag;
+} etag_values[] = {
+	{ 0, "\"0\"" },
+	{ 0xabc, "\"abc\"" },
+	{ UINT64_MAX, "\"ffffffffffffffff\"" },
+};
+
+static const struct {
+	int rc;
+	int64_t start, end;
+	uint64_t size;
+	const char *value;
+} content_ranges[] = {
+	{ PART, 0, 1, 10, "bytes 0-0/10" },
+	{ PART, 2, 4, 10, "bytes 2-3/10" },
+	{ PART, 0, INT64_MAX, INT64_MAX,
+	  "bytes 0-9223372036854775806/9223372036854775807" },
+	{ UNSAT, 0, 0, 10, "bytes */10" },
+	{ UNSAT, 0, 0, UINT64_MAX, "bytes */18446744073709551615" },
+};
+
+static const struct {
+	const char *key, *exten;	/* NULL: none */
+} extens[] = {
+	{ "a/b.txt", "txt" },
+	{ "b.tar.gz", "gz" },
+	{ ".hidden", "hidden" },
+	{ "file.", "" },
+	{ "a.b/c", NULL },
+	{ "noext", NULL },
+	{ "dir/", NULL },
+};
+
+static const unsigned char *str(const char *s)
+{
+	return (const unsigned char *)s;
+}
+
+static size_t len(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+static void check_conditionals(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(conds) / sizeof(conds[0]); i++) {
+		ngx_http_goblin_cond_t c = {
+			.if_none_match = str(conds[i].inm),
+			.if_none_match_len = len(conds[i].inm),
+			.range = str(conds[i].range),
+			.range_len = len(conds[i].range),
+			.if_range = str(conds[i].if_range),
+			.if_range_len = len(conds[i].if_range),
+			.if_range_time = conds[i].if_range_time,
+			.etag = str("\"a1\""),
+			.etag_len = 4,
+			.mtime = 1000,
+			.size = 10,
+		};
+		int64_t s = -7, e = -7;
+		int rc = ngx_http_goblin_conditional(&c, &s, &e);
+
+		CHECK(rc == conds[i].rc, "%s: %d, want %d", conds[i].title,
+		      rc, conds[i].rc);
+		if (rc == PART && conds[i].rc == PART)
+			CHECK(s == conds[i].start && e == conds[i].end,
+			      "%s: [%lld, %lld)", conds[i].title,
+			      (long long)s, (long long)e);
+	}
+}
+
+static void check_header_values(void)
+{
+	unsigned char buf[NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN];
+	const unsigned char *x;
+	size_t i, n;
+
+	CHECK(NGX_HTTP_GOBLIN_ETAG_LEN <= sizeof(buf), "ETag fits");
+	for (i = 0; i < sizeof(etag_values) / sizeof(etag_values[0]); i++) {
+		n = ngx_http_goblin_etag(buf, etag_values[i].cas);
+		CHECK(n == strlen(etag_values[i].etag)
+		      && memcmp(buf, etag_values[i].etag, n) == 0,
+		      "ETag of %llx: '%.*s', want '%s'",
+		      (unsigned long long)etag_values[i].cas, (int)n,
+		      (const char *)buf, etag_values[i].etag);
+	}
+
+	for (i = 0; i < sizeof(content_ranges) / sizeof(content_ranges[0]);
+	     i++) {
+		n = ngx_http_goblin_content_range(buf, content_ranges[i].rc,
+						  content_ranges[i].start,
+						  content_ranges[i].end,
+						  content_ranges[i].size);
+		CHECK(n == strlen(content_ranges[i].value)
+		      && memcmp(buf, content_ranges[i].value, n) == 0,
+		      "Content-Range '%.*s', want '%s'", (int)n,
+		      (const char *)buf, content_ranges[i].value);
+	}
+
+	for (i = 0; i < sizeof(extens) / sizeof(extens[0]); i++) {
+		x = str("?");
+		n = 99;
+		ngx_http_goblin_key_exten(str(extens[i].key),
+					  strlen(extens[i].key), &x, &n);
+		if (extens[i].exten == NULL)
+			CHECK(x == NULL && n == 0, "'%s' has no extension",
+			      extens[i].key);
+		else
+			CHECK(x != NULL && n == strlen(extens[i].exten)
+			      && memcmp(x, extens[i].exten, n) == 0,
+			      "extension of '%s': '%.*s', want '%s'",
+			      extens[i].key, (int)n, x ? (const char *)x : "",
+			      extens[i].exten);
+	}
+}
+
 int main(void)
 {
 	size_t i;
@@ -159,6 +313,9 @@ int main(void)
 		CHECK(!ngx_http_goblin_key_valid(long_key, 251, 250),
 		      "251 bytes");
 	}
+
+	check_conditionals();
+	check_header_values();
 
 	return check_result();
 }

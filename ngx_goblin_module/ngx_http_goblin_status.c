@@ -1,0 +1,205 @@
+
+/*
+ * ngx_http_goblin_module: goblin_status, the JSON status of this worker's
+ * link (its NGX_HTTP_GOBLIN_STATS counters) and of storaged (its "stats"
+ * as the daemon sends them through the ring).
+ */
+
+
+#include "ngx_http_goblin_module.h"
+
+#include <jansson.h>
+
+
+static ngx_int_t ngx_http_goblin_send_status(ngx_http_request_t *r,
+    json_t *storaged);
+
+
+ngx_int_t
+ngx_http_goblin_status_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                rc;
+    struct ring_sqe          sqe;
+    ngx_http_goblin_ctx_t   *ctx;
+    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (link->state != NGX_HTTP_GOBLIN_UP) {
+        return ngx_http_goblin_send_status(r, NULL);
+    }
+
+    ctx = ngx_http_goblin_create_ctx(r);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->status = 1;
+
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = RING_OP_STATS;
+    ngx_http_goblin_submit(ctx, &sqe);
+    ngx_http_goblin_wait(ctx);
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+/* storaged went away before it answered: the status without it. */
+void
+ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_http_goblin_finalize(ctx,
+                             ngx_http_goblin_send_status(ctx->request, NULL));
+}
+
+
+/* "name value" lines from storaged into a JSON object of numbers. */
+void
+ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    u_char              *p, *last, *name, *eol;
+    json_t              *storaged;
+    ngx_int_t            rc;
+    ngx_str_t            value;
+    uint64_t             n;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+
+    if (cqe->res != 0) {
+        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
+        return;
+    }
+
+    storaged = json_object();
+    if (storaged == NULL) {
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+        ngx_http_goblin_finalize(ctx, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    p = (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf);
+    last = p + cqe->len;
+
+    for ( /* void */ ; p < last; p = eol + 1) {
+        eol = ngx_strlchr(p, last, '\n');
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        name = p;
+        p = ngx_strlchr(name, eol, ' ');
+        if (p == NULL || p == name) {
+            continue;
+        }
+
+        value.data = p + 1;
+        value.len = eol - value.data;
+
+        for (n = 0; value.len && *value.data >= '0' && *value.data <= '9';
+             value.data++, value.len--)
+        {
+            n = n * 10 + (*value.data - '0');
+        }
+
+        *p = '\0';      /* the buffer is ours until BUFREL */
+        json_object_set_new(storaged, (char *) name, json_integer(n));
+        *p = ' ';
+    }
+
+    ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+
+    rc = ngx_http_goblin_send_status(r, storaged);
+
+    ngx_http_goblin_finalize(ctx, rc);
+}
+
+
+/*
+ * {"pid":..., "link":"up"|"down", "module":{...}, "storaged":{...}|null};
+ * 503 when storaged could not be asked.  Takes <storaged>.
+ */
+static ngx_int_t
+ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
+{
+    char                    *text;
+    json_t                  *root, *module;
+    size_t                   len;
+    ngx_int_t                rc;
+    ngx_buf_t               *b;
+    ngx_chain_t              out;
+    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    root = json_object();
+    module = json_object();
+
+    if (root == NULL || module == NULL) {
+        json_decref(root);
+        json_decref(module);
+        json_decref(storaged);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set_new(root, "pid", json_integer(ngx_pid));
+    json_object_set_new(root, "link",
+                        json_string(link->state == NGX_HTTP_GOBLIN_UP
+                                    ? "up" : "down"));
+
+#define NGX_HTTP_GOBLIN_STAT_JSON(name)                                       \
+    json_object_set_new(module, #name, json_integer(link->stats.name));
+    NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_JSON)
+#undef NGX_HTTP_GOBLIN_STAT_JSON
+
+    json_object_set_new(module, "rx_held", json_integer(link->rx_held));
+    json_object_set_new(root, "module", module);
+    json_object_set_new(root, "storaged", storaged ? storaged : json_null());
+
+    text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+
+    if (text == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_strlen(text);
+
+    b = ngx_create_temp_buf(r->pool, len + 1);
+    if (b == NULL) {
+        free(text);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->pos, text, len);
+    *b->last++ = '\n';
+    free(text);
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = storaged ? NGX_HTTP_OK
+                                     : NGX_HTTP_SERVICE_UNAVAILABLE;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
