@@ -159,6 +159,19 @@ typedef void (*gs_wake_fn)(void *arg);
 int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		   uint64_t len, gs_wake_fn wake, void *arg,
 		   struct gs_stream **sp);
+/*
+ * gs_stream_open() reading the disk chunks into the caller's <nbufs>
+ * (1 to 64) buffers <bufs> (each GS_IO_BUFFER bytes, aligned to 4096), not a
+ * window of <io>'s: the stream never waits for a window and is never
+ * reclaimed, and gs_stream_peek() hands out pointers into <bufs> (or the
+ * RAM region).  The kernel may write into <bufs> until <released>(<arg>)
+ * fires, from gs_io_run(), after gs_stream_close().  Returns 0, -EINVAL
+ * (<nbufs> out of range, a buffer misaligned, no <released>) or -ENOMEM.
+ */
+int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+			uint64_t len, void *const *bufs, unsigned nbufs,
+			gs_wake_fn wake, gs_wake_fn released, void *arg,
+			struct gs_stream **sp);
 /* Next in-order bytes: 0 with <*len> > 0; 0 with <*len> == 0 at the end;
  * <*data> stays valid until consumed or until the caller is back in its
  * event loop (gs_io_run() gives the window of a stream whose consumer left
@@ -212,7 +225,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
  * (stored), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
  * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
  * missing (then <*wp> is untouched: abort it).
- * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat().
+ * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat_open().
  */
 int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
 		     gs_done_fn done, void *arg);
@@ -224,27 +237,20 @@ uint64_t gs_last_cas(const struct gs_io *io);
 bool gs_last_replaced(const struct gs_io *io);
 
 /*
- * append/prepend: stores old value + <data> (or <data> + old) under <key>,
- * keeping the old flags and exptime.  <done> as for gs_writer_finish,
- * -ENOENT when there is no such key.  The old value is read through a
- * stream, the new one written through a writer, and <len> bytes count
- * against the admission bound until <done>: <data> must stay valid until
- * <done> fires (it is not copied).  Returns 0 (armed) or -errno.
- */
-int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
-	      const void *data, size_t len, gs_done_fn done, void *arg);
-
-/*
- * append/prepend streamed from a client, as a writer is: gs_concat_open()
- * takes <len>, the bytes to add; gs_concat_buf() says where the next ones go
- * (0, or -EAGAIN until the admission bound lets the <len> bytes in: <wake>
- * fires, stop reading meanwhile), gs_concat_advance() counts them, and
- * gs_concat_finish() looks <key> up and stores as gs_concat() does (clears
- * <*kp> whatever it returns; -EINVAL with <*kp> untouched when bytes are
- * missing).  The appended bytes are held only once admitted, and count
- * against the bound until <done>.  With no memory for them the rest is read
- * and dropped and gs_concat_finish() returns -ENOMEM.  gs_concat_abort()
- * drops it before finish and clears <*kp>.
+ * append/prepend: stores old value + the new bytes (or new + old) under
+ * <key>, keeping the old flags and exptime.  The bytes to add stream from
+ * the caller, as a writer's do: gs_concat_open() takes <len>, their number;
+ * gs_concat_buf() says where the next ones go (0, or -EAGAIN until the
+ * admission bound lets the <len> bytes in: <wake> fires, stop reading
+ * meanwhile), gs_concat_advance() counts them.  gs_concat_finish() then
+ * looks <key> up and stores: the old value is read through a stream, the
+ * new one written through a writer; <done> as for gs_writer_finish().  It
+ * returns 0 (armed), -ENOENT when there is no such key or -ENOMEM when
+ * there was no memory for the bytes (the rest were read and dropped), and
+ * clears <*kp>; or -EINVAL with <*kp> untouched when bytes are missing.
+ * The bytes to add are held only once admitted, and count against the
+ * bound until <done>.  gs_concat_abort() drops it before finish and clears
+ * <*kp>.
  */
 struct gs_concat;
 int gs_concat_open(struct gs_io *io, const void *key, size_t klen,

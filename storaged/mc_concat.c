@@ -8,25 +8,24 @@
 
 #include "uring.h"
 
-/* The old value streams in through gs_stream (io_uring, checksummed), the
- * new one goes out through a writer: no whole-value copy, no blocking read.
- * The appended bytes (held by the caller) count against the admission bound
- * from the start, as the writer's credit: its first buffers are paid from
+/* The appended bytes arrive from the caller into <buf> once admitted; at
+ * finish the old value streams in through gs_stream (io_uring, checksummed)
+ * and the new one goes out through a writer: no whole-value copy, no
+ * blocking read.  The appended bytes count against the admission bound from
+ * the start, then as the writer's credit: its first buffers are paid from
  * it, so a large append can't wait on its own charge. */
-struct concat {
+struct gs_concat {
 	struct deferred def;
 	struct gs_io *io;
 	struct gs_writer *w;
 	struct gs_obj *old;
 	struct gs_stream *s;
-	const char *data;
 	size_t len;
 	bool prepend;
 	uint64_t pos, total;
 	gs_done_fn done;
 	void *arg;
 	struct io_waiter waiter;
-	/* streamed from the caller (gs_concat_open): */
 	char *buf;			/* the appended bytes as they arrive */
 	uint64_t got;
 	uint64_t charged;		/* admission held for buf, not yet the writer's */
@@ -35,7 +34,7 @@ struct concat {
 	char key[GS_KEY_MAX];
 };
 
-static void concat_free(struct concat *k)
+static void concat_free(struct gs_concat *k)
 {
 	waiter_del(&k->waiter);
 	gs_writer_abort(&k->w);
@@ -49,13 +48,13 @@ static void concat_free(struct concat *k)
 
 static void concat_done(void *arg, int res)
 {
-	struct concat *k = arg;
+	struct gs_concat *k = arg;
 
 	k->done(k->arg, res);
 	concat_free(k);
 }
 
-static void concat_fail(struct concat *k, int res)
+static void concat_fail(struct gs_concat *k, int res)
 {
 	gs_writer_abort(&k->w);
 	gs_stream_close(&k->s);
@@ -64,7 +63,7 @@ static void concat_fail(struct concat *k, int res)
 
 /* Copies old bytes into [p, p + *n) from the stream; -EAGAIN: not landed
  * (its wake brings us back). */
-static int concat_copy_old(struct concat *k, char *p, size_t *n)
+static int concat_copy_old(struct gs_concat *k, char *p, size_t *n)
 {
 	const void *src;
 	size_t have;
@@ -83,7 +82,7 @@ static int concat_copy_old(struct concat *k, char *p, size_t *n)
 
 static void concat_pump(void *arg)
 {
-	struct concat *k = arg;
+	struct gs_concat *k = arg;
 	uint64_t old_size = k->old->meta.size;
 	uint64_t data_at = k->prepend ? 0 : old_size;
 
@@ -97,7 +96,7 @@ static void concat_pump(void *arg)
 		if (k->pos >= data_at && k->pos < data_at + k->len) {
 			if (n > data_at + k->len - k->pos)
 				n = data_at + k->len - k->pos;
-			memcpy(p, k->data + (k->pos - data_at), n);
+			memcpy(p, k->buf + (k->pos - data_at), n);
 		} else {
 			uint64_t old_end = k->prepend ? k->total : old_size;
 
@@ -122,7 +121,7 @@ static void concat_pump(void *arg)
 
 static void concat_wake(void *arg)
 {
-	struct concat *k = arg;
+	struct gs_concat *k = arg;
 
 	if (k->w)
 		concat_pump(k);
@@ -130,7 +129,7 @@ static void concat_wake(void *arg)
 
 /* Admission is held (k->charged): hands it to the writer, reads the old
  * value in and pumps. */
-static void concat_start(struct concat *k)
+static void concat_start(struct gs_concat *k)
 {
 	struct gs_io *io = k->io;
 	int ret;
@@ -146,55 +145,10 @@ static void concat_start(struct concat *k)
 	concat_pump(k);
 }
 
-/* Starts once the appended bytes fit under the admission bound. */
-static void concat_admit(void *arg)
-{
-	struct concat *k = arg;
-	struct gs_io *io = k->io;
-
-	if (admission_full(io->e, k->len)) {
-		STAT_ADD(io->e, admission_waits, 1);
-		waiter_add(&io->writer_bufs.waiters, &k->waiter, concat_admit, k);
-		return;
-	}
-	/* the appended bytes count until the writer's buffers take them over */
-	STAT_ADD(io->e, admission_bytes, k->len);
-	k->charged = k->len;
-	concat_start(k);
-}
-
-int gs_concat(struct gs_io *io, const void *key, size_t klen, bool prepend,
-	      const void *data, size_t len, gs_done_fn done, void *arg)
-{
-	struct concat *k = calloc(1, sizeof(*k));
-	const struct gs_meta *m;
-	int ret;
-
-	if (!k)
-		return -ENOMEM;
-	*k = (struct concat){ .io = io, .prepend = prepend, .data = data,
-			      .len = len, .done = done, .arg = arg };
-	waiter_init(&k->waiter);
-	ret = gs_lookup(io->e, key, klen, &k->old);
-	if (ret < 0)
-		goto out_free;
-	m = gs_obj_meta(k->old);
-	k->total = m->size + len;
-	ret = gs_writer_open(io, key, klen, k->total, m->flags, m->exptime, &k->w);
-	if (ret < 0)
-		goto out_free;
-	concat_admit(k);
-	return 0;
-
-out_free:
-	concat_free(k);
-	return ret;
-}
-
 int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 		   bool prepend, size_t len, struct gs_concat **kp)
 {
-	struct concat *k;
+	struct gs_concat *k;
 
 	if (klen > GS_KEY_MAX)
 		return -EINVAL;
@@ -203,31 +157,26 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
+	*k = (struct gs_concat){ .io = io, .prepend = prepend, .len = len,
 			      .klen = klen };
 	waiter_init(&k->waiter);
 	memcpy(k->key, key, klen);
-	*kp = (struct gs_concat *)k;
+	*kp = k;
 	return 0;
 }
 
-int gs_concat_buf(struct gs_concat *kc, void **p, size_t *len,
+int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg)
 {
-	struct concat *k = (struct concat *)kc;
 	struct gs_io *io = k->io;
 	uint64_t left = k->len - k->got;
 
 	if (!k->buf && !k->error) {
-		if (admission_full(io->e, k->len)) {
-			if (!waiter_queued(&k->waiter))
-				STAT_ADD(io->e, admission_waits, 1);
-			waiter_add(&io->writer_bufs.waiters, &k->waiter, wake, arg);
+		if (admission_wait(io, k->len, &k->waiter, wake, arg) < 0)
 			return -EAGAIN;
-		}
 		k->buf = malloc(k->len ? k->len : 1);
 		if (k->buf) {
-			STAT_ADD(io->e, admission_bytes, k->len);
+			admission_charge(io, k->len);
 			k->charged = k->len;
 		} else {
 			k->error = -ENOMEM;
@@ -243,14 +192,14 @@ int gs_concat_buf(struct gs_concat *kc, void **p, size_t *len,
 	return 0;
 }
 
-void gs_concat_advance(struct gs_concat *kc, size_t n)
+void gs_concat_advance(struct gs_concat *k, size_t n)
 {
-	((struct concat *)kc)->got += n;
+	k->got += n;
 }
 
 int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
 {
-	struct concat *k = (struct concat *)*kp;
+	struct gs_concat *k = *kp;
 	struct gs_io *io = k->io;
 	const struct gs_meta *m;
 	int ret;
@@ -267,7 +216,6 @@ int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
 		ret = gs_lookup(io->e, k->key, k->klen, &k->old);
 	if (ret < 0)
 		goto out_free;
-	k->data = k->buf;
 	k->done = done;
 	k->arg = arg;
 	m = gs_obj_meta(k->old);
@@ -286,7 +234,7 @@ out_free:
 
 void gs_concat_abort(struct gs_concat **kp)
 {
-	struct concat *k = (struct concat *)*kp;
+	struct gs_concat *k = *kp;
 
 	if (!k)
 		return;

@@ -7,7 +7,8 @@
  * it closes, so streams can't deadlock on each other; while others wait for
  * a window, gs_io_run() takes it back from a stream whose consumer left its
  * landed bytes unread for READAHEAD_STALL_MS (they are read, and checked,
- * again when it returns).
+ * again when it returns).  A stream opened with gs_stream_open_into() reads
+ * into its caller's buffers instead: it never waits and is never reclaimed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include "uring.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
+#define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
+#define CALLER_BUFS_MAX	64		/* as io_buffers: stream_slot.win fits */
 
 /* ---- checks shared by streams and read_into ---- */
 
@@ -91,6 +94,14 @@ struct stream_slot {
 	uint64_t off;			/* object offset of the chunk */
 };
 
+/* A buffer of a stream's window: registered (one of io->stream_bufs) or
+ * given by the caller of gs_stream_open_into(). */
+struct stream_buf {
+	char *mem;
+	int idx;			/* registered buffer, -1 the caller's */
+	uint8_t free_slices;		/* bit set = free */
+};
+
 struct gs_stream {
 	struct gs_io *io;
 	struct gs_obj *obj;
@@ -99,18 +110,20 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	int *window;			/* our buffers, held until close or reclaim */
-	uint8_t *free_slices;		/* per window buffer: bit set = free */
-	unsigned window_size;
+	struct stream_buf *window;	/* held until close or reclaim */
+	unsigned window_size, window_max;
 	bool have_window;
+	bool caller_bufs;		/* the window is the caller's, for good */
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
 	unsigned inflight;
 	int error;
 	bool closed;
 	gs_wake_fn wake;
+	gs_wake_fn released;		/* caller_bufs: the kernel is done with them */
 	void *arg;
 	struct io_waiter waiter;
+	struct deferred def;		/* fires <released> */
 };
 
 static void stream_refill(struct gs_stream *s);
@@ -130,10 +143,10 @@ static void window_put(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 
-	if (!s->have_window)
+	if (!s->have_window || s->caller_bufs)
 		return;
 	for (unsigned i = 0; i < s->window_size; i++)
-		iobuf_put(&io->stream_bufs, s->window[i]);
+		iobuf_put(&io->stream_bufs, s->window[i].idx);
 	s->have_window = false;
 	list_del(&s->hold);
 	if (!list_empty(&io->stream_bufs.waiters))
@@ -150,8 +163,28 @@ static void stream_free(struct gs_stream *s)
 	free(s->order);
 	free(s->slots);
 	free(s->window);
-	free(s->free_slices);
 	free(s);
+}
+
+static void stream_released(void *arg, int res)
+{
+	struct gs_stream *s = arg;
+	gs_wake_fn released = s->released;
+
+	(void)res;
+	arg = s->arg;
+	stream_free(s);
+	released(arg);
+}
+
+/* Closed and no read in flight: frees <s>, telling the caller whose buffers
+ * it read into (from gs_io_run). */
+static void stream_end(struct gs_stream *s)
+{
+	if (s->released)
+		defer(s->io, &s->def, stream_released, s, 0);
+	else
+		stream_free(s);
 }
 
 /* A window came free (called from gs_io_run). */
@@ -189,11 +222,11 @@ static void stream_reclaim(struct gs_stream *s)
 		put_slices(s, sl);
 		sl->state = CH_IDLE;
 	}
-	s->norder = read_order(s->obj, s->cur, s->last,
-			       s->io->e->cfg.io_buffers > 1, s->order);
+	s->norder = read_order(s->obj, s->cur, s->last, s->window_max > 1,
+			       s->order);
 	s->next_submit = 0;
 	window_put(s);
-	s->window_size = window_for(s, s->io->e->cfg.io_buffers);
+	s->window_size = window_for(s, s->window_max);
 	STAT_ADD(s->io->e, readahead_reclaims, 1);
 }
 
@@ -237,8 +270,10 @@ static bool take_window(struct gs_stream *s)
 		return false;
 	}
 	for (unsigned i = 0; i < s->window_size; i++) {
-		s->window[i] = iobuf_get(bs);
-		s->free_slices[i] = ALL_SLICES;
+		int idx = iobuf_get(bs);
+
+		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
+						    ALL_SLICES };
 	}
 	s->have_window = true;
 	list_add_tail(&io->holders, &s->hold);
@@ -260,9 +295,9 @@ static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
 		for (unsigned k = 0; k + n <= SLICES; k++) {
 			uint8_t bits = ((1u << n) - 1) << k;
 
-			if ((s->free_slices[i] & bits) != bits)
+			if ((s->window[i].free_slices & bits) != bits)
 				continue;
-			s->free_slices[i] &= ~bits;
+			s->window[i].free_slices &= ~bits;
 			sl->win = i;
 			sl->slices = bits;
 			sl->boff = k * SLICE;
@@ -275,13 +310,13 @@ static void put_slices(struct gs_stream *s, struct stream_slot *sl)
 {
 	if (sl->win < 0)
 		return;
-	s->free_slices[sl->win] |= sl->slices;
+	s->window[sl->win].free_slices |= sl->slices;
 	sl->win = -1;
 }
 
 static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
 {
-	return iobuf_ptr(s->io, s->window[sl->win]) + sl->boff;
+	return s->window[sl->win].mem + sl->boff;
 }
 
 static void stream_read_done(struct io_op *op)
@@ -293,7 +328,7 @@ static void stream_read_done(struct io_op *op)
 	s->inflight--;
 	if (s->closed) {
 		if (!s->inflight)
-			stream_free(s);
+			stream_end(s);
 		return;
 	}
 	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
@@ -322,7 +357,7 @@ static void stream_refill(struct gs_stream *s)
 		if (!take_slices(s, sl, chunk_slices(s, c)))
 			break;
 		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
-			       s->window[sl->win], stream_read_done, s);
+			       s->window[sl->win].idx, stream_read_done, s);
 		if (ret < 0) {
 			put_slices(s, sl);
 			s->error = -EIO;
@@ -354,41 +389,50 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	return n < max ? n : max;
 }
 
-int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
-		   uint64_t len, gs_wake_fn wake, void *arg,
-		   struct gs_stream **sp)
+/* Finds the chunks [s->first, s->last) that hold bytes of [s->pos, s->end)
+ * past the head. */
+static void stream_span(struct gs_stream *s)
+{
+	const struct gs_obj *obj = s->obj;
+	uint64_t coff = obj->meta.head_len;
+	uint64_t start = s->pos > coff ? s->pos : coff;
+
+	if (s->end <= obj->meta.head_len)
+		return;
+	s->first = UINT32_MAX;
+	for (uint32_t c = 0; c < obj->nchunks; c++) {
+		uint64_t cend = coff + obj->chunks[c].len;
+
+		if (s->first == UINT32_MAX && cend > start)
+			s->first = c;
+		if (cend >= s->end) {
+			s->last = c + 1;
+			break;
+		}
+		coff = cend;
+	}
+}
+
+/* A stream of [<off>, <off>+<len>) of <obj> whose window will be at most
+ * <window_max> buffers; not pinned or started yet. */
+static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		      uint64_t len, unsigned window_max, struct gs_stream **sp)
 {
 	const struct gs_meta *m = &obj->meta;
 	uint64_t end = off + len > m->size || off + len < off ? m->size : off + len;
 	struct gs_stream *s = calloc(1, sizeof(*s));
-	uint64_t coff = m->head_len;
+	uint64_t coff;
 
 	if (!s)
 		return -ENOMEM;
 	s->io = io;
-	s->obj = obj;			/* pinned below, once it can't fail */
+	s->obj = obj;			/* pinned once it can't fail */
 	s->pos = off < end ? off : end;
 	s->end = end;
-	s->wake = wake;
-	s->arg = arg;
+	s->window_max = window_max;
 	list_init(&s->hold);
 	waiter_init(&s->waiter);
-	if (end > m->head_len) {
-		uint64_t start = s->pos > m->head_len ? s->pos : m->head_len;
-
-		s->first = UINT32_MAX;
-		for (uint32_t c = 0; c < obj->nchunks; c++) {
-			uint64_t cend = coff + obj->chunks[c].len;
-
-			if (s->first == UINT32_MAX && cend > start)
-				s->first = c;
-			if (cend >= end) {
-				s->last = c + 1;
-				break;
-			}
-			coff = cend;
-		}
-	}
+	stream_span(s);
 	s->cur = s->first;
 	if (s->last > s->first) {
 		uint32_t n = s->last - s->first;
@@ -407,26 +451,68 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 			if (obj->chunks[c].tier == GS_TIER_RAM)
 				sl->state = CH_READY;
 		}
-		s->norder = read_order(obj, s->first, s->last,
-				       io->e->cfg.io_buffers > 1, s->order);
-		s->window_size = window_for(s, io->e->cfg.io_buffers);
-		s->window = calloc(s->window_size ? s->window_size : 1, sizeof(int));
-		s->free_slices = calloc(s->window_size ? s->window_size : 1, 1);
-		if (!s->window || !s->free_slices)
+		s->norder = read_order(obj, s->first, s->last, window_max > 1,
+				       s->order);
+		s->window_size = window_for(s, window_max);
+		s->window = calloc(s->window_size ? s->window_size : 1,
+				   sizeof(*s->window));
+		if (!s->window)
 			goto out_free;
 	}
-	pin(io->e, obj);
-	stream_refill(s);
 	*sp = s;
 	return 0;
 
 out_free:
 	free(s->slots);
 	free(s->order);
-	free(s->window);
-	free(s->free_slices);
 	free(s);
 	return -ENOMEM;
+}
+
+static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
+{
+	s->wake = wake;
+	s->arg = arg;
+	pin(s->io->e, s->obj);
+	stream_refill(s);
+}
+
+int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		   uint64_t len, gs_wake_fn wake, void *arg,
+		   struct gs_stream **sp)
+{
+	int ret = stream_new(io, obj, off, len, io->e->cfg.io_buffers, sp);
+
+	if (ret < 0)
+		return ret;
+	stream_start(*sp, wake, arg);
+	return 0;
+}
+
+int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+			uint64_t len, void *const *bufs, unsigned nbufs,
+			gs_wake_fn wake, gs_wake_fn released, void *arg,
+			struct gs_stream **sp)
+{
+	struct gs_stream *s;
+	int ret;
+
+	if (!nbufs || nbufs > CALLER_BUFS_MAX || !released)
+		return -EINVAL;
+	for (unsigned i = 0; i < nbufs; i++)
+		if ((uintptr_t)bufs[i] % CALLER_BUF_ALIGN)
+			return -EINVAL;
+	ret = stream_new(io, obj, off, len, nbufs, &s);
+	if (ret < 0)
+		return ret;
+	s->caller_bufs = true;
+	s->have_window = true;
+	s->released = released;
+	for (unsigned i = 0; i < s->window_size; i++)
+		s->window[i] = (struct stream_buf){ bufs[i], -1, ALL_SLICES };
+	stream_start(s, wake, arg);
+	*sp = s;
+	return 0;
 }
 
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
@@ -493,7 +579,7 @@ void gs_stream_close(struct gs_stream **sp)
 	s->closed = true;
 	waiter_del(&s->waiter);
 	if (!s->inflight)
-		stream_free(s);
+		stream_end(s);
 }
 
 /* ---- whole-object reads into caller memory ---- */

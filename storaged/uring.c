@@ -1,7 +1,8 @@
 /*
- * The io_uring core of a gs_io: one ring per thread with the pool files and
- * the I/O buffers registered, chunk operations cut into per-stripe
- * segments, and gs_io_run(), which reaps completions and fires callbacks.
+ * The io_uring core of a gs_io: one io_uring per thread with the pool
+ * files and the I/O buffers registered, chunk operations cut into
+ * per-stripe segments, and gs_io_run(), which reaps completions and fires
+ * callbacks.
  *
  * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
  * (completions reaped meanwhile go to a stash gs_io_run() drains), other

@@ -9,7 +9,7 @@
  * finds its set empty queues an io_waiter on it; gs_io_run() fires the
  * waiters when buffers come back.
  *
- *   bufmem: | stream_bufs: io_buffers * io_streams | writer_bufs: 2 * io_buffers |
+ *   bufmem: | stream_bufs: io_buffers*io_streams | writer_bufs: 2*io_buffers |
  *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
  * io_seg per stripe it spans; its done callback fires from gs_io_run()
@@ -205,6 +205,13 @@ static inline void stream_waiters_check(struct gs_io *io)
 
 /* ---- writer.c: admission ---- */
 
+/* 0 when <n> more bytes fit under the admission bound now; else -EAGAIN
+ * with <w> queued to call <wake>(<arg>) when room may have come (the first
+ * time counts an admission wait). */
+int admission_wait(struct gs_io *io, uint64_t n, struct io_waiter *w,
+		   gs_wake_fn wake, void *arg);
+/* Counts <n> bytes as accepted but not yet on disk. */
+void admission_charge(struct gs_io *io, uint64_t n);
 /* Gives <n> admitted bytes back and wakes writers waiting for room. */
 void admission_release(struct gs_io *io, uint64_t n);
 /* Makes a writer that is still owed <credit> admitted bytes (taken by its

@@ -23,6 +23,22 @@ void engine_wake_admission(struct gs_engine *e)
 	pthread_mutex_unlock(&e->io_lock);
 }
 
+int admission_wait(struct gs_io *io, uint64_t n, struct io_waiter *w,
+		   gs_wake_fn wake, void *arg)
+{
+	if (!admission_full(io->e, n))
+		return 0;
+	if (!waiter_queued(w))
+		STAT_ADD(io->e, admission_waits, 1);
+	waiter_add(&io->writer_bufs.waiters, w, wake, arg);
+	return -EAGAIN;
+}
+
+void admission_charge(struct gs_io *io, uint64_t n)
+{
+	STAT_ADD(io->e, admission_bytes, n);
+}
+
 void admission_release(struct gs_io *io, uint64_t n)
 {
 	STAT_SUB(io->e, admission_bytes, n);

@@ -7,12 +7,13 @@ DEB_PACKAGES += libfuse3-dev fuse3 fio e2fsprogs util-linux mount python3
 # Expanded at build time, after `make deps` has installed libfuse3-dev.
 RIG_FUSE_CFLAGS = $(shell pkg-config --cflags fuse3)
 RIG_FUSE_LIBS   = $(shell pkg-config --libs fuse3)
-RIG_DEVMODEL    = bench/rig/devmodel.c shared/size.c
+RIG_DEVMODEL    = $(wildcard bench/rig/devmodel*.c) shared/size.c
+RIG_DEVMODEL_H  = bench/rig/devmodel.h shared/size.h bench/rig/rig.mk
 
-build/goblin-devmodel: $(RIG_DEVMODEL) shared/size.h bench/rig/rig.mk
+build/goblin-devmodel: $(RIG_DEVMODEL) $(RIG_DEVMODEL_H)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(OPTFLAGS) $(RIG_FUSE_CFLAGS) -o $@ $(RIG_DEVMODEL) $(RIG_FUSE_LIBS) -lm
 
-build/asan/goblin-devmodel: $(RIG_DEVMODEL) shared/size.h bench/rig/rig.mk
+build/asan/goblin-devmodel: $(RIG_DEVMODEL) $(RIG_DEVMODEL_H)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(ASANFLAGS) $(RIG_FUSE_CFLAGS) -o $@ $(RIG_DEVMODEL) $(RIG_FUSE_LIBS) -lm

@@ -21,7 +21,7 @@ build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS)
 	$(CC) $(BASEFLAGS) $(ASANFLAGS) -o $@ $< $(UNIT_SRCS) $(LDLIBS)
 
 # Engine tests link libgoblin (storaged/storaged.mk).
-ENGINE_TESTS := test_engine test_region test_pool
+ENGINE_TESTS := test_engine test_region test_pool test_stream
 define ENGINE_TEST
 $(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)

@@ -172,12 +172,182 @@ static int pick(const char *opt, const char *s, const char *const *names)
 	bad_usage("--%s: unknown value '%s'", opt, s);
 }
 
-static void parse(int argc, char **argv, struct gb_opts *o)
+/* What the command line set, for the checks that follow parsing. */
+struct parse_seen {
+	bool port, size, hot_keys;
+	uint64_t port_value;
+};
+
+/* The server options: where and how to talk.  False: not one of them. */
+static bool parse_server_opt(int c, const char *name, struct gb_opts *o,
+			     struct parse_seen *seen)
 {
 	static const char *const protos[] = { "memcache", "http", NULL };
+
+	switch (c) {
+	case OPT_HOST:
+		if (!*optarg)
+			bad_usage("--%s: empty host", name);
+		o->host = optarg;
+		return true;
+	case OPT_PORT:
+		seen->port_value = parse_count(name, optarg);
+		if (seen->port_value < 1 || seen->port_value > 65535)
+			bad_usage("--%s: %s is not a TCP port", name, optarg);
+		seen->port = true;
+		return true;
+	case OPT_PROTO:
+		o->proto = (enum gb_proto)pick(name, optarg, protos);
+		return true;
+	case OPT_PREFIX:
+		if (optarg[0] != '/' || strpbrk(optarg, " \r\n"))
+			bad_usage("--%s: '%s' must start with / and hold "
+				  "no spaces", name, optarg);
+		o->http_prefix = optarg;
+		return true;
+	}
+	return false;
+}
+
+/* The value and key options: what is stored and which keys are asked. */
+static bool parse_data_opt(int c, const char *name, struct gb_opts *o,
+			   struct parse_seen *seen)
+{
 	static const char *const dists[] = { "fixed", "gpd", "fb_value", NULL };
-	bool have_port = false, have_size = false, have_hot_keys = false;
-	uint64_t port = 0, conns;
+
+	switch (c) {
+	case OPT_SIZE:
+		if (size_parse(optarg, &o->size))
+			bad_usage("--%s: '%s' is not a size (bytes, or "
+				  "with a K, M or G suffix)", name, optarg);
+		if (o->size < 1 || o->size > MAX_SIZE)
+			bad_usage("--%s: %s is not in [1, 1G]", name, optarg);
+		seen->size = true;
+		return true;
+	case OPT_DIST:
+		o->dist = (enum gb_dist)pick(name, optarg, dists);
+		return true;
+	case OPT_KEYS:
+		o->keys = parse_count(name, optarg);
+		return true;
+	case OPT_HOT_START:
+		o->hot_start = parse_count(name, optarg);
+		return true;
+	case OPT_HOT_KEYS:
+		o->hot_keys = parse_count(name, optarg);
+		seen->hot_keys = true;
+		return true;
+	case OPT_KEY_DIST:
+		o->key_dist = (enum gb_key_dist)pick(name, optarg, gb_key_dist_names);
+		return true;
+	case OPT_THETA:
+		o->zipf_theta = parse_real(name, optarg);
+		if (o->zipf_theta <= 0 || o->zipf_theta >= 1)
+			bad_usage("--%s: %s is not in (0, 1)", name, optarg);
+		return true;
+	case OPT_SEED:
+		o->seed = parse_count(name, optarg);
+		return true;
+	}
+	return false;
+}
+
+/* The load options: how many requests, how fast, for how long. */
+static bool parse_load_opt(int c, const char *name, struct gb_opts *o)
+{
+	uint64_t conns;
+
+	switch (c) {
+	case OPT_SET_RATIO:
+		o->set_ratio = parse_real(name, optarg);
+		if (o->set_ratio < 0 || o->set_ratio > 1)
+			bad_usage("--%s: %s is not in [0, 1]", name, optarg);
+		return true;
+	case OPT_CONNS:
+		conns = parse_count(name, optarg);
+		if (conns < 1 || conns > MAX_CONNS)
+			bad_usage("--%s: %s is not in [1, 1024]", name, optarg);
+		o->conns = (unsigned)conns;
+		return true;
+	case OPT_DURATION:
+		o->duration = parse_seconds(name, optarg);
+		return true;
+	case OPT_TIMEOUT:
+		o->timeout = parse_seconds(name, optarg);
+		return true;
+	case OPT_RATE:
+		o->rate = parse_real(name, optarg);
+		if (o->rate < 0)
+			bad_usage("--%s: %s is negative", name, optarg);
+		return true;
+	}
+	return false;
+}
+
+/* The run-mode switches, output and the options that exit at once. */
+static void parse_mode_opt(int c, const char *name, char **argv,
+			   struct gb_opts *o)
+{
+	switch (c) {
+	case OPT_POPULATE_ONLY:
+		o->populate_only = true;
+		break;
+	case OPT_NO_STORE:
+		o->no_store = true;
+		break;
+	case OPT_VERIFY:
+		o->verify = true;
+		break;
+	case OPT_NO_VERIFY:
+		o->verify = false;
+		break;
+	case OPT_JSON:
+		if (!*optarg)
+			bad_usage("--%s: empty file name", name);
+		o->json = optarg;
+		break;
+	case OPT_QUIET:
+		o->quiet = true;
+		break;
+	case OPT_SELF_TEST:
+		exit(gb_self_test() ? 1 : 0);
+	case OPT_HELP:
+		fputs(usage, stdout);
+		exit(0);
+	case OPT_VERSION:
+		printf("goblin-bench %s\n", GB_VERSION);
+		exit(0);
+	default:
+		if (optopt)
+			bad_usage("--%s needs a value", opt_name(optopt));
+		bad_usage("unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+/* Defaults that depend on other options, and the checks across options. */
+static void check_opts(struct gb_opts *o, const struct parse_seen *seen)
+{
+	o->port = seen->port ? (unsigned)seen->port_value :
+		  o->proto == GB_PROTO_HTTP ? 80 : 11211;
+	if (seen->size && o->dist != GB_DIST_FIXED)
+		bad_usage("--size applies to --dist fixed only, not %s",
+			  gb_dist_name(o->dist));
+	if (o->keys < 1 || o->keys > MAX_KEYS)
+		bad_usage("--keys: must be in [1, 2^31]");
+	if (o->hot_start >= o->keys)
+		bad_usage("--hot-start: must be below --keys");
+	if (!seen->hot_keys)
+		o->hot_keys = o->keys - o->hot_start;
+	if (o->hot_keys < 1 || o->hot_keys > o->keys - o->hot_start)
+		bad_usage("--hot-keys: --hot-start + --hot-keys must be in "
+			  "[1, --keys]");
+	if (o->populate_only && o->no_store)
+		bad_usage("--populate-only and --no-store exclude each other");
+}
+
+static void parse(int argc, char **argv, struct gb_opts *o)
+{
+	struct parse_seen seen = { 0 };
 	int c;
 
 	*o = (struct gb_opts){
@@ -191,133 +361,14 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		const char *name = opt_name(c);
 
-		switch (c) {
-		case OPT_HOST:
-			if (!*optarg)
-				bad_usage("--%s: empty host", name);
-			o->host = optarg;
-			break;
-		case OPT_PORT:
-			port = parse_count(name, optarg);
-			if (port < 1 || port > 65535)
-				bad_usage("--%s: %s is not a TCP port", name, optarg);
-			have_port = true;
-			break;
-		case OPT_PROTO:
-			o->proto = (enum gb_proto)pick(name, optarg, protos);
-			break;
-		case OPT_PREFIX:
-			if (optarg[0] != '/' || strpbrk(optarg, " \r\n"))
-				bad_usage("--%s: '%s' must start with / and hold "
-					  "no spaces", name, optarg);
-			o->http_prefix = optarg;
-			break;
-		case OPT_SIZE:
-			if (size_parse(optarg, &o->size))
-				bad_usage("--%s: '%s' is not a size (bytes, or "
-					  "with a K, M or G suffix)", name, optarg);
-			if (o->size < 1 || o->size > MAX_SIZE)
-				bad_usage("--%s: %s is not in [1, 1G]", name, optarg);
-			have_size = true;
-			break;
-		case OPT_DIST:
-			o->dist = (enum gb_dist)pick(name, optarg, dists);
-			break;
-		case OPT_KEYS:
-			o->keys = parse_count(name, optarg);
-			break;
-		case OPT_HOT_START:
-			o->hot_start = parse_count(name, optarg);
-			break;
-		case OPT_HOT_KEYS:
-			o->hot_keys = parse_count(name, optarg);
-			have_hot_keys = true;
-			break;
-		case OPT_KEY_DIST:
-			o->key_dist = (enum gb_key_dist)pick(name, optarg, gb_key_dist_names);
-			break;
-		case OPT_THETA:
-			o->zipf_theta = parse_real(name, optarg);
-			if (o->zipf_theta <= 0 || o->zipf_theta >= 1)
-				bad_usage("--%s: %s is not in (0, 1)", name, optarg);
-			break;
-		case OPT_SEED:
-			o->seed = parse_count(name, optarg);
-			break;
-		case OPT_SET_RATIO:
-			o->set_ratio = parse_real(name, optarg);
-			if (o->set_ratio < 0 || o->set_ratio > 1)
-				bad_usage("--%s: %s is not in [0, 1]", name, optarg);
-			break;
-		case OPT_CONNS:
-			conns = parse_count(name, optarg);
-			if (conns < 1 || conns > MAX_CONNS)
-				bad_usage("--%s: %s is not in [1, 1024]", name, optarg);
-			o->conns = (unsigned)conns;
-			break;
-		case OPT_DURATION:
-			o->duration = parse_seconds(name, optarg);
-			break;
-		case OPT_TIMEOUT:
-			o->timeout = parse_seconds(name, optarg);
-			break;
-		case OPT_RATE:
-			o->rate = parse_real(name, optarg);
-			if (o->rate < 0)
-				bad_usage("--%s: %s is negative", name, optarg);
-			break;
-		case OPT_POPULATE_ONLY:
-			o->populate_only = true;
-			break;
-		case OPT_NO_STORE:
-			o->no_store = true;
-			break;
-		case OPT_VERIFY:
-			o->verify = true;
-			break;
-		case OPT_NO_VERIFY:
-			o->verify = false;
-			break;
-		case OPT_JSON:
-			if (!*optarg)
-				bad_usage("--%s: empty file name", name);
-			o->json = optarg;
-			break;
-		case OPT_QUIET:
-			o->quiet = true;
-			break;
-		case OPT_SELF_TEST:
-			exit(gb_self_test() ? 1 : 0);
-		case OPT_HELP:
-			fputs(usage, stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("goblin-bench %s\n", GB_VERSION);
-			exit(0);
-		default:
-			if (optopt)
-				bad_usage("--%s needs a value", opt_name(optopt));
-			bad_usage("unknown option '%s'", argv[optind - 1]);
-		}
+		if (!parse_server_opt(c, name, o, &seen) &&
+		    !parse_data_opt(c, name, o, &seen) &&
+		    !parse_load_opt(c, name, o))
+			parse_mode_opt(c, name, argv, o);
 	}
 	if (optind < argc)
 		bad_usage("unexpected argument '%s'", argv[optind]);
-	o->port = have_port ? (unsigned)port :
-		  o->proto == GB_PROTO_HTTP ? 80 : 11211;
-	if (have_size && o->dist != GB_DIST_FIXED)
-		bad_usage("--size applies to --dist fixed only, not %s",
-			  gb_dist_name(o->dist));
-	if (o->keys < 1 || o->keys > MAX_KEYS)
-		bad_usage("--keys: must be in [1, 2^31]");
-	if (o->hot_start >= o->keys)
-		bad_usage("--hot-start: must be below --keys");
-	if (!have_hot_keys)
-		o->hot_keys = o->keys - o->hot_start;
-	if (o->hot_keys < 1 || o->hot_keys > o->keys - o->hot_start)
-		bad_usage("--hot-keys: --hot-start + --hot-keys must be in "
-			  "[1, --keys]");
-	if (o->populate_only && o->no_store)
-		bad_usage("--populate-only and --no-store exclude each other");
+	check_opts(o, &seen);
 }
 
 int main(int argc, char **argv)

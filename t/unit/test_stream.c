@@ -1,0 +1,321 @@
+/*
+ * gs_stream_open_into(): read-ahead streams that read the disk chunks into
+ * buffers the caller provides.  Objects laid across the RAM head, the SSD
+ * prefix and striped HDD chunks are read back over ranges that straddle
+ * every tier and chunk boundary, with one to five caller buffers, every
+ * byte compared with what was written and every disk byte handed out from
+ * the caller's buffers.  Such a stream never waits for the gs_io's own
+ * windows, and tells its caller, from gs_io_run() and only after close,
+ * when the kernel is done with the buffers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "goblin.h"
+#include "check.h"
+#include "log.h"
+
+#define HEAD	(256u << 10)		/* cfg.ram_head */
+#define PREFIX	(1u << 20)		/* cfg.ssd_prefix */
+#define DISK	(HEAD + PREFIX)		/* where the HDD chunks start */
+#define NBUFS	5
+
+static char tmpdir[] = "/var/tmp/goblin-test-stream.XXXXXX";
+static char *bufs[NBUFS];
+
+static void fill(char *p, uint64_t n, uint32_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (char)x;
+	}
+}
+
+static void set_flag(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static void on_done(void *arg, int res)
+{
+	*(int *)arg = res;
+}
+
+static void on_wake(void *arg)
+{
+	(void)arg;
+}
+
+/* Stores <size> bytes of <val> under <key>; returns the done result. */
+static int put(struct gs_io *io, const char *key, const char *val,
+	       uint64_t size)
+{
+	struct gs_writer *w;
+	int res = 1;
+	uint64_t pos = 0;
+	int ret = gs_writer_open(io, key, strlen(key), size, 0, 0, &w);
+
+	if (ret < 0)
+		return ret;
+	while (pos < size) {
+		void *p;
+		size_t n;
+
+		if (gs_writer_buf(w, &p, &n, on_wake, NULL) == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		n = n < size - pos ? n : size - pos;
+		memcpy(p, val + pos, n);
+		gs_writer_advance(w, n);
+		pos += n;
+	}
+	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &res);
+	while (ret == 0 && res == 1)
+		if (gs_io_run(io, true) < 0)
+			return -EIO;
+	return ret ? ret : res;
+}
+
+/* Whether [<p>, <p>+<n>) lies inside one of the first <nbufs> buffers. */
+static bool in_bufs(const char *p, size_t n, unsigned nbufs)
+{
+	for (unsigned i = 0; i < nbufs; i++)
+		if (p >= bufs[i] && p + n <= bufs[i] + GS_IO_BUFFER)
+			return true;
+	return false;
+}
+
+/* Closes <s> and runs <io> until the caller's buffers are released. */
+static int close_and_release(struct gs_io *io, struct gs_stream **s,
+			     bool *released)
+{
+	gs_stream_close(s);
+	if (*released)
+		return -EALREADY;	/* fired inside the call */
+	while (!*released)
+		if (gs_io_run(io, true) < 0)
+			return -EIO;
+	return gs_io_pending(io) ? -EBUSY : 0;
+}
+
+/*
+ * Reads [<off>, <off>+<len>) of <key> through <nbufs> caller buffers,
+ * consuming at most <step> bytes at a time; returns 0 when every byte
+ * equals <val> at its offset and came from where it should.
+ */
+static int read_range(struct gs_engine *e, struct gs_io *io, const char *key,
+		      const char *val, uint64_t off, uint64_t len,
+		      unsigned nbufs, size_t step)
+{
+	struct gs_obj *obj;
+	struct gs_stream *s;
+	bool released = false;
+	uint64_t size, head, pos = off;
+	int ret = gs_lookup(e, key, strlen(key), &obj);
+
+	if (ret < 0)
+		return ret;
+	size = gs_obj_meta(obj)->size;
+	head = gs_obj_meta(obj)->head_len;
+	ret = gs_stream_open_into(io, obj, off, len, (void *const *)bufs, nbufs,
+				  on_wake, set_flag, &released, &s);
+	gs_obj_put(e, &obj);
+	if (ret < 0)
+		return ret;
+	for (;;) {
+		const void *p;
+		size_t n;
+
+		ret = gs_stream_peek(s, &p, &n);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (ret < 0 || n == 0)
+			break;
+		n = n < step ? n : step;
+		if (memcmp(p, val + pos, n))
+			ret = -EILSEQ;
+		else if (pos >= head && !in_bufs(p, n, nbufs))
+			ret = -EFAULT;
+		if (ret < 0)
+			break;
+		gs_stream_consume(s, n);
+		pos += n;
+	}
+	if (ret == 0 && pos != (off + len < size ? off + len : size))
+		ret = -ENODATA;
+	if (close_and_release(io, &s, &released) < 0 && ret == 0)
+		ret = -EBUSY;
+	return ret;
+}
+
+static const uint64_t sizes[] = {
+	0, 1, HEAD - 1, HEAD, HEAD + 1, HEAD + 4097, DISK - 1, DISK, DISK + 1,
+	DISK + (1u << 20) + 1, (3u << 20) + 12345, (9u << 20) + 7,
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* Ranges of an object of <size>: the whole and across every boundary. */
+static unsigned ranges(uint64_t size, uint64_t *off, uint64_t *len)
+{
+	static const uint64_t at[] = {
+		HEAD, HEAD + (256u << 10), DISK, DISK + (1u << 20),
+	};
+	unsigned n = 0;
+
+	off[n] = 0;
+	len[n++] = UINT64_MAX;
+	for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		if (at[i] < size) {
+			off[n] = at[i] - 3;
+			len[n++] = 4099;
+			off[n] = at[i] > (300u << 10) ? at[i] - (300u << 10) : 0;
+			len[n++] = 600u << 10;
+		}
+	off[n] = size > 5000 ? size - 5000 : 0;
+	len[n++] = 5000;
+	off[n] = size / 3;
+	len[n++] = size / 3 + 1;
+	return n;
+}
+
+static void byte_exact(struct gs_engine *e, struct gs_io *io, char *val)
+{
+	static const unsigned nbufs[] = { 1, 2, 5 };
+	static const size_t steps[] = { SIZE_MAX, 70001, SIZE_MAX };
+	uint64_t off[16], len[16];
+	char key[32];
+
+	for (unsigned i = 0; i < NSIZES; i++) {
+		snprintf(key, sizeof(key), "obj-%llu", (unsigned long long)sizes[i]);
+		fill(val, sizes[i], i + 1);
+		CHECK(put(io, key, val, sizes[i]) == 0, "put %s", key);
+		for (unsigned r = ranges(sizes[i], off, len); r--; )
+			for (unsigned b = 0; b < 3; b++) {
+				int ret = read_range(e, io, key, val, off[r], len[r],
+						     nbufs[b], steps[b]);
+
+				CHECK(ret == 0, "%s [%llu, +%llu) through %u buffer(s): %d",
+				      key, (unsigned long long)off[r],
+				      (unsigned long long)len[r], nbufs[b], ret);
+			}
+	}
+}
+
+/* While a stream of the gs_io holds every window buffer, one reading into
+ * caller buffers still goes (nobody waits, nobody is reclaimed); and one
+ * closed with reads in flight releases its buffers once they land. */
+static void own_window(struct gs_engine *e, struct gs_io *io, char *val)
+{
+	uint64_t size = (9u << 20) + 7;
+	struct gs_stream *held, *s;
+	struct gs_obj *obj;
+	struct gs_stats st;
+	const void *p;
+	size_t n;
+	bool released = false;
+
+	fill(val, size, 12);		/* sizes[11] again */
+	CHECK(gs_lookup(e, "obj-9437191", 11, &obj) == 0, "lookup");
+	CHECK(gs_stream_open(io, obj, DISK, UINT64_MAX, on_wake, NULL, &held) == 0,
+	      "pooled stream");
+	while (gs_stream_peek(held, &p, &n) == -EAGAIN)
+		gs_io_run(io, true);
+	CHECK(read_range(e, io, "obj-9437191", val, 0, UINT64_MAX, 2, SIZE_MAX) == 0,
+	      "read into caller buffers beside a held window");
+	CHECK(memcmp(p, val + DISK, n) == 0, "held stream's bytes");
+	gs_stream_close(&held);
+
+	CHECK(gs_stream_open_into(io, obj, DISK, UINT64_MAX, (void *const *)bufs,
+				  NBUFS, on_wake, set_flag, &released, &s) == 0,
+	      "open into");
+	gs_obj_put(e, &obj);
+	CHECK(close_and_release(io, &s, &released) == 0,
+	      "closed with reads in flight: released after they land");
+	while (gs_io_pending(io))
+		gs_io_run(io, true);
+	gs_stats(e, &st);
+	CHECK(st.readahead_reclaims == 0, "reclaims %llu",
+	      (unsigned long long)st.readahead_reclaims);
+}
+
+static void bad_args(struct gs_engine *e, struct gs_io *io)
+{
+	struct gs_stream *s = NULL;
+	struct gs_obj *obj;
+	bool released = false;
+	void *odd[2] = { bufs[0], bufs[1] + 512 };
+
+	CHECK(gs_lookup(e, "obj-1", 5, &obj) == 0, "lookup");
+	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 0, on_wake,
+				  set_flag, &released, &s) == -EINVAL, "no buffer");
+	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 65, on_wake,
+				  set_flag, &released, &s) == -EINVAL, "65 buffers");
+	CHECK(gs_stream_open_into(io, obj, 0, 1, odd, 2, on_wake, set_flag,
+				  &released, &s) == -EINVAL, "misaligned buffer");
+	CHECK(gs_stream_open_into(io, obj, 0, 1, (void *const *)bufs, 1, on_wake,
+				  NULL, NULL, &s) == -EINVAL, "no release callback");
+	CHECK(!s && !released, "nothing opened");
+	gs_obj_put(e, &obj);
+}
+
+int main(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], ssd[300], hdd[2][300], cmd[400];
+	char *val = malloc(10u << 20);
+
+	log_level = LOG_WARN;
+	if (!val || !mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (unsigned i = 0; i < NBUFS; i++)
+		bufs[i] = aligned_alloc(4096, GS_IO_BUFFER);
+	gs_config_defaults(&cfg);
+	cfg.memory = 32 << 20;
+	cfg.sub_memory = 8 << 20;
+	cfg.mlock = false;
+	cfg.ssd_size = 64 << 20;
+	cfg.hdd_size = 128 << 20;
+	cfg.stripe_unit = 64 << 10;
+	cfg.io_buffers = 2;
+	cfg.io_streams = 1;		/* one stream holds every window buffer */
+	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
+	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
+	for (int i = 0; i < 2; i++) {
+		snprintf(hdd[i], sizeof(hdd[i]), "%s/hdd%d", tmpdir, i);
+		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
+	}
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return 1;
+	}
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	byte_exact(e, io, val);
+	own_window(e, io, val);
+	bad_args(e, io);
+	gs_stats(e, &st);
+	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
+	CHECK(st.pins == 0, "pins left %llu", (unsigned long long)st.pins);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	for (unsigned i = 0; i < NBUFS; i++)
+		free(bufs[i]);
+	free(val);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		failures++;
+	return check_result();
+}
