@@ -18,6 +18,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "options.h"
 #include "size.h"
 
 struct reader {
@@ -45,8 +46,9 @@ static unsigned char byte_at(uint64_t k, uint64_t off)
 	return (unsigned char)(k * 131 + off / 4096 * 7 + off);
 }
 
-static void on_done(void *arg, int res)
+static void on_done(void *arg, int res, const struct gs_stored *stored)
 {
+	(void)stored;
 	*(int *)arg = res ? res : 1;
 }
 
@@ -79,7 +81,7 @@ static int store(struct gs_io *io, uint64_t k, uint64_t size)
 		gs_writer_advance(w, n);
 		pos += n;
 	}
-	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &done);
+	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_done, &done);
 	while (ret == 0 && !done)
 		gs_io_run(io, true);
 	return ret < 0 ? ret : done == 1 ? 0 : done;
@@ -91,7 +93,17 @@ static void usage(FILE *f)
 		"                          [--streams N] [--seconds S] [--io-buffers N]\n");
 }
 
-int main(int argc, char **argv)
+struct args {
+	const char *dir, *tier;
+	uint64_t size, keys, streams, seconds, bufs;
+};
+
+struct tally {
+	uint64_t bytes, objects, mismatches;
+};
+
+/* Fills <a> from the command line: 0, 1 after --help, or 2 (usage shown). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option longs[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -104,30 +116,22 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *dir = NULL, *tier = "ssd";
-	uint64_t size = 1 << 20, keys = 256, streams = 4, seconds = 5, bufs = 4;
-	uint64_t bytes = 0, objects = 0, mismatches = 0;
-	struct gs_config cfg;
-	struct gs_engine *e;
-	struct gs_io *io;
-	struct gs_stats st;
-	struct reader *r;
-	char err[256];
-	double t0, t1;
 	int c;
 
+	*a = (struct args){ .tier = "ssd", .size = 1 << 20, .keys = 256,
+			    .streams = 4, .seconds = 5, .bufs = 4 };
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		int bad = 0;
 
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 't': tier = optarg; break;
-		case 's': bad = size_parse(optarg, &size); break;
-		case 'k': bad = size_parse(optarg, &keys); break;
-		case 'n': bad = size_parse(optarg, &streams); break;
-		case 'S': bad = size_parse(optarg, &seconds); break;
-		case 'b': bad = size_parse(optarg, &bufs); break;
-		case 'h': usage(stdout); return 0;
+		case 'd': a->dir = optarg; break;
+		case 't': a->tier = optarg; break;
+		case 's': bad = size_parse(optarg, &a->size); break;
+		case 'k': bad = size_parse(optarg, &a->keys); break;
+		case 'n': bad = size_parse(optarg, &a->streams); break;
+		case 'S': bad = size_parse(optarg, &a->seconds); break;
+		case 'b': bad = size_parse(optarg, &a->bufs); break;
+		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}
 		if (bad) {
@@ -135,94 +139,128 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!dir || (strcmp(tier, "ssd") && strcmp(tier, "hdd")) || !keys ||
-	    !streams || streams > 64) {
+	if (!a->dir || (strcmp(a->tier, "ssd") && strcmp(a->tier, "hdd")) ||
+	    !a->keys || !a->streams || a->streams > 64) {
 		usage(stderr);
 		return 2;
 	}
-	log_level = LOG_WARN;
-	gs_config_defaults(&cfg);
+	return 0;
+}
+
+static int open_engine(const struct args *a, struct gs_engine **e)
+{
+	struct gs_config cfg;
+	char err[256];
+
+	options_config_defaults(&cfg);
 	cfg.memory = 16 << 20;
 	cfg.sub_memory = 0;
 	cfg.ram_head = 4096;
 	cfg.mlock = false;
-	cfg.io_buffers = bufs;
-	cfg.io_streams = streams;
-	cfg.max_object = size;
-	if (!strcmp(tier, "ssd")) {
-		cfg.ssd_dirs[cfg.n_ssd_dirs++] = dir;
-		cfg.ssd_size = keys * size * 9 / 8 + (64 << 20);
+	cfg.io_buffers = a->bufs;
+	cfg.io_streams = a->streams;
+	cfg.max_object = a->size;
+	if (!strcmp(a->tier, "ssd")) {
+		cfg.ssd_dirs[cfg.n_ssd_dirs++] = a->dir;
+		cfg.ssd_size = a->keys * a->size * 9 / 8 + (64 << 20);
 	} else {
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = dir;
-		cfg.hdd_size = keys * size * 9 / 8 + (64 << 20);
+		cfg.hdd_dirs[cfg.n_hdd_dirs++] = a->dir;
+		cfg.hdd_size = a->keys * a->size * 9 / 8 + (64 << 20);
 	}
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+	if (gs_engine_open(e, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "goblin-engine-read: %s\n", err);
-		return 1;
+		return -1;
 	}
+	return 0;
+}
+
+/* Opens a stream on a random object when <rd> is idle, then takes what
+ * has landed.  Returns 0, or -1 on an error. */
+static int read_step(struct gs_engine *e, struct gs_io *io,
+		     const struct args *a, struct reader *rd, struct tally *t)
+{
+	const void *p;
+	size_t n;
+	int ret;
+
+	if (!rd->busy) {
+		struct gs_obj *obj;
+		char key[32];
+
+		rd->key = rand() % a->keys;
+		key_name(key, sizeof(key), rd->key);
+		if (gs_lookup(e, key, strlen(key), &obj) < 0 ||
+		    gs_stream_open(io, obj, 0, a->size, on_wake, NULL, &rd->s) < 0)
+			return -1;
+		gs_obj_put(e, &obj);
+		rd->busy = true;
+		rd->pos = 0;
+	}
+	while ((ret = gs_stream_peek(rd->s, &p, &n)) == 0 && n) {
+		t->mismatches += *(const unsigned char *)p != byte_at(rd->key, rd->pos);
+		gs_stream_consume(rd->s, n);
+		rd->pos += n;
+		t->bytes += n;
+	}
+	if (ret < 0 && ret != -EAGAIN) {
+		fprintf(stderr, "goblin-engine-read: read error %d\n", ret);
+		return -1;
+	}
+	if (ret == 0) {
+		gs_stream_close(&rd->s);
+		rd->busy = false;
+		t->objects++;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct tally t = { 0 };
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct reader *r;
+	struct args a;
+	double t0, t1;
+	int ret = parse_args(argc, argv, &a);
+
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	log_level = LOG_WARN;
+	if (open_engine(&a, &e) < 0)
+		return 1;
 	if (gs_io_create(e, &io) < 0)
 		return 1;
-	for (uint64_t k = 0; k < keys; k++)
-		if (store(io, k, size) < 0) {
+	for (uint64_t k = 0; k < a.keys; k++)
+		if (store(io, k, a.size) < 0) {
 			fprintf(stderr, "goblin-engine-read: storing k%llu failed\n",
 				(unsigned long long)k);
 			return 1;
 		}
-	r = calloc(streams, sizeof(*r));
+	r = calloc(a.streams, sizeof(*r));
 	srand(1);
 	t0 = now();
-	t1 = t0 + seconds;
+	t1 = t0 + a.seconds;
 	while (now() < t1) {
-		for (uint64_t i = 0; i < streams; i++) {
-			struct reader *rd = &r[i];
-			const void *p;
-			size_t n;
-			int ret;
-
-			if (!rd->busy) {
-				struct gs_obj *obj;
-				char key[32];
-
-				rd->key = rand() % keys;
-				key_name(key, sizeof(key), rd->key);
-				if (gs_lookup(e, key, strlen(key), &obj) < 0 ||
-				    gs_stream_open(io, obj, 0, size, on_wake, NULL, &rd->s) < 0)
-					return 1;
-				gs_obj_put(e, &obj);
-				rd->busy = true;
-				rd->pos = 0;
-			}
-			while ((ret = gs_stream_peek(rd->s, &p, &n)) == 0 && n) {
-				mismatches += *(const unsigned char *)p != byte_at(rd->key, rd->pos);
-				gs_stream_consume(rd->s, n);
-				rd->pos += n;
-				bytes += n;
-			}
-			if (ret < 0 && ret != -EAGAIN) {
-				fprintf(stderr, "goblin-engine-read: read error %d\n", ret);
+		for (uint64_t i = 0; i < a.streams; i++)
+			if (read_step(e, io, &a, &r[i], &t) < 0)
 				return 1;
-			}
-			if (ret == 0) {
-				gs_stream_close(&rd->s);
-				rd->busy = false;
-				objects++;
-			}
-		}
 		gs_io_run(io, true);
 	}
 	t1 = now();
-	for (uint64_t i = 0; i < streams; i++)
+	for (uint64_t i = 0; i < a.streams; i++)
 		gs_stream_close(&r[i].s);
 	gs_stats(e, &st);
 	printf("{\"tier\": \"%s\", \"size\": %llu, \"streams\": %llu, \"io_buffers\": %llu, "
 	       "\"seconds\": %.3f, \"objects\": %llu, \"mb_per_s\": %.1f, "
 	       "\"mismatches\": %llu, \"checksum_errors\": %llu, \"io_errors\": %llu}\n",
-	       tier, (unsigned long long)size, (unsigned long long)streams,
-	       (unsigned long long)bufs, t1 - t0, (unsigned long long)objects,
-	       bytes / (t1 - t0) / 1e6, (unsigned long long)mismatches,
+	       a.tier, (unsigned long long)a.size, (unsigned long long)a.streams,
+	       (unsigned long long)a.bufs, t1 - t0, (unsigned long long)t.objects,
+	       t.bytes / (t1 - t0) / 1e6, (unsigned long long)t.mismatches,
 	       (unsigned long long)st.checksum_errors, (unsigned long long)st.io_errors);
 	free(r);
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
-	return mismatches || st.checksum_errors || st.io_errors ? 1 : 0;
+	return t.mismatches || st.checksum_errors || st.io_errors ? 1 : 0;
 }

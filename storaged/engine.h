@@ -1,6 +1,8 @@
 /*
- * Engine internals shared by region.c (RAM), pool.c (disk), engine.c
- * (index, eviction) and io.c (streams, writers).  Not part of the API.
+ * Engine internals shared by region.c (RAM), pool.c (disk), layout.c (tier
+ * split, chunks, allocation), index.c (hash index, pins, CLOCK), engine.c
+ * (open, close, stats) and the I/O layer (streams, writers).  Not part of
+ * the API.
  *
  * Locking: e->lock guards the index, the CLOCK, both allocators and every
  * record's refs/linked state.  Counters are updated with atomics.
@@ -162,13 +164,15 @@ struct gs_engine {
 	struct gs_obj **clock;
 	uint32_t clock_len, clock_cap, clock_hand;
 	uint64_t next_cas;
-	int64_t flush_at;
+	int64_t invalid_at;		/* see gs_invalidate() */
 	int nfiles;
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */
 	struct gs_stats st;
 	pthread_mutex_t io_lock;	/* guards io_list */
 	struct gs_io *io_list;
 };
+
+/* ---- layout.c ---- */
 
 /* Creates an unlinked record for <key> sized <size>, with no space yet
  * (writers reserve each part as its bytes arrive).  No lock needed;
@@ -183,19 +187,38 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i);
  * returns 0 or -errno. */
 int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 		   uint64_t size, struct gs_obj **objp);
-/* Links <obj> per <mode>, replacing an older record (then *<replaced>,
- * when not NULL, is set).  Called with e->lock held; returns 0, -EEXIST or
- * -ENOENT. */
-int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_mode mode,
+/* Frees <obj> and the space it holds.  Called with e->lock held. */
+void engine_free_record(struct gs_engine *e, struct gs_obj *obj);
+/* Object byte offset where chunk <i> starts. */
+uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
+/* Bytes of one max_object that land on tier <t>, in whole 4K pages. */
+uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t);
+
+/* ---- index.c ---- */
+
+/* Links <obj> if <cond> holds (<cas> for GS_IF_CAS), replacing an older
+ * record (then *<replaced>, when not NULL, is set).  Called with e->lock
+ * held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */
+int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced);
 /* Drops a reference; frees the record and its space at zero.
  * Called with e->lock held. */
-void engine_unref(struct gs_engine *e, struct gs_obj *obj);
+static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
+{
+	if (--obj->refs == 0)
+		engine_free_record(e, obj);
+}
 /* Unlinks <obj> from the index if it is still there (a broken object).
  * Takes e->lock. */
 void engine_drop(struct gs_engine *e, struct gs_obj *obj);
-/* Object byte offset where chunk <i> starts. */
-uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
+/* Unlinks every object.  Called with e->lock held. */
+void engine_unlink_all(struct gs_engine *e);
+/* Evicts one object, CLOCK order; with <only_expired>, dead ones only.
+ * Called with e->lock held; returns false when nothing could go. */
+bool engine_evict_one(struct gs_engine *e, bool only_expired);
+
+/* ---- the I/O layer ---- */
+
 void engine_wake_admission(struct gs_engine *e);
 
 #endif

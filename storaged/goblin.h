@@ -20,8 +20,9 @@
  * gs_io_run(), never from inside the call that arms them.
  *
  * Errors are negative errno values:
- *   -ENOENT  no such object          -EEXIST  add over an existing key,
- *   -E2BIG   larger than max_object            or a cas mismatch
+ *   -ENOENT  no such object          -EEXIST  a link condition not met
+ *   -E2BIG   larger than max_object            (the key exists, or its
+ *                                              CAS differs)
  *   -ENOMEM  no room (no-evict, or    -EAGAIN  come back after the wake
  *            all candidates pinned)            callback fires
  *   -EBADMSG checksum mismatch        -EIO     device error
@@ -34,7 +35,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define GS_KEY_MAX	250
+#define GS_KEY_MAX	250		/* bytes in a key, everywhere */
 #define GS_MAX_DIRS	16
 #define GS_SSD_CHUNK	(256u << 10)
 #define GS_HDD_CHUNK	(1u << 20)
@@ -65,9 +66,6 @@ struct gs_config {
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 };
 
-/* Fills <cfg> with the engine's defaults (RAM-only, no pools). */
-void gs_config_defaults(struct gs_config *cfg);
-
 struct gs_engine;
 struct gs_io;
 struct gs_obj;
@@ -76,7 +74,8 @@ struct gs_writer;
 
 /*
  * Opens the engine: maps the RAM region, opens and checks every pool dir.
- * Returns 0 and sets <*ep>, or -errno with a one-line reason in <err>.
+ * Returns 0 and sets <*ep>, or -errno with a one-line reason in <err>; a
+ * gs_config field the reason is about is named in backquotes: `ram_head`.
  */
 int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		   char *err, size_t errlen);
@@ -90,10 +89,6 @@ const struct gs_config *gs_engine_config(const struct gs_engine *e);
 int gs_engine_region_fd(const struct gs_engine *e);
 uint64_t gs_engine_region_size(const struct gs_engine *e);
 
-/* Converts a memcache exptime (0 never, <= 30 days relative, else absolute,
- * negative already expired) to the engine's absolute form. */
-int64_t gs_exptime(int64_t memcache_exptime);
-
 /* ---- objects ---- */
 
 struct gs_meta {
@@ -106,6 +101,9 @@ struct gs_meta {
 	uint64_t head_off;		/* their offset in the RAM region */
 	uint64_t tier_bytes[GS_TIERS];
 };
+
+/* 0, or -E2BIG when an object of <size> bytes is over max_object. */
+int gs_check_size(const struct gs_engine *e, uint64_t size);
 
 /* Looks up <key> and pins it: its memory and extents stay valid, whatever
  * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
@@ -124,12 +122,21 @@ int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
 /* Sets a new absolute <exptime>; fills <meta> if not NULL. 0 or -ENOENT. */
 int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	     int64_t exptime, struct gs_meta *meta);
-/* incr/decr of a decimal value: 0 and <*result>, -ENOENT, or -EINVAL when
- * the value is not a number. */
-int gs_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
-	    uint64_t delta, uint64_t *result);
-/* Makes every object stored before <when> (absolute; 0 = now) invalid. */
-void gs_flush(struct gs_engine *e, int64_t when);
+/*
+ * Replaces the value of <key>, wholly in RAM, by what <fn> makes of it, in
+ * one step under the engine lock: <fn>(<arg>, old, oldlen, &new, &newlen)
+ * returns 0 with the new value (at most ram_head bytes, copied; the old
+ * flags and exptime are kept), or -errno to leave the object as it is.
+ * Returns 0, -ENOENT, -EINVAL (some of the value is on disk), -E2BIG,
+ * -ENOMEM, or what <fn> returned.
+ */
+typedef int (*gs_update_fn)(void *arg, const void *old, size_t oldlen,
+			    const void **new, size_t *newlen);
+int gs_update(struct gs_engine *e, const void *key, size_t klen,
+	      gs_update_fn fn, void *arg);
+/* Makes every object stored up to <when> (absolute unix time) invalid from
+ * <when> on; a <when> not in the future drops every object now. */
+void gs_invalidate(struct gs_engine *e, int64_t when);
 
 /* ---- per-thread I/O ---- */
 
@@ -199,7 +206,17 @@ size_t gs_read_size(const struct gs_obj *obj);
 
 /* ---- streaming writes ---- */
 
-enum gs_mode { GS_SET, GS_ADD, GS_REPLACE, GS_CAS, GS_APPEND, GS_PREPEND };
+/* When a finished object may take its key: always, only if the key has no
+ * live object, only if it has one, only if that one's CAS is the given. */
+enum gs_if { GS_IF_ANY, GS_IF_ABSENT, GS_IF_PRESENT, GS_IF_CAS };
+
+/* What a store did: <res> 0 (stored) or -errno; when stored, the CAS the
+ * object got and whether it replaced an older object of its key. */
+struct gs_stored {
+	uint64_t cas;
+	bool replaced;
+};
+typedef void (*gs_stored_fn)(void *arg, int res, const struct gs_stored *st);
 
 /*
  * Starts an object of exactly <size> bytes.  Its RAM head and each disk
@@ -221,20 +238,16 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 void gs_writer_advance(struct gs_writer *w, size_t n);
 /*
  * All bytes given: waits for them to reach their tiers, then links the
- * object per <mode> (<cas> for GS_CAS).  <done>(<arg>, res) fires with 0
- * (stored), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
+ * object if <cond> holds (<cas> for GS_IF_CAS).  <done>(<arg>, res, stored)
+ * fires with 0 (stored: <stored> says its CAS and whether it replaced an
+ * object), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
  * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
  * missing (then <*wp> is untouched: abort it).
- * GS_APPEND/GS_PREPEND are not writer modes: see gs_concat_open().
  */
-int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
-		     gs_done_fn done, void *arg);
+int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
+		     gs_stored_fn done, void *arg);
 /* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
 void gs_writer_abort(struct gs_writer **wp);
-/* The CAS the object got once stored, and whether it replaced an older
- * object of that key (both valid in the done callback). */
-uint64_t gs_last_cas(const struct gs_io *io);
-bool gs_last_replaced(const struct gs_io *io);
 
 /*
  * append/prepend: stores old value + the new bytes (or new + old) under
@@ -258,7 +271,7 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg);
 void gs_concat_advance(struct gs_concat *k, size_t n);
-int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg);
+int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg);
 void gs_concat_abort(struct gs_concat **kp);
 
 /* ---- stats ---- */

@@ -11,6 +11,7 @@
 
 #include "link_internal.h"
 #include "log.h"
+#include "mc_items.h"
 
 /* ---- the distinct objects a worker pins: a linear-probing set ---- */
 
@@ -321,7 +322,7 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 		goto out_put;
 	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
-				 sqe->flags, gs_exptime(sqe->exptime), &h->w);
+				 sqe->flags, mc_exptime(sqe->exptime), &h->w);
 	if (cqe.res)
 		goto out_put;
 	h->size = sqe->len;
@@ -356,7 +357,7 @@ static void writer_drain(struct link_handle *h)
 	}
 }
 
-static void writer_done(void *arg, int res)
+static void writer_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct link_handle *h = arg;
 	struct link_conn *c = h->c;
@@ -366,8 +367,8 @@ static void writer_done(void *arg, int res)
 
 	c->busy--;
 	if (res == 0) {
-		cqe.len = gs_last_replaced(c->srv->io);
-		cqe.meta.cas = gs_last_cas(c->srv->io);
+		cqe.len = stored->replaced;
+		cqe.meta.cas = stored->cas;
 		c->srv->st[ST_ring_stores]++;
 	} else {
 		c->srv->st[ST_ring_store_errors]++;
@@ -386,7 +387,7 @@ static void writer_finish(struct link_handle *h)
 	int ret = h->error;
 
 	if (!ret)
-		ret = gs_writer_finish(&h->w, GS_SET, 0, writer_done, h);
+		ret = gs_writer_finish(&h->w, GS_IF_ANY, 0, writer_done, h);
 	if (!ret) {
 		h->finishing = true;
 		c->busy++;

@@ -37,6 +37,7 @@ int main(int argc, char **argv)
 	options_to_config(&opt, &cfg);
 	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
 	if (ret < 0) {
+		options_word_error(err, sizeof(err));
 		fprintf(stderr, "goblin-store: %s\n", err);
 		return ret == -EINVAL ? 2 : 1;
 	}

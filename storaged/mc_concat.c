@@ -23,7 +23,7 @@ struct gs_concat {
 	size_t len;
 	bool prepend;
 	uint64_t pos, total;
-	gs_done_fn done;
+	gs_stored_fn done;
 	void *arg;
 	struct io_waiter waiter;
 	char *buf;			/* the appended bytes as they arrive */
@@ -46,12 +46,18 @@ static void concat_free(struct gs_concat *k)
 	free(k);
 }
 
-static void concat_done(void *arg, int res)
+static void concat_stored(void *arg, int res, const struct gs_stored *stored)
 {
 	struct gs_concat *k = arg;
 
-	k->done(k->arg, res);
+	k->done(k->arg, res, stored);
 	concat_free(k);
+}
+
+/* Fails before anything is stored. */
+static void concat_done(void *arg, int res)
+{
+	concat_stored(arg, res, &(struct gs_stored){ 0 });
 }
 
 static void concat_fail(struct gs_concat *k, int res)
@@ -116,7 +122,7 @@ static void concat_pump(void *arg)
 	if (!k->w)
 		return;
 	gs_stream_close(&k->s);
-	gs_writer_finish(&k->w, GS_REPLACE, 0, concat_done, k);
+	gs_writer_finish(&k->w, GS_IF_PRESENT, 0, concat_stored, k);
 }
 
 static void concat_wake(void *arg)
@@ -152,7 +158,7 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 
 	if (klen > GS_KEY_MAX)
 		return -EINVAL;
-	if (len > io->e->cfg.max_object)
+	if (gs_check_size(io->e, len) < 0)
 		return -E2BIG;
 	k = calloc(1, sizeof(*k));
 	if (!k)
@@ -197,7 +203,7 @@ void gs_concat_advance(struct gs_concat *k, size_t n)
 	k->got += n;
 }
 
-int gs_concat_finish(struct gs_concat **kp, gs_done_fn done, void *arg)
+int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg)
 {
 	struct gs_concat *k = *kp;
 	struct gs_io *io = k->io;

@@ -17,7 +17,7 @@
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
 
 enum option_index {
-#define OPTION_INDEX(name, flag, kind, def, desc) IDX_##name,
+#define OPTION_INDEX(name, flag, kind, def, min, max, desc) IDX_##name,
 	OPTIONS(OPTION_INDEX)
 #undef OPTION_INDEX
 	IDX_COUNT
@@ -29,11 +29,12 @@ struct option_desc {
 	const char *def;
 	const char *desc;
 	size_t offset;
+	int64_t min, max;		/* 0, 0: any */
 };
 
 static const struct option_desc descs[] = {
-#define OPTION_DESC(name, flag, kind, def, desc) \
-	{ flag, OPT_##kind, def, desc, offsetof(struct options, name) },
+#define OPTION_DESC(name, flag, kind, def, min, max, desc) \
+	{ flag, OPT_##kind, def, desc, offsetof(struct options, name), min, max },
 	OPTIONS(OPTION_DESC)
 #undef OPTION_DESC
 };
@@ -126,6 +127,35 @@ static void usage_markdown(void)
 	printf("| `-v` | | more log lines; `-vv` debug |\n");
 }
 
+/* The table's min/max: 0, or 2 after printing which option is out. */
+static int check_ranges(const struct options *o)
+{
+	for (int i = 0; i < IDX_COUNT; i++) {
+		const struct option_desc *d = &descs[i];
+		const void *field = (const char *)o + d->offset;
+		bool out;
+
+		if (!d->min && !d->max)
+			continue;
+		if (d->kind == OPT_INT)
+			out = *(const int64_t *)field < d->min ||
+			      *(const int64_t *)field > d->max;
+		else
+			out = *(const uint64_t *)field < (uint64_t)d->min ||
+			      *(const uint64_t *)field > (uint64_t)d->max;
+		if (!out)
+			continue;
+		if (d->min)
+			fprintf(stderr, "goblin-store: --%s must be between %" PRId64 " and %" PRId64 "\n",
+				d->flag, d->min, d->max);
+		else
+			fprintf(stderr, "goblin-store: --%s must be at most %" PRId64 "\n",
+				d->flag, d->max);
+		return 2;
+	}
+	return 0;
+}
+
 int options_parse(struct options *o, int argc, char **argv)
 {
 	struct option longs[IDX_COUNT + 4];
@@ -184,36 +214,12 @@ int options_parse(struct options *o, int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	if (o->cores < 1 || o->cores > 256) {
-		fprintf(stderr, "goblin-store: --cores must be between 1 and 256\n");
-		return 2;
-	}
-	if (o->memcache_port > 65535) {
-		fprintf(stderr, "goblin-store: --memcache-port must be at most 65535\n");
-		return 2;
-	}
-	if (o->max_conns < 1 || o->max_conns > 1048576) {
-		fprintf(stderr, "goblin-store: --max-conns must be between 1 and 1048576\n");
-		return 2;
-	}
-	if (o->io_streams < 1 || o->io_streams > 1024) {
-		fprintf(stderr, "goblin-store: --io-streams must be between 1 and 1024\n");
-		return 2;
-	}
-	if (o->io_buffers < 1 || o->io_buffers > 64) {
-		fprintf(stderr, "goblin-store: --io-buffers must be between 1 and 64\n");
-		return 2;
-	}
-	if (o->numa < -1 || o->numa > INT_MAX) {
-		fprintf(stderr, "goblin-store: --numa must be -1 (none) or a node number\n");
-		return 2;
-	}
-	return 0;
+	return check_ranges(o);
 }
 
 void options_to_config(const struct options *o, struct gs_config *cfg)
 {
-	gs_config_defaults(cfg);
+	memset(cfg, 0, sizeof(*cfg));
 	cfg->memory = o->memory;
 	cfg->sub_memory = o->sub_memory;
 	cfg->block = o->block;
@@ -233,6 +239,60 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->admission_bytes = o->admission_bytes;
 	cfg->no_evict = o->no_evict;
 	cfg->numa_node = o->numa;
+}
+
+void options_config_defaults(struct gs_config *cfg)
+{
+	struct options o;
+
+	defaults(&o);
+	options_to_config(&o, cfg);
+}
+
+/* gs_config fields whose flag is not their name with '-' for '_'. */
+static const struct { const char *field, *flag; } field_flags[] = {
+	{ "mlock", "no-mlock" }, { "numa_node", "numa" },
+	{ "ssd_dirs", "ssd-dir" }, { "hdd_dirs", "hdd-dir" },
+};
+
+static const char *flag_of(const char *field, size_t len)
+{
+	for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
+		if (strlen(field_flags[i].field) == len &&
+		    !memcmp(field_flags[i].field, field, len))
+			return field_flags[i].flag;
+	for (int i = 0; i < IDX_COUNT; i++) {
+		const char *f = descs[i].flag;
+		size_t k = 0;
+
+		while (k < len && f[k] && (f[k] == field[k] ||
+					   (f[k] == '-' && field[k] == '_')))
+			k++;
+		if (k == len && !f[k])
+			return f;
+	}
+	return NULL;
+}
+
+void options_word_error(char *err, size_t errlen)
+{
+	char out[1024];
+	size_t n = 0;
+	const char *p = err;
+
+	while (*p && n + 1 < sizeof(out)) {
+		const char *end = *p == '`' ? strchr(p + 1, '`') : NULL;
+		const char *flag = end ? flag_of(p + 1, end - p - 1) : NULL;
+
+		if (flag) {
+			n += snprintf(out + n, sizeof(out) - n, "--%s", flag);
+			p = end + 1;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n < sizeof(out) ? n : sizeof(out) - 1] = '\0';
+	snprintf(err, errlen, "%s", out);
 }
 
 void options_each(const struct options *o,

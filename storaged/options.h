@@ -3,14 +3,17 @@
  * parsing, --help, `stats settings` and the README's option table
  * (`goblin-store --help=markdown`).
  *
- * OPTION(name, flag, kind, default, "description")
+ * OPTION(name, flag, kind, default, min, max, "description")
  *   kind: SIZE (bytes, K/M/G/T suffixes), UINT, INT, STR, DIRS (repeatable
  *   path), BOOL (a flag without value: "true" when given), TIME (a
  *   duration, ms/s/m/h/d suffixes, none = seconds; kept in milliseconds).
+ *   min, max: the range a number must be in (0, 0: any).  What the engine
+ *   requires of its config (gs_engine_open) it checks itself.
  */
 #ifndef GOBLIN_OPTIONS_H
 #define GOBLIN_OPTIONS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,61 +22,61 @@
 #define GOBLIN_VERSION "1.0.0"
 
 #define OPTIONS(OPTION)							\
-	OPTION(memory, "memory", SIZE, "256M",				\
+	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
 	       "RAM-head budget: heads of objects live here")		\
-	OPTION(sub_memory, "sub-memory", SIZE, "64M",			\
+	OPTION(sub_memory, "sub-memory", SIZE, "64M", 0, 0,		\
 	       "RAM budget for objects smaller than --ram-head")		\
-	OPTION(block, "block", SIZE, "2M",				\
+	OPTION(block, "block", SIZE, "2M", 0, 0,			\
 	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
-	OPTION(ram_head, "ram-head", SIZE, "256K",			\
+	OPTION(ram_head, "ram-head", SIZE, "256K", 0, 0,		\
 	       "bytes of each object kept in RAM (multiple of 4K)")		\
-	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M",			\
+	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M", 0, 0,		\
 	       "bytes after the head kept on the SSD pool when there is an HDD pool") \
-	OPTION(ssd_dir, "ssd-dir", DIRS, "",				\
+	OPTION(ssd_dir, "ssd-dir", DIRS, "", 0, 0,			\
 	       "SSD pool directory; repeat to stripe (none: no SSD tier)")	\
-	OPTION(hdd_dir, "hdd-dir", DIRS, "",				\
+	OPTION(hdd_dir, "hdd-dir", DIRS, "", 0, 0,			\
 	       "HDD pool directory; repeat to stripe (none: the SSD pool holds tails)") \
-	OPTION(ssd_size, "ssd-size", SIZE, "1G",				\
+	OPTION(ssd_size, "ssd-size", SIZE, "1G", 0, 0,			\
 	       "SSD pool capacity, preallocated and split over its directories") \
-	OPTION(hdd_size, "hdd-size", SIZE, "4G",				\
+	OPTION(hdd_size, "hdd-size", SIZE, "4G", 0, 0,			\
 	       "HDD pool capacity, preallocated and split over its directories") \
-	OPTION(stripe_unit, "stripe-unit", SIZE, "1M",			\
+	OPTION(stripe_unit, "stripe-unit", SIZE, "1M", 0, 0,		\
 	       "striping unit across the directories of one pool")	\
-	OPTION(io_buffers, "io-buffers", UINT, "4",			\
+	OPTION(io_buffers, "io-buffers", UINT, "4", 1, 64,		\
 	       "read-ahead window per request, in chunks (1M buffers)")	\
-	OPTION(io_streams, "io-streams", UINT, "8",			\
+	OPTION(io_streams, "io-streams", UINT, "8", 1, 1024,		\
 	       "requests per serving thread that can hold a full window at once") \
-	OPTION(no_mlock, "no-mlock", BOOL, "false",			\
+	OPTION(no_mlock, "no-mlock", BOOL, "false", 0, 0,		\
 	       "do not lock the RAM region in memory")			\
-	OPTION(cores, "cores", UINT, "1",					\
+	OPTION(cores, "cores", UINT, "1", 1, 256,			\
 	       "serving threads, each with its own io_uring, pinned to a CPU") \
-	OPTION(memcache_port, "memcache-port", UINT, "11211",		\
+	OPTION(memcache_port, "memcache-port", UINT, "11211", 0, 65535,	\
 	       "TCP port of the memcache text protocol (0: none)")	\
-	OPTION(listen, "listen", STR, "127.0.0.1",			\
+	OPTION(listen, "listen", STR, "127.0.0.1", 0, 0,		\
 	       "address the memcache port binds to")			\
-	OPTION(max_conns, "max-conns", UINT, "1024",			\
+	OPTION(max_conns, "max-conns", UINT, "1024", 1, 1048576,	\
 	       "memcache connections open at once; more get ERROR Too many open connections") \
-	OPTION(idle_timeout, "idle-timeout", TIME, "0",			\
+	OPTION(idle_timeout, "idle-timeout", TIME, "0", 0, 0,		\
 	       "close a memcache connection idle between commands this long (0: never)") \
-	OPTION(read_timeout, "read-timeout", TIME, "60s",		\
+	OPTION(read_timeout, "read-timeout", TIME, "60s", 0, 0,		\
 	       "close a client that stalls this long inside a command line or value (0: never)") \
-	OPTION(send_timeout, "send-timeout", TIME, "60s",		\
+	OPTION(send_timeout, "send-timeout", TIME, "60s", 0, 0,		\
 	       "close a client that takes none of its reply for this long (0: never)")	\
-	OPTION(socket, "socket", STR, "/run/goblin-store/goblin-store.sock", \
+	OPTION(socket, "socket", STR, "/run/goblin-store/goblin-store.sock", 0, 0, \
 	       "unix socket nginx workers attach to (its directory is created 0750)") \
-	OPTION(socket_user, "socket-user", STR, "",			\
+	OPTION(socket_user, "socket-user", STR, "", 0, 0,		\
 	       "a user that may attach to --socket (root and goblin-store's own always may)") \
-	OPTION(socket_group, "socket-group", STR, "",			\
+	OPTION(socket_group, "socket-group", STR, "", 0, 0,		\
 	       "group that owns --socket and its directory; its members may attach") \
-	OPTION(no_http, "no-http", BOOL, "false",				\
+	OPTION(no_http, "no-http", BOOL, "false", 0, 0,			\
 	       "no unix socket for nginx workers (memcache only)")	\
-	OPTION(max_object, "max-object", SIZE, "64M",			\
+	OPTION(max_object, "max-object", SIZE, "64M", 0, 0,		\
 	       "largest object accepted")				\
-	OPTION(admission_bytes, "admission-bytes", SIZE, "64M",		\
+	OPTION(admission_bytes, "admission-bytes", SIZE, "64M", 0, 0,	\
 	       "bytes accepted but not yet on disk before writers are paused") \
-	OPTION(no_evict, "no-evict", BOOL, "false",			\
+	OPTION(no_evict, "no-evict", BOOL, "false", 0, 0,		\
 	       "fail sets with SERVER_ERROR out of memory instead of evicting") \
-	OPTION(numa, "numa", INT, "-1",					\
+	OPTION(numa, "numa", INT, "-1", -1, INT_MAX,			\
 	       "bind serving threads and head memory to this NUMA node (-1: none)")
 
 enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL,
@@ -86,7 +89,7 @@ struct options {
 #define OPTION_FIELD_STR const char *
 #define OPTION_FIELD_BOOL bool
 #define OPTION_FIELD_TIME uint64_t
-#define OPTION_FIELD(name, flag, kind, def, desc) OPTION_FIELD_##kind name;
+#define OPTION_FIELD(name, flag, kind, def, min, max, desc) OPTION_FIELD_##kind name;
 #define OPTION_FIELD_DIRS struct { const char *v[GS_MAX_DIRS]; unsigned n; }
 	OPTIONS(OPTION_FIELD)
 #undef OPTION_FIELD
@@ -102,6 +105,13 @@ int options_parse(struct options *o, int argc, char **argv);
 
 /* Fills the engine's config from <o>. */
 void options_to_config(const struct options *o, struct gs_config *cfg);
+
+/* Fills <cfg> with the table's defaults (RAM-only, no pools). */
+void options_config_defaults(struct gs_config *cfg);
+
+/* Words an engine error for the command line: each gs_config field named
+ * in backquotes (`ram_head`) becomes its flag (--ram-head), in place. */
+void options_word_error(char *err, size_t errlen);
 
 /* Calls <emit>(<arg>, name, value) for every option ("stats settings"). */
 void options_each(const struct options *o,

@@ -255,7 +255,7 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	}
 	p->size = p->per_dir * ndirs;
 	if (p->size < min_size) {
-		snprintf(err, errlen, "%s pool of %llu bytes is smaller than one object's %llu bytes on it (raise --%s-size or lower --max-object)",
+		snprintf(err, errlen, "%s pool of %llu bytes is smaller than one object's %llu bytes on it (raise `%s_size` or lower `max_object`)",
 			 tier_names[tier], (unsigned long long)p->size,
 			 (unsigned long long)min_size, tier_names[tier]);
 		return -EINVAL;
@@ -274,7 +274,7 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 			goto out_close;
 	}
 	if (ndirs > 1 && p->stripe % p->align) {
-		snprintf(err, errlen, "--stripe-unit %llu is not a multiple of the device alignment %u",
+		snprintf(err, errlen, "`stripe_unit` %llu is not a multiple of the device alignment %u",
 			 (unsigned long long)p->stripe, p->align);
 		ret = -EINVAL;
 		goto out_close;

@@ -148,7 +148,7 @@ static bool tok_key(const struct tok *t, struct mc_key *key)
 {
 	size_t i;
 
-	if (t->len > MC_KEY_MAX)
+	if (t->len > GS_KEY_MAX)
 		return false;
 	for (i = 0; i < t->len; i++) {
 		unsigned char c = t->p[i];

@@ -55,7 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MC_KEY_MAX	250		/* bytes in a key */
+#include "goblin.h"			/* GS_KEY_MAX: bytes in a key */
+
 #define MC_LINE_MAX	65536		/* bytes in a command line, no "\r\n" */
 #define MC_GET_LINE_MAX	(1 << 20)	/* a get/gets/gat/gats line: memcached takes
 					 * multigets of any length, we 1 MiB */
@@ -88,7 +89,7 @@ enum mc_parse_result {
 	MC_PARSE_CLOSE,		/* looks like HTTP: hang up, no reply */
 };
 
-/* 1 to MC_KEY_MAX bytes, none of them a control character or space. */
+/* 1 to GS_KEY_MAX bytes, none of them a control character or space. */
 struct mc_key {
 	const char *p;
 	uint8_t len;
@@ -126,7 +127,7 @@ struct mc_cmd {
 	int64_t viv_exptime;
 	uint64_t initial;	/* ma J: the value created on a miss */
 	bool binary;		/* b: <key> points into <kbuf>, decoded */
-	char kbuf[MC_KEY_MAX];
+	char kbuf[GS_KEY_MAX];
 	bool swallow;		/* MC_PARSE_CLIENT_ERROR of an ms whose <bytes>
 				 * were read: the data block must be skipped */
 };

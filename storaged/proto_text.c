@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mc_items.h"
 #include "server.h"
 
 #define REPLY(c, s) conn_reply((c), s, sizeof(s) - 1)
@@ -135,7 +136,7 @@ static void do_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	SRV_ADD(c->srv, cmd_get, 1);
 	if (cmd->has_exptime) {
 		int ret = gs_touch(e, cmd->key.p, cmd->key.len,
-				   gs_exptime(cmd->exptime), NULL);
+				   mc_exptime(cmd->exptime), NULL);
 
 		SRV_ADD(c->srv, cmd_touch, 1);
 		SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -202,7 +203,7 @@ static void keep_echo(struct pending_store *st, const struct mc_cmd *cmd,
 	}
 }
 
-static void meta_store_reply(struct conn *c, int res)
+static void meta_store_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->store;
 	const char *code;
@@ -230,7 +231,7 @@ static void meta_store_reply(struct conn *c, int res)
 
 		if (f->flag == 'c')
 			n += snprintf(flags + n, sizeof(flags) - n, " c%" PRIu64,
-				      res == 0 ? gs_last_cas(conn_io(c)) : 0);
+				      res == 0 ? cas : 0);
 		else if (f->flag == 'k')
 			n += key_text(flags + n, sizeof(flags) - n, st->key,
 				      st->klen, echo_has(st, 'b'));
@@ -262,7 +263,7 @@ static bool start_meta_set(struct conn *c, const struct mc_cmd *cmd)
 	return ok;
 }
 
-static void store_done(void *arg, int res)
+static void store_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 	struct pending_store *st = &c->store;
@@ -280,7 +281,7 @@ static void store_done(void *arg, int res)
 	if (res == -ENOMEM)
 		SRV_ADD(c->srv, store_no_memory, 1);
 	if (st->meta)
-		meta_store_reply(c, res);
+		meta_store_reply(c, res, stored->cas);
 	else
 		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
 			     store_reply(st->op, res));
@@ -327,7 +328,7 @@ static void ma_reply(struct conn *c, const char *code, const char *value,
 }
 
 /* The reply to an ma N that created (or failed to create) its counter. */
-static void ma_created_reply(struct conn *c, int res)
+static void ma_created_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->store;
 	char value[24];
@@ -335,7 +336,7 @@ static void ma_created_reply(struct conn *c, int res)
 	/* q does not hide the HD of a created counter (memcached 1.6.18) */
 	snprintf(value, sizeof(value), "%" PRIu64, st->cas);
 	if (res == 0)
-		ma_reply(c, "HD", value, gs_last_cas(conn_io(c)), st->exptime);
+		ma_reply(c, "HD", value, cas, st->exptime);
 	else if (res == -EEXIST)	/* created by another client meanwhile */
 		ma_reply(c, "NS", NULL, 0, 0);
 	else if (res != 0)
@@ -344,7 +345,7 @@ static void ma_created_reply(struct conn *c, int res)
 		SRV_ADD(c->srv, store_no_memory, 1);
 }
 
-static void ma_created(void *arg, int res)
+static void ma_created(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
 
@@ -352,7 +353,7 @@ static void ma_created(void *arg, int res)
 		conn_release(c);
 		return;
 	}
-	ma_created_reply(c, res);
+	ma_created_reply(c, res, stored->cas);
 	c->state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -368,7 +369,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	int ret;
 
 	st->cas = cmd->initial;
-	st->exptime = gs_exptime(cmd->viv_exptime);
+	st->exptime = mc_exptime(cmd->viv_exptime);
 	ret = gs_writer_open(conn_io(c), st->key, st->klen, len, 0, st->exptime,
 			     &st->writer);
 	while (ret == 0 && got < len) {
@@ -387,13 +388,13 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (ret == 0) {
 		c->state = CONN_WAIT;	/* the callback may fire at once */
-		ret = gs_writer_finish(&st->writer, GS_ADD, 0, ma_created, c);
+		ret = gs_writer_finish(&st->writer, GS_IF_ABSENT, 0, ma_created, c);
 		if (ret == 0)
 			return;
 		c->state = CONN_CMD;
 	}
 	gs_writer_abort(&st->writer);
-	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret);
+	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret, 0);
 }
 
 /* ma <key> <flags>: incr (or decr with MD) by D through the engine.  C is
@@ -424,7 +425,7 @@ static void do_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 			return;
 		}
 	}
-	ret = gs_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	ret = mc_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 	/* a miss that N turns into a new counter is no miss (memcached) */
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -451,7 +452,7 @@ static void do_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 	}
 	if (cmd->has_exptime) {
 		SRV_ADD(c->srv, cmd_touch, 1);
-		gs_touch(e, cmd->key.p, cmd->key.len, gs_exptime(cmd->exptime), &m);
+		gs_touch(e, cmd->key.p, cmd->key.len, mc_exptime(cmd->exptime), &m);
 	} else if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) == 0) {
 		m = *gs_obj_meta(obj);
 		gs_obj_put(e, &obj);
@@ -496,11 +497,11 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	SRV_ADD(c->srv, cmd_set, 1);
 	*st = (struct pending_store){ .op = cmd->op, .klen = cmd->key.len,
 				      .flags = cmd->flags,
-				      .exptime = gs_exptime(cmd->exptime),
+				      .exptime = mc_exptime(cmd->exptime),
 				      .cas = cmd->cas, .noreply = cmd->noreply,
 				      .meta = meta, .len = cmd->bytes };
 	memcpy(st->key, cmd->key.p, cmd->key.len);
-	if (cmd->bytes > gs_engine_config(e)->max_object) {
+	if (gs_check_size(e, cmd->bytes) < 0) {
 		ret = -E2BIG;
 	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
 		ret = gs_concat_open(conn_io(c), st->key, st->klen,
@@ -532,7 +533,6 @@ static bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 static void end_value(struct conn *c)
 {
 	struct pending_store *st = &c->store;
-	enum gs_mode mode;
 	int ret;
 
 	c->state = CONN_WAIT;
@@ -548,9 +548,8 @@ static void end_value(struct conn *c)
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
 		ret = gs_concat_finish(&st->concat, store_done, c);
 	} else {
-		mode = st->op == MC_ADD ? GS_ADD : st->op == MC_REPLACE ? GS_REPLACE :
-		       st->op == MC_CAS ? GS_CAS : GS_SET;
-		ret = gs_writer_finish(&st->writer, mode, st->cas, store_done, c);
+		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
+				       store_done, c);
 	}
 	if (ret < 0) {
 		gs_concat_abort(&st->concat);
@@ -558,7 +557,7 @@ static void end_value(struct conn *c)
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
 		if (st->meta)
-			meta_store_reply(c, ret);
+			meta_store_reply(c, ret, 0);
 		else
 			reply_unless(c, st->noreply && ret == -ENOENT,
 				     store_reply(st->op, ret));
@@ -637,7 +636,7 @@ static void do_get(struct conn *c, const struct mc_cmd *cmd)
 		.nkeys = cmd->nkeys, .touch = touch,
 		.rest = cmd->rest, .rest_len = cmd->rest_len,
 		.with_cas = cmd->op == MC_GETS || cmd->op == MC_GATS,
-		.exptime = touch ? gs_exptime(cmd->exptime) : 0,
+		.exptime = touch ? mc_exptime(cmd->exptime) : 0,
 	};
 	c->state = CONN_GET;
 	get_step(c);
@@ -658,7 +657,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 {
 	bool decr = cmd->op == MC_DECR;
 	uint64_t v;
-	int ret = gs_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
+	int ret = mc_incr(c->srv->e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
 
 	if (decr) {
 		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
@@ -682,7 +681,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 static void do_touch(struct conn *c, const struct mc_cmd *cmd)
 {
 	int ret = gs_touch(c->srv->e, cmd->key.p, cmd->key.len,
-			   gs_exptime(cmd->exptime), NULL);
+			   mc_exptime(cmd->exptime), NULL);
 
 	SRV_ADD(c->srv, cmd_touch, 1);
 	SRV_ADD(c->srv, touch_hits, ret == 0);
@@ -740,7 +739,7 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		SRV_ADD(c->srv, cmd_flush, 1);
 		/* an exptime, as memcached: relative up to 30 days, else
 		 * absolute; no arithmetic that a huge delay overflows */
-		gs_flush(c->srv->e, cmd.delay > 0 ? gs_exptime(cmd.delay) : 0);
+		mc_flush(c->srv->e, cmd.delay);
 		reply_unless(c, cmd.noreply, "OK\r\n");
 		break;
 	case MC_STATS:

@@ -103,7 +103,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	r->nblocks = r->head_blocks_max + r->small_blocks_max;
 	r->size = (uint64_t)r->nblocks * r->block;
 	if (r->nblocks == 0) {
-		snprintf(err, errlen, "--memory must hold at least one --block");
+		snprintf(err, errlen, "`memory` must hold at least one `block`");
 		return -EINVAL;
 	}
 	setup_classes(r, cfg->ram_head);
@@ -127,7 +127,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		numa_tonode_memory(r->base, r->size, cfg->numa_node);
 	if (cfg->mlock && mlock(r->base, r->size) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "mlock of the %llu-byte RAM region: %s (raise RLIMIT_MEMLOCK or use --no-mlock)",
+		snprintf(err, errlen, "mlock of the %llu-byte RAM region: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
 			 (unsigned long long)r->size, strerror(errno));
 		goto out_unmap;
 	}

@@ -1,8 +1,9 @@
 # goblin-store and libgoblin (the engine as a library).
 
-LIBGOBLIN_SRCS := storaged/engine.c storaged/region.c storaged/pool.c storaged/dirtrust.c \
+LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
+                  storaged/region.c storaged/pool.c storaged/dirtrust.c \
                   storaged/uring.c storaged/stream.c storaged/writer.c \
-                  storaged/mc_concat.c shared/log.c
+                  storaged/mc_concat.c storaged/mc_items.c shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
                   storaged/loop.c storaged/server.c storaged/server_stats.c \
                   storaged/proto_text.c storaged/proto_parse.c \
@@ -11,6 +12,10 @@ STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
+
+# $(call OPTIONS_OBJS,<build dir>): the options table and what it links, for
+# programs outside the daemon that take the engine's defaults from it.
+OPTIONS_OBJS = $(addprefix $(1)/obj/,storaged/options.o storaged/stats.o shared/size.o)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
@@ -29,7 +34,7 @@ $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 
 # bench/tier-read's in-process reader: the pipeline without the network
-$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(1)/obj/shared/size.o $(1)/libgoblin.a
+$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 endef

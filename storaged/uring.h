@@ -92,8 +92,6 @@ struct gs_io {
 	struct __kernel_timespec timer_ts;
 	char *sink;			/* SINK_LEN bytes nobody reads */
 	unsigned inflight;
-	uint64_t last_cas;
-	bool last_replaced;
 	struct gs_io *next;		/* e->io_list */
 };
 

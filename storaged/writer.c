@@ -60,9 +60,9 @@ struct gs_writer {
 	unsigned inflight;
 	int error;
 	bool finishing, aborted, waited;
-	enum gs_mode mode;
+	enum gs_if cond;
 	uint64_t cas;
-	gs_done_fn done;
+	gs_stored_fn done;
 	void *arg;
 	struct io_waiter waiter;
 };
@@ -73,18 +73,18 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 {
 	struct gs_engine *e = io->e;
 	struct gs_writer *w;
+	struct gs_obj *obj;
 	int ret;
 
-	if (size > e->cfg.max_object)
-		return -E2BIG;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	ret = engine_new_record(e, key, klen, size, &w->obj);
-	if (ret < 0) {
-		free(w);
+	ret = engine_new_record(e, key, klen, size, &obj);
+	if (ret < 0)
 		return ret;
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(obj);		/* no space reserved yet */
+		return -ENOMEM;
 	}
+	w->obj = obj;
 	w->io = io;
 	w->obj->meta.flags = flags;
 	w->obj->meta.exptime = exptime;
@@ -114,18 +114,19 @@ static void writer_commit(void *arg, int res)
 {
 	struct gs_writer *w = arg;
 	struct gs_engine *e = w->io->e;
+	struct gs_stored stored = { 0 };
 
 	(void)res;
 	res = w->error;
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
-		res = engine_link(e, w->obj, w->mode, w->cas, &w->io->last_replaced);
+		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
 	if (res == 0)
-		w->io->last_cas = w->obj->meta.cas;
+		stored.cas = w->obj->meta.cas;
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
-	w->done(w->arg, res);
+	w->done(w->arg, res, &stored);
 	writer_free(w);
 }
 
@@ -272,15 +273,15 @@ void writer_set_credit(struct gs_writer *w, uint64_t credit)
 	w->credit = credit;
 }
 
-int gs_writer_finish(struct gs_writer **wp, enum gs_mode mode, uint64_t cas,
-		     gs_done_fn done, void *arg)
+int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
+		     gs_stored_fn done, void *arg)
 {
 	struct gs_writer *w = *wp;
 
 	if (w->pos != w->obj->meta.size)
 		return -EINVAL;
 	*wp = NULL;
-	w->mode = mode;
+	w->cond = cond;
 	w->cas = cas;
 	w->done = done;
 	w->arg = arg;
@@ -308,15 +309,5 @@ void gs_writer_abort(struct gs_writer **wp)
 		w->aborted = true;
 	else
 		writer_free(w);
-}
-
-uint64_t gs_last_cas(const struct gs_io *io)
-{
-	return io->last_cas;
-}
-
-bool gs_last_replaced(const struct gs_io *io)
-{
-	return io->last_replaced;
 }
 

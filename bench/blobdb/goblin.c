@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "goblin.h"
+#include "options.h"
 #include "blobdb.h"
 
 struct wait {
@@ -31,6 +32,12 @@ static void on_done(void *arg, int res)
 	w->t_ns = bd_now_ns();
 	w->res = res;
 	w->fired = true;
+}
+
+static void on_stored(void *arg, int res, const struct gs_stored *stored)
+{
+	(void)stored;
+	on_done(arg, res);
 }
 
 /* Runs <io> until <w> fires.  0 or -errno from gs_io_run(). */
@@ -100,7 +107,7 @@ static int put_one(struct gs_io *io, const struct bd_config *cfg,
 		gs_writer_abort(&w);
 		return -1;
 	}
-	rc = gs_writer_finish(&w, GS_SET, 0, on_done, &dn);
+	rc = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &dn);
 	if (rc == 0)
 		rc = wait_for(io, &dn);
 	if (rc == 0)
@@ -227,7 +234,7 @@ int bd_run_goblin(const struct bd_config *cfg, const struct bd_schedule *s,
 		bd_fail(r, "mkdir %s: %s", pool, strerror(-rc));
 		return -1;
 	}
-	gs_config_defaults(&gc);
+	options_config_defaults(&gc);
 	if (cfg->ram_head)
 		gc.ram_head = cfg->ram_head;
 	/* The budget is the whole region: a quarter of it goes to the

@@ -44,7 +44,7 @@ static bool inside(const char *p, size_t n, const char *line, size_t len)
 
 static bool key_ok(const struct mc_key *k, const char *line, size_t len)
 {
-	if (!k->p || k->len < 1 || k->len > MC_KEY_MAX ||
+	if (!k->p || k->len < 1 || k->len > GS_KEY_MAX ||
 	    !inside(k->p, k->len, line, len))
 		return false;
 	for (unsigned i = 0; i < k->len; i++) {
@@ -107,7 +107,7 @@ static size_t write_back(const struct mc_cmd *c, char *buf, size_t cap)
 		for (unsigned i = 0; i < c->nkeys; i++)
 			PUT_BYTES(c->keys[i].p, c->keys[i].len);
 	} else if (has_key(c->op) && c->binary) {
-		char b64[2 * MC_KEY_MAX + 4];
+		char b64[2 * GS_KEY_MAX + 4];
 
 		PUT_BYTES(b64, mc_base64_encode(c->key.p, c->key.len, b64));
 		if (c->op == MC_ME)
@@ -238,7 +238,7 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		EXPECT(c->nkeys == 0);
 		if (has_key(c->op) && c->binary)	/* decoded: any bytes */
 			EXPECT(c->key.p == c->kbuf && c->key.len >= 1 &&
-			       c->key.len <= MC_KEY_MAX);
+			       c->key.len <= GS_KEY_MAX);
 		else if (has_key(c->op))
 			EXPECT(key_ok(&c->key, line, len));
 		else

@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/link_conn.c storaged/link_ops.c storaged/link_server.c storaged/loop.c storaged/stats.c shared/ring.c libgoblin
+ * sources: storaged/link_conn.c storaged/link_ops.c storaged/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (link_local_*: no socket, no thread) over a small RAM-only
@@ -31,6 +31,7 @@
 
 #include "goblin.h"
 #include "log.h"
+#include "options.h"
 #include "ring.h"
 #include "link.h"
 
@@ -333,7 +334,7 @@ static void setup(void)
 	char err[256];
 
 	log_level = getenv("FUZZ_RING_VERBOSE") ? LOG_INFO : -1;
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 4 << 20;
 	cfg.sub_memory = 2 << 20;
 	cfg.ram_head = 1 << 20;

@@ -278,7 +278,7 @@ static void check_output(void)
 			char fmt_end;
 			const char *p = memchr(line + 6, ' ', len - 6);
 
-			EXPECT(p && p - line - 6 <= MC_KEY_MAX);
+			EXPECT(p && p - line - 6 <= GS_KEY_MAX);
 			EXPECT(sscanf(p, " %*u %llu%c", &size, &fmt_end) == 2 &&
 			       (fmt_end == '\r' || fmt_end == ' '));
 			vlen = size + 2;
@@ -356,7 +356,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	log_level = -1;		/* no log lines, whatever verbosity said */
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 16 << 10;
 	cfg.sub_memory = 8 << 10;
 	cfg.block = 4 << 10;

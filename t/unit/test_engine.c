@@ -13,106 +13,18 @@
 
 #include "engine.h"
 #include "check.h"
+#include "engine_util.h"
 #include "log.h"
+#include "mc_items.h"
+#include "options.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
 
-static void fill(char *p, uint64_t n, uint32_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-
-	for (uint64_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (char)x;
-	}
-}
-
-struct waitres {
-	bool done;
-	int res;
-};
-
-static void on_done(void *arg, int res)
-{
-	struct waitres *w = arg;
-
-	w->done = true;
-	w->res = res;
-}
-
-static void on_wake(void *arg)
-{
-	(void)arg;
-}
-
-static int run_until(struct gs_io *io, struct waitres *w)
-{
-	while (!w->done)
-		if (gs_io_run(io, true) < 0)
-			return -1;
-	return w->res;
-}
-
 static int put(struct gs_io *io, const char *key, const char *val,
-	       uint64_t size, enum gs_mode mode)
+	       uint64_t size, enum gs_if cond)
 {
-	struct gs_writer *w;
-	struct waitres wr = { 0 };
-	uint64_t pos = 0;
-	int ret = gs_writer_open(io, key, strlen(key), size, 7, 0, &w);
-
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		void *p;
-		size_t n;
-
-		ret = gs_writer_buf(w, &p, &n, on_wake, NULL);
-		if (ret == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		if (n > size - pos)
-			n = size - pos;
-		memcpy(p, val + pos, n);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, mode, 0, on_done, &wr);
-	if (ret < 0)
-		return ret;
-	return run_until(io, &wr);
-}
-
-/* Appends (or prepends) <len> bytes of <data> to <key> through
- * gs_concat_*(); returns gs_concat_finish()'s result, <wr> gets done's. */
-static int concat(struct gs_io *io, const char *key, bool prepend,
-		  const char *data, size_t len, struct waitres *wr)
-{
-	struct gs_concat *k;
-	size_t pos = 0;
-	int ret = gs_concat_open(io, key, strlen(key), prepend, len, &k);
-
-	if (ret < 0)
-		return ret;
-	while (pos < len) {
-		void *p;
-		size_t n;
-
-		if (gs_concat_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		if (n > len - pos)
-			n = len - pos;
-		memcpy(p, data + pos, n);
-		gs_concat_advance(k, n);
-		pos += n;
-	}
-	return gs_concat_finish(&k, on_done, wr);
+	return put_if(io, key, val, size, 7, cond, 0, NULL);
 }
 
 /* Reads <key> through a stream; returns 0 if it equals <want>. */
@@ -187,43 +99,18 @@ static const uint64_t sizes[] = {
 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static void layout_round(const char *name, int nssd, int nhdd)
+/* Every boundary size, whole and in ranges starting in each tier. */
+static void sizes_round(const char *name, struct gs_engine *e,
+			struct gs_io *io, char *val, int nssd, int nhdd)
 {
-	struct gs_config cfg;
-	struct gs_engine *e;
-	struct gs_io *io;
 	struct gs_stats st;
-	char err[256], key[64], ssd[2][300], hdd[2][300];
-	char *val = malloc(40 << 20);
+	char key[64];
 	int ret;
-
-	gs_config_defaults(&cfg);
-	cfg.memory = 64 << 20;
-	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
-	cfg.ssd_size = 128 << 20;
-	cfg.hdd_size = 256 << 20;
-	cfg.stripe_unit = 64 << 10;
-	for (int i = 0; i < nssd; i++) {
-		snprintf(ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d", tmpdir, name, i);
-		cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd[i];
-	}
-	for (int i = 0; i < nhdd; i++) {
-		snprintf(hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d", tmpdir, name, i);
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
-	}
-	if (!nssd && !nhdd)
-		cfg.memory = 256 << 20;
-	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
-	CHECK(ret == 0, "%s: open: %s", name, err);
-	if (ret)
-		return;
-	CHECK(gs_io_create(e, &io) == 0, "%s: io", name);
 
 	for (unsigned i = 0; i < NSIZES; i++) {
 		snprintf(key, sizeof(key), "obj-%llu", (unsigned long long)sizes[i]);
 		fill(val, sizes[i], i + 1);
-		ret = put(io, key, val, sizes[i], GS_SET);
+		ret = put(io, key, val, sizes[i], GS_IF_ANY);
 		CHECK(ret == 0, "%s: put %s: %d", name, key, ret);
 	}
 	for (unsigned i = 0; i < NSIZES; i++) {
@@ -255,14 +142,21 @@ static void layout_round(const char *name, int nssd, int nhdd)
 	}
 	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "%s: errors", name);
 	CHECK(st.pins == 0, "%s: pins left %llu", name, (unsigned long long)st.pins);
+}
 
-	/* overwrite and delete churn, then everything still byte-exact */
+/* Overwrite and delete churn, then everything still byte-exact. */
+static void churn_round(const char *name, struct gs_engine *e,
+			struct gs_io *io, char *val)
+{
+	char key[64];
+	int ret;
+
 	for (int round = 0; round < 40; round++) {
 		uint64_t sz = (round * 397u << 10) % (9 << 20);
 
 		snprintf(key, sizeof(key), "churn-%d", round % 7);
 		fill(val, sz, 1000 + round);
-		ret = put(io, key, val, sz, GS_SET);
+		ret = put(io, key, val, sz, GS_IF_ANY);
 		CHECK(ret == 0, "%s: churn put %d: %d", name, round, ret);
 		if (round % 5 == 4)
 			CHECK(gs_delete(e, key, strlen(key)) == 0, "%s: delete", name);
@@ -270,78 +164,136 @@ static void layout_round(const char *name, int nssd, int nhdd)
 			CHECK(get_stream(e, io, key, val, sz, 0, UINT64_MAX) == 0,
 			      "%s: churn get %d", name, round);
 	}
+}
 
-	/* add / replace / cas */
+/* What a store did comes back through its callback: the CAS the object
+ * got, whether it replaced one; GS_IF_CAS links over that CAS only. */
+static void stored_round(const char *name, struct gs_engine *e,
+			 struct gs_io *io, const char *val)
+{
+	struct gs_stored first, second;
+	struct gs_obj *obj;
+
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_ANY, 0, &first) == 0 &&
+	      !first.replaced && first.cas, "%s: stored", name);
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_PRESENT, 0, &second) == 0 &&
+	      second.replaced && second.cas > first.cas, "%s: replaced", name);
+	if (gs_lookup(e, "cas", 3, &obj) == 0) {
+		CHECK(gs_obj_meta(obj)->cas == second.cas, "%s: cas", name);
+		gs_obj_put(e, &obj);
+	}
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_CAS, first.cas, NULL) == -EEXIST, "%s: cas stale", name);
+	CHECK(put_if(io, "cas", val, 10, 0, GS_IF_CAS, second.cas, NULL) == 0, "%s: cas", name);
+}
+
+/* Link conditions, append / prepend across tiers, incr / decr. */
+static void items_round(const char *name, struct gs_engine *e,
+			struct gs_io *io, char *val)
+{
+	struct waitres wr = { 0 };
+	uint64_t base = (1 << 20) + 5, v = 0;
+	char *want = malloc(base + 100);
+
 	fill(val, 5000, 5);
-	CHECK(put(io, "obj-1", val, 10, GS_ADD) == -EEXIST, "%s: add", name);
-	CHECK(put(io, "nope", val, 10, GS_REPLACE) == -ENOENT, "%s: replace", name);
+	CHECK(put(io, "obj-1", val, 10, GS_IF_ABSENT) == -EEXIST, "%s: add", name);
+	CHECK(put(io, "nope", val, 10, GS_IF_PRESENT) == -ENOENT, "%s: replace", name);
+	stored_round(name, e, io, val);
 
-	/* append / prepend across tiers */
-	{
-		struct waitres wr = { 0 };
-		uint64_t base = (1 << 20) + 5;
-		char *want = malloc(base + 100);
+	fill(val, base, 77);
+	CHECK(put(io, "cat", val, base, GS_IF_ANY) == 0, "%s: cat put", name);
+	memcpy(want, "0123456789", 10);
+	memcpy(want + 10, val, base);
+	CHECK(concat(io, "cat", true, "0123456789", 10, &wr) == 0,
+	      "%s: prepend", name);
+	CHECK(run_until(io, &wr) == 0, "%s: prepend done", name);
+	CHECK(get_stream(e, io, "cat", want, base + 10, 0, UINT64_MAX) == 0,
+	      "%s: prepend bytes", name);
+	memcpy(want + base + 10, "xyz", 3);
+	wr.done = false;
+	CHECK(concat(io, "cat", false, "xyz", 3, &wr) == 0,
+	      "%s: append", name);
+	CHECK(run_until(io, &wr) == 0, "%s: append done", name);
+	CHECK(get_stream(e, io, "cat", want, base + 13, 0, UINT64_MAX) == 0,
+	      "%s: append bytes", name);
+	CHECK(concat(io, "absent", false, "x", 1, &wr) == -ENOENT,
+	      "%s: append missing", name);
+	free(want);
 
-		fill(val, base, 77);
-		CHECK(put(io, "cat", val, base, GS_SET) == 0, "%s: cat put", name);
-		memcpy(want, "0123456789", 10);
-		memcpy(want + 10, val, base);
-		CHECK(concat(io, "cat", true, "0123456789", 10, &wr) == 0,
-		      "%s: prepend", name);
-		CHECK(run_until(io, &wr) == 0, "%s: prepend done", name);
-		CHECK(get_stream(e, io, "cat", want, base + 10, 0, UINT64_MAX) == 0,
-		      "%s: prepend bytes", name);
-		memcpy(want + base + 10, "xyz", 3);
-		wr.done = false;
-		CHECK(concat(io, "cat", false, "xyz", 3, &wr) == 0,
-		      "%s: append", name);
-		CHECK(run_until(io, &wr) == 0, "%s: append done", name);
-		CHECK(get_stream(e, io, "cat", want, base + 13, 0, UINT64_MAX) == 0,
-		      "%s: append bytes", name);
-		CHECK(concat(io, "absent", false, "x", 1, &wr) == -ENOENT,
-		      "%s: append missing", name);
-		free(want);
+	CHECK(put(io, "n", "41", 2, GS_IF_ANY) == 0, "%s: n", name);
+	CHECK(mc_incr(e, "n", 1, false, 1, &v) == 0 && v == 42, "%s: incr", name);
+	CHECK(mc_incr(e, "n", 1, true, 100, &v) == 0 && v == 0, "%s: decr", name);
+	CHECK(mc_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
+}
+
+/* A corrupted chunk is detected, never handed out, and drops the object. */
+static void corrupt_round(const char *name, struct gs_engine *e,
+			  struct gs_io *io, char *val, const char *ssd_dir)
+{
+	char path[400], junk[4096];
+	struct gs_stats st;
+	struct gs_obj *obj;
+	uint64_t addr = 0;
+	int fd, ret;
+
+	fill(val, 2 << 20, 99);
+	CHECK(put(io, "victim", val, 2 << 20, GS_IF_ANY) == 0, "%s: victim", name);
+	if (gs_lookup(e, "victim", 6, &obj) == 0) {
+		addr = obj->chunks[1].addr;	/* one dir: file offset */
+		gs_obj_put(e, &obj);
 	}
+	snprintf(path, sizeof(path), "%s/extents", ssd_dir);
+	fd = open(path, O_WRONLY);
+	memset(junk, 0x5a, sizeof(junk));
+	CHECK(fd >= 0 && pwrite(fd, junk, sizeof(junk), addr) == sizeof(junk),
+	      "%s: corrupt", name);
+	fsync(fd);
+	close(fd);
+	ret = get_stream(e, io, "victim", val, 2 << 20, 0, UINT64_MAX);
+	CHECK(ret == -EBADMSG, "%s: corrupt read gave %d", name, ret);
+	gs_stats(e, &st);
+	CHECK(st.checksum_errors == 1, "%s: checksum_errors %llu", name,
+	      (unsigned long long)st.checksum_errors);
+	CHECK(gs_lookup(e, "victim", 6, &(struct gs_obj *){ 0 }) == -ENOENT,
+	      "%s: victim still there", name);
+}
 
-	/* incr / decr */
-	{
-		uint64_t v = 0;
+static void layout_round(const char *name, int nssd, int nhdd)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	char err[256], ssd[2][300], hdd[2][300];
+	char *val = malloc(40 << 20);
+	int ret;
 
-		CHECK(put(io, "n", "41", 2, GS_SET) == 0, "%s: n", name);
-		CHECK(gs_incr(e, "n", 1, false, 1, &v) == 0 && v == 42, "%s: incr", name);
-		CHECK(gs_incr(e, "n", 1, true, 100, &v) == 0 && v == 0, "%s: decr", name);
-		CHECK(gs_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
+	options_config_defaults(&cfg);
+	cfg.memory = 64 << 20;
+	cfg.sub_memory = 8 << 20;
+	cfg.mlock = false;
+	cfg.ssd_size = 128 << 20;
+	cfg.hdd_size = 256 << 20;
+	cfg.stripe_unit = 64 << 10;
+	for (int i = 0; i < nssd; i++) {
+		snprintf(ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d", tmpdir, name, i);
+		cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd[i];
 	}
-
-	/* a corrupted chunk is detected, never handed out, and drops the object */
-	if (nssd && !nhdd) {
-		char path[400];
-		int fd;
-		char junk[4096];
-		struct gs_obj *obj;
-		uint64_t addr = 0;
-
-		fill(val, 2 << 20, 99);
-		CHECK(put(io, "victim", val, 2 << 20, GS_SET) == 0, "%s: victim", name);
-		if (gs_lookup(e, "victim", 6, &obj) == 0) {
-			addr = obj->chunks[1].addr;	/* one dir: file offset */
-			gs_obj_put(e, &obj);
-		}
-		snprintf(path, sizeof(path), "%s/extents", ssd[0]);
-		fd = open(path, O_WRONLY);
-		memset(junk, 0x5a, sizeof(junk));
-		CHECK(fd >= 0 && pwrite(fd, junk, sizeof(junk), addr) == sizeof(junk),
-		      "%s: corrupt", name);
-		fsync(fd);
-		close(fd);
-		ret = get_stream(e, io, "victim", val, 2 << 20, 0, UINT64_MAX);
-		CHECK(ret == -EBADMSG, "%s: corrupt read gave %d", name, ret);
-		gs_stats(e, &st);
-		CHECK(st.checksum_errors == 1, "%s: checksum_errors %llu", name,
-		      (unsigned long long)st.checksum_errors);
-		CHECK(gs_lookup(e, "victim", 6, &(struct gs_obj *){ 0 }) == -ENOENT,
-		      "%s: victim still there", name);
+	for (int i = 0; i < nhdd; i++) {
+		snprintf(hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d", tmpdir, name, i);
+		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
 	}
+	if (!nssd && !nhdd)
+		cfg.memory = 256 << 20;
+	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
+	CHECK(ret == 0, "%s: open: %s", name, err);
+	if (ret)
+		return;
+	CHECK(gs_io_create(e, &io) == 0, "%s: io", name);
+
+	sizes_round(name, e, io, val, nssd, nhdd);
+	churn_round(name, e, io, val);
+	items_round(name, e, io, val);
+	if (nssd && !nhdd)
+		corrupt_round(name, e, io, val, ssd[0]);
 
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
@@ -358,7 +310,7 @@ static void eviction_round(void)
 	char *val = malloc(2 << 20);
 	int stored = 0;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 4 << 20;		/* 16 heads */
 	cfg.sub_memory = 2 << 20;
 	cfg.mlock = false;
@@ -374,7 +326,7 @@ static void eviction_round(void)
 	for (int i = 0; i < 40; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
 		fill(val, 1 << 20, i);
-		stored += put(io, key, val, 1 << 20, GS_SET) == 0;
+		stored += put(io, key, val, 1 << 20, GS_IF_ANY) == 0;
 	}
 	gs_stats(e, &st);
 	CHECK(stored == 40, "evict: stored %d", stored);
@@ -396,16 +348,26 @@ static void eviction_round(void)
 	stored = 0;
 	for (int i = 0; i < 20; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		stored += put(io, key, val, 1 << 20, GS_SET) == 0;
+		stored += put(io, key, val, 1 << 20, GS_IF_ANY) == 0;
 	}
 	gs_stats(e, &st);
 	CHECK(st.evictions == 0 && stored < 20 && stored == (int)st.curr_items,
 	      "no-evict: stored %d evictions %llu", stored,
 	      (unsigned long long)st.evictions);
-	CHECK(put(io, "big", val, (2 << 20) + 1, GS_SET) == -E2BIG, "too big");
+	CHECK(put(io, "big", val, (2 << 20) + 1, GS_IF_ANY) == -E2BIG, "too big");
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 	free(val);
+}
+
+/* The daemon words the engine's errors with its flags. */
+static void worded_errors(void)
+{
+	char err[256] = "`memory` must hold at least one `block`; `numa_node` 7; do not lock it: `mlock`; `other`";
+
+	options_word_error(err, sizeof(err));
+	CHECK(!strcmp(err, "--memory must hold at least one --block; --numa 7; do not lock it: --no-mlock; `other`"),
+	      "worded: %s", err);
 }
 
 int main(void)
@@ -422,6 +384,7 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
+	worded_errors();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
 		failures++;

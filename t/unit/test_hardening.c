@@ -4,13 +4,12 @@
  * io_uring submits, allocation failures in gs_writer_finish and
  * engine_link, a stalled reader holding every read-ahead window, an unfed
  * set reserving (and evicting for) its whole size, append/prepend copying
- * the value and reading with pread, and pool dirs opened through symlinks
- * or owned by others.  Built with the fault hooks of faults.h.
+ * the value and reading with pread (pool dirs opened through symlinks or
+ * owned by others: test_pool).  Built with the fault hooks of faults.h.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,10 @@
 
 #include "engine.h"
 #include "check.h"
+#include "engine_util.h"
 #include "log.h"
+#include "mc_items.h"
+#include "options.h"
 
 unsigned fault_malloc_n, fault_calloc_n, fault_realloc_n, fault_submit_n;
 int fault_submit_err;
@@ -70,121 +72,11 @@ ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
 
 static char tmp[] = "/var/tmp/goblin-test-hardening.XXXXXX";
 
-static void fill(char *p, uint64_t n, uint32_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-
-	for (uint64_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (char)x;
-	}
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
-}
-
-struct waitres {
-	bool done;
-	int res;
-};
-
-static void on_done(void *arg, int res)
-{
-	struct waitres *w = arg;
-
-	w->done = true;
-	w->res = res;
-}
-
-static void on_wake(void *arg)
-{
-	(void)arg;
-}
-
-/* Runs <io> the way a server loop does (poll its fd, never block in the
- * engine) until *<flag> or <ms> pass; returns whether *<flag> came. */
-static bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
-{
-	uint64_t end = now_ms() + ms;
-
-	while (!*flag && now_ms() < end) {
-		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
-
-		gs_io_run(io, false);
-		if (*flag)
-			break;
-		poll(&pfd, 1, 20);
-	}
-	return *flag;
-}
-
 /* Writes <size> bytes of <val> under <key>; returns the done result. */
 static int put(struct gs_io *io, const char *key, const char *val,
 	       uint64_t size, uint32_t flags)
 {
-	struct gs_writer *w;
-	struct waitres wr = { 0 };
-	uint64_t pos = 0;
-	int ret = gs_writer_open(io, key, strlen(key), size, flags, 0, &w);
-
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		void *p;
-		size_t n;
-
-		ret = gs_writer_buf(w, &p, &n, on_wake, NULL);
-		if (ret == -EAGAIN) {
-			gs_io_run(io, false);
-			continue;
-		}
-		if (n > size - pos)
-			n = size - pos;
-		memcpy(p, val + pos, n);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &wr);
-	if (ret < 0) {
-		gs_writer_abort(&w);
-		return ret;
-	}
-	return run_for(io, &wr.done, 10000) ? wr.res : -ETIMEDOUT;
-}
-
-/* Appends (or prepends) <len> bytes of <data> to <key> through
- * gs_concat_*(); returns gs_concat_finish()'s result, <wr> gets done's. */
-static int concat(struct gs_io *io, const char *key, bool prepend,
-		  const char *data, size_t len, struct waitres *wr)
-{
-	struct gs_concat *k;
-	size_t pos = 0;
-	int ret = gs_concat_open(io, key, strlen(key), prepend, len, &k);
-
-	if (ret < 0)
-		return ret;
-	while (pos < len) {
-		void *p;
-		size_t n;
-
-		if (gs_concat_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, false);
-			continue;
-		}
-		if (n > len - pos)
-			n = len - pos;
-		memcpy(p, data + pos, n);
-		gs_concat_advance(k, n);
-		pos += n;
-	}
-	return gs_concat_finish(&k, on_done, wr);
+	return put_if(io, key, val, size, flags, GS_IF_ANY, 0, NULL);
 }
 
 struct reader {
@@ -274,7 +166,7 @@ static struct gs_engine *open_engine(struct gs_config *cfg, const char *name,
 
 static void small_config(struct gs_config *cfg)
 {
-	gs_config_defaults(cfg);
+	options_config_defaults(cfg);
 	cfg->memory = 16 << 20;
 	cfg->sub_memory = 4 << 20;
 	cfg->mlock = false;
@@ -294,7 +186,7 @@ static void incr_evicts_counter(void)
 	uint64_t v = 0;
 	int ret;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = cfg.sub_memory = cfg.block = cfg.ram_head = 4096;
 	cfg.mlock = false;
 	e = open_engine(&cfg, "incr", 0);
@@ -306,7 +198,7 @@ static void incr_evicts_counter(void)
 		snprintf(key, sizeof(key), "f%d", i);
 		CHECK(put(io, key, "x", 1, 0) == 0, "incr: fill %d", i);
 	}
-	ret = gs_incr(e, "c", 1, false, 1, &v);
+	ret = mc_incr(e, "c", 1, false, 1, &v);
 	CHECK(ret == 0 && v == 2, "incr: %d, %llu", ret, (unsigned long long)v);
 	CHECK(gs_lookup(e, "c", 1, &obj) == 0, "incr: c gone");
 	if (obj) {
@@ -334,7 +226,9 @@ static void stripe_too_small(void)
 	cfg.n_ssd_dirs = 2;
 	cfg.stripe_unit = 32 << 10;
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == -EINVAL &&
-	      strstr(err, "--stripe-unit"), "32K stripe over two dirs: %s", err);
+	      strstr(err, "`stripe_unit`"), "32K stripe over two dirs: %s", err);
+	options_word_error(err, sizeof(err));	/* as the daemon says it */
+	CHECK(strstr(err, "--stripe-unit must be at least 64K"), "worded: %s", err);
 	cfg.stripe_unit = 64 << 10;
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == 0, "64K: %s", err);
 	if (e) {
@@ -431,7 +325,7 @@ static void alloc_failures(void)
 	memcpy(p, "hello", 5);
 	gs_writer_advance(w, 5);
 	fault_malloc_n = fault_calloc_n = fault_realloc_n = 1;
-	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &wr);
+	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &wr);
 	fault_malloc_n = fault_calloc_n = fault_realloc_n = 0;
 	if (ret < 0)
 		gs_writer_abort(&w);
@@ -748,135 +642,6 @@ static void concat_bounded(void)
 	free(data);
 }
 
-/* Defect 6: pool dirs.  A symlink inside the dir is never followed; a dir
- * another user owns, or one others may write, is refused; what we create
- * is 0700/0600.  None of the refusals may touch the target file. */
-static int target_fd;
-static char target[300];
-
-static void make_target(void)
-{
-	snprintf(target, sizeof(target), "%s/target", tmp);
-	target_fd = open(target, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	CHECK(target_fd >= 0 && write(target_fd, "precious\n", 9) == 9, "target");
-}
-
-static bool target_intact(void)
-{
-	char buf[64];
-	struct stat st;
-
-	return stat(target, &st) == 0 && st.st_size == 9 &&
-	       pread(target_fd, buf, sizeof(buf), 0) == 9 &&
-	       !memcmp(buf, "precious\n", 9);
-}
-
-static int try_pool(const char *dir, char *err, size_t errlen)
-{
-	struct gs_config cfg;
-	struct gs_engine *e = NULL;
-	int ret;
-
-	small_config(&cfg);
-	cfg.ssd_size = 16 << 20;
-	cfg.ssd_dirs[0] = dir;
-	cfg.n_ssd_dirs = 1;
-	ret = gs_engine_open(&e, &cfg, err, errlen);
-	gs_engine_close(&e);
-	return ret;
-}
-
-static void pool_dirs(void)
-{
-	char dir[300], link[400], err[512];
-	struct stat st;
-	struct passwd *nobody;
-	int ret;
-
-	make_target();
-
-	/* extents -> target */
-	snprintf(dir, sizeof(dir), "%s/pool-ext", tmp);
-	CHECK(try_pool(dir, err, sizeof(err)) == 0, "pool-ext: %s", err);
-	snprintf(link, sizeof(link), "%s/extents", dir);
-	CHECK(unlink(link) == 0 && symlink(target, link) == 0, "symlink");
-	ret = try_pool(dir, err, sizeof(err));
-	CHECK(ret < 0 && strstr(err, "symlink"), "extents symlink: %d %s", ret, err);
-	CHECK(target_intact(), "extents symlink: target written");
-
-	/* goblin-pool (the marker) -> target */
-	snprintf(dir, sizeof(dir), "%s/pool-marker", tmp);
-	mkdir(dir, 0700);
-	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
-	CHECK(symlink(target, link) == 0, "symlink");
-	ret = try_pool(dir, err, sizeof(err));
-	CHECK(ret < 0 && strstr(err, "symlink"), "marker symlink: %d %s", ret, err);
-	CHECK(target_intact(), "marker symlink: target written");
-
-	/* a dangling marker symlink: not created through it either */
-	snprintf(dir, sizeof(dir), "%s/pool-dangling", tmp);
-	mkdir(dir, 0700);
-	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
-	CHECK(symlink("/var/tmp/goblin-test-hardening-nonexistent", link) == 0, "symlink");
-	ret = try_pool(dir, err, sizeof(err));
-	CHECK(ret < 0 && access("/var/tmp/goblin-test-hardening-nonexistent", F_OK) < 0,
-	      "dangling marker symlink: %d %s", ret, err);
-
-	/* group-writable dir */
-	snprintf(dir, sizeof(dir), "%s/pool-gw", tmp);
-	mkdir(dir, 0700);
-	chmod(dir, 0770);
-	ret = try_pool(dir, err, sizeof(err));
-	CHECK(ret == -EPERM && strstr(err, "writable"), "group-writable: %d %s", ret, err);
-
-	/* a dir another user owns */
-	nobody = getpwnam("nobody");
-	if (geteuid() == 0 && nobody) {
-		snprintf(dir, sizeof(dir), "%s/pool-other", tmp);
-		mkdir(dir, 0700);
-		CHECK(chown(dir, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
-		ret = try_pool(dir, err, sizeof(err));
-		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned: %d %s",
-		      ret, err);
-		snprintf(link, sizeof(link), "%s/extents", dir);
-		CHECK(access(link, F_OK) < 0, "other-owned: extents created");
-	} else {
-		fprintf(stderr, "other-owned dir: skipped (needs root and a nobody user)\n");
-	}
-
-	/* a file in our dir owned by someone else */
-	snprintf(dir, sizeof(dir), "%s/pool-file", tmp);
-	CHECK(try_pool(dir, err, sizeof(err)) == 0, "fresh pool: %s", err);
-	if (geteuid() == 0 && nobody) {
-		snprintf(link, sizeof(link), "%s/extents", dir);
-		CHECK(chown(link, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
-		ret = try_pool(dir, err, sizeof(err));
-		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned file: %d %s",
-		      ret, err);
-		CHECK(chown(link, 0, 0) == 0, "chown back");
-	}
-
-	/* what we create: 0700 dir, 0600 files */
-	snprintf(dir, sizeof(dir), "%s/pool-new/sub", tmp);
-	CHECK(try_pool(dir, err, sizeof(err)) == 0, "new pool: %s", err);
-	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "dir mode %o",
-	      st.st_mode & 0777);
-	snprintf(link, sizeof(link), "%s/extents", dir);
-	CHECK(stat(link, &st) == 0 && (st.st_mode & 0777) == 0600, "extents mode %o",
-	      st.st_mode & 0777);
-	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
-	CHECK(stat(link, &st) == 0 && (st.st_mode & 0777) == 0600, "marker mode %o",
-	      st.st_mode & 0777);
-
-	/* the dir path itself may be a symlink the admin set up: its final
-	 * dir is ours and private, so that is accepted */
-	snprintf(link, sizeof(link), "%s/pool-alias", tmp);
-	CHECK(symlink(dir, link) == 0, "symlink");
-	CHECK(try_pool(link, err, sizeof(err)) == 0, "dir via a symlink: %s", err);
-	CHECK(target_intact(), "target written");
-	close(target_fd);
-}
-
 int main(void)
 {
 	char cmd[400];
@@ -892,7 +657,6 @@ int main(void)
 	reclaim_churn();
 	unfed_set();
 	concat_bounded();
-	pool_dirs();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd))
 		failures++;

@@ -1,17 +1,23 @@
 /*
  * Disk pools: extents aligned to the device alignment and never rounded to
  * powers of two, next-fit allocation that finds holes, exact accounting,
- * stripe segmentation across dirs, and the marker rules.
+ * stripe segmentation across dirs, the marker rules, and the trust rules of
+ * pool dirs: no symlink inside followed, nothing another user owns or may
+ * write used, what we create private.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "options.h"
 
 
 static char tmp[] = "/var/tmp/goblin-test-pool.XXXXXX";
@@ -115,6 +121,139 @@ static void too_small(void)
 	      "%s", err);
 }
 
+/* Issue 8, defect 6: pool dirs.  A symlink inside the dir is never followed; a dir
+ * another user owns, or one others may write, is refused; what we create
+ * is 0700/0600.  None of the refusals may touch the target file. */
+static int target_fd;
+static char target[300];
+
+static void make_target(void)
+{
+	snprintf(target, sizeof(target), "%s/target", tmp);
+	target_fd = open(target, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(target_fd >= 0 && write(target_fd, "precious\n", 9) == 9, "target");
+}
+
+static bool target_intact(void)
+{
+	char buf[64];
+	struct stat st;
+
+	return stat(target, &st) == 0 && st.st_size == 9 &&
+	       pread(target_fd, buf, sizeof(buf), 0) == 9 &&
+	       !memcmp(buf, "precious\n", 9);
+}
+
+static int try_pool(const char *dir, char *err, size_t errlen)
+{
+	struct gs_config cfg;
+	struct gs_engine *e = NULL;
+	int ret;
+
+	options_config_defaults(&cfg);
+	cfg.memory = 16 << 20;
+	cfg.sub_memory = 4 << 20;
+	cfg.mlock = false;
+	cfg.max_object = 8 << 20;
+	cfg.ssd_size = 16 << 20;
+	cfg.ssd_dirs[0] = dir;
+	cfg.n_ssd_dirs = 1;
+	ret = gs_engine_open(&e, &cfg, err, errlen);
+	gs_engine_close(&e);
+	return ret;
+}
+
+static void pool_dirs(void)
+{
+	char dir[300], link[400], err[512];
+	struct stat st;
+	struct passwd *nobody;
+	int ret;
+
+	make_target();
+
+	/* extents -> target */
+	snprintf(dir, sizeof(dir), "%s/pool-ext", tmp);
+	CHECK(try_pool(dir, err, sizeof(err)) == 0, "pool-ext: %s", err);
+	snprintf(link, sizeof(link), "%s/extents", dir);
+	CHECK(unlink(link) == 0 && symlink(target, link) == 0, "symlink");
+	ret = try_pool(dir, err, sizeof(err));
+	CHECK(ret < 0 && strstr(err, "symlink"), "extents symlink: %d %s", ret, err);
+	CHECK(target_intact(), "extents symlink: target written");
+
+	/* goblin-pool (the marker) -> target */
+	snprintf(dir, sizeof(dir), "%s/pool-marker", tmp);
+	mkdir(dir, 0700);
+	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
+	CHECK(symlink(target, link) == 0, "symlink");
+	ret = try_pool(dir, err, sizeof(err));
+	CHECK(ret < 0 && strstr(err, "symlink"), "marker symlink: %d %s", ret, err);
+	CHECK(target_intact(), "marker symlink: target written");
+
+	/* a dangling marker symlink: not created through it either */
+	snprintf(dir, sizeof(dir), "%s/pool-dangling", tmp);
+	mkdir(dir, 0700);
+	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
+	CHECK(symlink("/var/tmp/goblin-test-hardening-nonexistent", link) == 0, "symlink");
+	ret = try_pool(dir, err, sizeof(err));
+	CHECK(ret < 0 && access("/var/tmp/goblin-test-hardening-nonexistent", F_OK) < 0,
+	      "dangling marker symlink: %d %s", ret, err);
+
+	/* group-writable dir */
+	snprintf(dir, sizeof(dir), "%s/pool-gw", tmp);
+	mkdir(dir, 0700);
+	chmod(dir, 0770);
+	ret = try_pool(dir, err, sizeof(err));
+	CHECK(ret == -EPERM && strstr(err, "writable"), "group-writable: %d %s", ret, err);
+
+	/* a dir another user owns */
+	nobody = getpwnam("nobody");
+	if (geteuid() == 0 && nobody) {
+		snprintf(dir, sizeof(dir), "%s/pool-other", tmp);
+		mkdir(dir, 0700);
+		CHECK(chown(dir, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
+		ret = try_pool(dir, err, sizeof(err));
+		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned: %d %s",
+		      ret, err);
+		snprintf(link, sizeof(link), "%s/extents", dir);
+		CHECK(access(link, F_OK) < 0, "other-owned: extents created");
+	} else {
+		fprintf(stderr, "other-owned dir: skipped (needs root and a nobody user)\n");
+	}
+
+	/* a file in our dir owned by someone else */
+	snprintf(dir, sizeof(dir), "%s/pool-file", tmp);
+	CHECK(try_pool(dir, err, sizeof(err)) == 0, "fresh pool: %s", err);
+	if (geteuid() == 0 && nobody) {
+		snprintf(link, sizeof(link), "%s/extents", dir);
+		CHECK(chown(link, nobody->pw_uid, nobody->pw_gid) == 0, "chown");
+		ret = try_pool(dir, err, sizeof(err));
+		CHECK(ret == -EPERM && strstr(err, "belongs to uid"), "other-owned file: %d %s",
+		      ret, err);
+		CHECK(chown(link, 0, 0) == 0, "chown back");
+	}
+
+	/* what we create: 0700 dir, 0600 files */
+	snprintf(dir, sizeof(dir), "%s/pool-new/sub", tmp);
+	CHECK(try_pool(dir, err, sizeof(err)) == 0, "new pool: %s", err);
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "dir mode %o",
+	      st.st_mode & 0777);
+	snprintf(link, sizeof(link), "%s/extents", dir);
+	CHECK(stat(link, &st) == 0 && (st.st_mode & 0777) == 0600, "extents mode %o",
+	      st.st_mode & 0777);
+	snprintf(link, sizeof(link), "%s/goblin-pool", dir);
+	CHECK(stat(link, &st) == 0 && (st.st_mode & 0777) == 0600, "marker mode %o",
+	      st.st_mode & 0777);
+
+	/* the dir path itself may be a symlink the admin set up: its final
+	 * dir is ours and private, so that is accepted */
+	snprintf(link, sizeof(link), "%s/pool-alias", tmp);
+	CHECK(symlink(dir, link) == 0, "symlink");
+	CHECK(try_pool(link, err, sizeof(err)) == 0, "dir via a symlink: %s", err);
+	CHECK(target_intact(), "target written");
+	close(target_fd);
+}
+
 int main(void)
 {
 	char cmd[400];
@@ -126,6 +265,7 @@ int main(void)
 	stripes();
 	large();
 	too_small();
+	pool_dirs();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd))
 		failures++;

@@ -16,13 +16,14 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "options.h"
 
 
 static struct gs_config config(uint64_t memory, uint64_t sub)
 {
 	struct gs_config cfg;
 
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = memory;
 	cfg.sub_memory = sub;
 	cfg.mlock = false;

@@ -15,7 +15,9 @@
 
 #include "goblin.h"
 #include "check.h"
+#include "engine_util.h"
 #include "log.h"
+#include "options.h"
 
 #define HEAD	(256u << 10)		/* cfg.ram_head */
 #define PREFIX	(1u << 20)		/* cfg.ssd_prefix */
@@ -25,62 +27,16 @@
 static char tmpdir[] = "/var/tmp/goblin-test-stream.XXXXXX";
 static char *bufs[NBUFS];
 
-static void fill(char *p, uint64_t n, uint32_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-
-	for (uint64_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (char)x;
-	}
-}
-
 static void set_flag(void *arg)
 {
 	*(bool *)arg = true;
-}
-
-static void on_done(void *arg, int res)
-{
-	*(int *)arg = res;
-}
-
-static void on_wake(void *arg)
-{
-	(void)arg;
 }
 
 /* Stores <size> bytes of <val> under <key>; returns the done result. */
 static int put(struct gs_io *io, const char *key, const char *val,
 	       uint64_t size)
 {
-	struct gs_writer *w;
-	int res = 1;
-	uint64_t pos = 0;
-	int ret = gs_writer_open(io, key, strlen(key), size, 0, 0, &w);
-
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		void *p;
-		size_t n;
-
-		if (gs_writer_buf(w, &p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		n = n < size - pos ? n : size - pos;
-		memcpy(p, val + pos, n);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, GS_SET, 0, on_done, &res);
-	while (ret == 0 && res == 1)
-		if (gs_io_run(io, true) < 0)
-			return -EIO;
-	return ret ? ret : res;
+	return put_if(io, key, val, size, 0, GS_IF_ANY, 0, NULL);
 }
 
 /* Whether [<p>, <p>+<n>) lies inside one of the first <nbufs> buffers. */
@@ -283,7 +239,7 @@ int main(void)
 	}
 	for (unsigned i = 0; i < NBUFS; i++)
 		bufs[i] = aligned_alloc(4096, GS_IO_BUFFER);
-	gs_config_defaults(&cfg);
+	options_config_defaults(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
 	cfg.mlock = false;

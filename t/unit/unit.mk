@@ -20,25 +20,27 @@ build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(ASANFLAGS) -o $@ $< $(UNIT_SRCS) $(LDLIBS)
 
-# Engine tests link libgoblin (storaged/storaged.mk).
+# Engine tests link libgoblin and the options table's defaults
+# (storaged/storaged.mk).
 ENGINE_TESTS := test_engine test_region test_pool test_stream
 define ENGINE_TEST
-$(1)/t/$(2): t/unit/$(2).c $(1)/libgoblin.a $(GOBLIN_HDRS)
+$(1)/t/$(2): t/unit/$(2).c $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/libgoblin.a $$(LDLIBS)
+	@$$(CC) $(3) -It/unit -o $$@ $$< $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a $$(LDLIBS)
 endef
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))
 
 # test_hardening: the engine sources compiled with the fault hooks of
 # t/unit/faults.h (allocation, io_uring submit and pread failures on cue).
-HARDENING_DEPS := t/unit/test_hardening.c t/unit/faults.h $(LIBGOBLIN_SRCS) $(GOBLIN_HDRS)
+HARDENING_SRCS := $(LIBGOBLIN_SRCS) storaged/options.c storaged/stats.c shared/size.c
+HARDENING_DEPS := t/unit/test_hardening.c t/unit/faults.h $(HARDENING_SRCS) $(GOBLIN_HDRS)
 build/t/test_hardening: $(HARDENING_DEPS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(LIBGOBLIN_SRCS) $(LDLIBS)
+	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)
 build/asan/t/test_hardening: $(HARDENING_DEPS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(LIBGOBLIN_SRCS) $(LDLIBS)
+	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)

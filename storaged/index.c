@@ -1,0 +1,368 @@
+/*
+ * The index: a chained hash of records, the CLOCK over them (eviction of
+ * whole objects), pins, and the synchronous object calls of goblin.h.
+ * Static helpers expect e->lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "engine.h"
+
+static bool obj_expired(const struct gs_obj *obj, time_t now)
+{
+	return obj->meta.exptime && obj->meta.exptime <= now;
+}
+
+static bool obj_invalidated(const struct gs_engine *e, const struct gs_obj *obj,
+			time_t now)
+{
+	return e->invalid_at && e->invalid_at <= now && obj->meta.mtime <= e->invalid_at;
+}
+
+static bool obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
+		     time_t now)
+{
+	return obj_expired(obj, now) || obj_invalidated(e, obj, now);
+}
+
+static uint64_t rec_bytes(const struct gs_obj *obj)
+{
+	return sizeof(*obj) + obj->klen + obj->nchunks * sizeof(struct chunk);
+}
+
+static uint64_t hash_key(const void *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+static struct gs_obj **bucket_of(struct gs_engine *e, const void *key,
+				 size_t klen)
+{
+	return &e->buckets[hash_key(key, klen) & (e->nbuckets - 1)];
+}
+
+static struct gs_obj **find_slot(struct gs_engine *e, const void *key,
+				 size_t klen)
+{
+	struct gs_obj **link = bucket_of(e, key, klen);
+
+	for (; *link; link = &(*link)->hnext)
+		if ((*link)->klen == klen && !memcmp((*link)->key, key, klen))
+			return link;
+	return link;
+}
+
+static void tier_gauges(struct gs_engine *e, const struct gs_obj *obj, int sign)
+{
+	static const size_t bytes_at[GS_TIERS] = {
+		offsetof(struct gs_stats, ram_head_bytes),
+		offsetof(struct gs_stats, ssd_bytes),
+		offsetof(struct gs_stats, hdd_bytes),
+	};
+	static const size_t objects_at[GS_TIERS] = {
+		offsetof(struct gs_stats, ram_head_objects),
+		offsetof(struct gs_stats, ssd_objects),
+		offsetof(struct gs_stats, hdd_objects),
+	};
+
+	for (int t = 0; t < GS_TIERS; t++) {
+		uint64_t *b = (uint64_t *)((char *)&e->st + bytes_at[t]);
+		uint64_t *o = (uint64_t *)((char *)&e->st + objects_at[t]);
+
+		if (!obj->meta.tier_bytes[t])
+			continue;
+		__atomic_fetch_add(b, sign * obj->meta.tier_bytes[t], __ATOMIC_RELAXED);
+		__atomic_fetch_add(o, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
+	}
+	__atomic_fetch_add(&e->st.curr_items, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->st.bytes, sign * obj->meta.size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->st.index_bytes, sign * rec_bytes(obj), __ATOMIC_RELAXED);
+}
+
+static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct gs_obj **link = find_slot(e, obj->key, obj->klen);
+	struct gs_obj *last;
+
+	*link = obj->hnext;
+	last = e->clock[--e->clock_len];
+	e->clock[obj->clock_pos] = last;
+	last->clock_pos = obj->clock_pos;
+	obj->linked = false;
+	tier_gauges(e, obj, -1);
+	engine_unref(e, obj);
+}
+
+void engine_unlink_all(struct gs_engine *e)
+{
+	while (e->clock_len)
+		unlink_obj(e, e->clock[e->clock_len - 1]);
+}
+
+void engine_drop(struct gs_engine *e, struct gs_obj *obj)
+{
+	pthread_mutex_lock(&e->lock);
+	if (obj->linked)
+		unlink_obj(e, obj);
+	pthread_mutex_unlock(&e->lock);
+}
+
+bool engine_evict_one(struct gs_engine *e, bool only_expired)
+{
+	time_t now = time(NULL);
+
+	for (uint32_t step = 0; e->clock_len && step < 2 * e->clock_len + 2; step++) {
+		struct gs_obj *obj;
+
+		if (e->clock_hand >= e->clock_len)
+			e->clock_hand = 0;
+		obj = e->clock[e->clock_hand++];
+		if (obj->refs > 1)
+			continue;		/* pinned */
+		if (obj_dead(e, obj, now)) {
+			STAT_ADD(e, expired_unfetched, 1);
+			unlink_obj(e, obj);
+			return true;
+		}
+		if (only_expired)
+			continue;
+		if (obj->referenced) {
+			obj->referenced = false;
+			continue;
+		}
+		STAT_ADD(e, evictions, 1);
+		unlink_obj(e, obj);
+		return true;
+	}
+	return false;
+}
+
+static void grow_index(struct gs_engine *e)
+{
+	uint64_t n = e->nbuckets * 2;
+	struct gs_obj **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return;			/* keep the longer chains */
+	for (uint64_t i = 0; i < e->nbuckets; i++) {
+		struct gs_obj *obj = e->buckets[i], *next;
+
+		for (; obj; obj = next) {
+			uint64_t h = hash_key(obj->key, obj->klen) & (n - 1);
+
+			next = obj->hnext;
+			obj->hnext = nb[h];
+			nb[h] = obj;
+		}
+	}
+	free(e->buckets);
+	e->buckets = nb;
+	e->nbuckets = n;
+}
+
+/* The live object for <key>, reaping a dead one; NULL when none. */
+static struct gs_obj *find_live(struct gs_engine *e, const void *key,
+				size_t klen, bool count)
+{
+	struct gs_obj *obj = *find_slot(e, key, klen);
+	time_t now = time(NULL);
+
+	if (obj && obj_dead(e, obj, now)) {
+		/* an invalidated one counts as get_flushed first, as memcached */
+		if (count && obj_invalidated(e, obj, now))
+			STAT_ADD(e, get_flushed, 1);
+		else if (count)
+			STAT_ADD(e, get_expired, 1);
+		unlink_obj(e, obj);
+		obj = NULL;
+	}
+	return obj;
+}
+
+int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
+		uint64_t cas, bool *replaced)
+{
+	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
+	struct gs_obj **link;
+
+	if (replaced)
+		*replaced = old != NULL;
+
+	if (cond == GS_IF_ABSENT && old)
+		return -EEXIST;
+	if ((cond == GS_IF_PRESENT || cond == GS_IF_CAS) && !old)
+		return -ENOENT;
+	if (cond == GS_IF_CAS && old->meta.cas != cas)
+		return -EEXIST;
+	/* room in the CLOCK first: failing after the unlink would lose <old> */
+	if (!old && e->clock_len == e->clock_cap) {
+		uint32_t cap = e->clock_cap ? 2 * e->clock_cap : 1024;
+		struct gs_obj **c = realloc(e->clock, cap * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		e->clock = c;
+		e->clock_cap = cap;
+	}
+	if (old)
+		unlink_obj(e, old);
+	if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
+		grow_index(e);
+	link = bucket_of(e, obj->key, obj->klen);
+	obj->hnext = *link;
+	*link = obj;
+	obj->clock_pos = e->clock_len;
+	e->clock[e->clock_len++] = obj;
+	obj->linked = true;
+	obj->referenced = false;
+	obj->refs++;
+	obj->meta.cas = ++e->next_cas;
+	obj->meta.mtime = time(NULL);
+	tier_gauges(e, obj, +1);
+	STAT_ADD(e, total_items, 1);
+	return 0;
+}
+
+/* ---- public object calls ---- */
+
+int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
+	      struct gs_obj **objp)
+{
+	struct gs_obj *obj;
+
+	pthread_mutex_lock(&e->lock);
+	obj = find_live(e, key, klen, true);
+	if (obj) {
+		obj->refs++;
+		obj->referenced = true;
+		STAT_ADD(e, pins, 1);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!obj) {
+		STAT_ADD(e, get_misses, 1);
+		return -ENOENT;
+	}
+	STAT_ADD(e, get_hits, 1);
+	*objp = obj;
+	return 0;
+}
+
+const struct gs_meta *gs_obj_meta(const struct gs_obj *obj)
+{
+	return &obj->meta;
+}
+
+const void *gs_obj_head(const struct gs_obj *obj)
+{
+	return obj->head;
+}
+
+void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
+{
+	if (!*objp)
+		return;
+	pthread_mutex_lock(&e->lock);
+	STAT_SUB(e, pins, 1);
+	engine_unref(e, *objp);
+	pthread_mutex_unlock(&e->lock);
+	*objp = NULL;
+}
+
+static int delete_if(struct gs_engine *e, const void *key, size_t klen,
+		     bool check, uint64_t cas)
+{
+	struct gs_obj *obj;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&e->lock);
+	obj = find_live(e, key, klen, false);
+	if (obj && check && obj->meta.cas != cas) {
+		ret = -EEXIST;
+	} else if (obj) {
+		unlink_obj(e, obj);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+int gs_delete(struct gs_engine *e, const void *key, size_t klen)
+{
+	return delete_if(e, key, klen, false, 0);
+}
+
+int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
+		  uint64_t cas)
+{
+	return delete_if(e, key, klen, true, cas);
+}
+
+int gs_touch(struct gs_engine *e, const void *key, size_t klen,
+	     int64_t exptime, struct gs_meta *meta)
+{
+	struct gs_obj *obj;
+
+	pthread_mutex_lock(&e->lock);
+	obj = find_live(e, key, klen, false);
+	if (obj) {
+		obj->meta.exptime = exptime;
+		obj->referenced = true;
+		if (meta)
+			*meta = obj->meta;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return obj ? 0 : -ENOENT;
+}
+
+int gs_update(struct gs_engine *e, const void *key, size_t klen,
+	      gs_update_fn fn, void *arg)
+{
+	struct gs_obj *obj, *nobj;
+	const void *val;
+	size_t len;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	obj = find_live(e, key, klen, false);
+	ret = -ENOENT;
+	if (!obj)
+		goto out;
+	ret = -EINVAL;
+	if (obj->nchunks)
+		goto out;
+	ret = fn(arg, obj->head, obj->meta.size, &val, &len);
+	if (ret < 0)
+		goto out;
+	ret = -E2BIG;
+	if (len > e->cfg.ram_head)
+		goto out;
+	obj->refs++;			/* CLOCK must not free it under us */
+	ret = engine_reserve(e, key, klen, len, &nobj);
+	if (ret == 0) {
+		if (len)
+			memcpy(nobj->head, val, len);
+		nobj->meta.flags = obj->meta.flags;
+		nobj->meta.exptime = obj->meta.exptime;
+		ret = engine_link(e, nobj, GS_IF_ANY, 0, NULL);
+		engine_unref(e, nobj);
+	}
+	engine_unref(e, obj);
+out:
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
+void gs_invalidate(struct gs_engine *e, int64_t when)
+{
+	pthread_mutex_lock(&e->lock);
+	if (when <= time(NULL)) {
+		engine_unlink_all(e);
+		e->invalid_at = 0;
+	} else {
+		e->invalid_at = when;
+	}
+	pthread_mutex_unlock(&e->lock);
+}

@@ -1,0 +1,204 @@
+/*
+ * Object layout across the tiers: where each byte of an object lives (RAM
+ * head, then SSD and HDD chunks), and the allocation of that space, evicting
+ * for room.  Called with e->lock held unless said otherwise.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
+{
+	const struct gs_config *c = &e->cfg;
+
+	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD])
+		return off < c->ram_head + c->ssd_prefix ? GS_TIER_SSD : GS_TIER_HDD;
+	if (e->has_pool[GS_TIER_SSD])
+		return GS_TIER_SSD;
+	if (e->has_pool[GS_TIER_HDD])
+		return GS_TIER_HDD;
+	return GS_TIER_RAM;
+}
+
+static uint64_t tier_chunk(const struct gs_engine *e, enum gs_tier t)
+{
+	if (t == GS_TIER_SSD)
+		return GS_SSD_CHUNK;
+	if (t == GS_TIER_HDD)
+		return GS_HDD_CHUNK;
+	return e->cfg.ram_head;
+}
+
+/* Where the tier holding <off> ends (exclusive). */
+static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size)
+{
+	const struct gs_config *c = &e->cfg;
+
+	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD] &&
+	    off < c->ram_head + c->ssd_prefix && c->ram_head + c->ssd_prefix < size)
+		return c->ram_head + c->ssd_prefix;
+	return size;
+}
+
+/* Fills <chunks> (when not NULL) for an object of <size>; returns count. */
+static uint32_t layout(const struct gs_engine *e, uint64_t size,
+		       struct chunk *chunks)
+{
+	uint64_t off = size < e->cfg.ram_head ? size : e->cfg.ram_head;
+	uint32_t n = 0;
+
+	while (off < size) {
+		enum gs_tier t = tier_at(e, off);
+		uint64_t end = tier_end(e, off, size);
+		uint64_t len = tier_chunk(e, t);
+
+		if (len > end - off)
+			len = end - off;
+		if (chunks)
+			chunks[n] = (struct chunk){ .len = len, .tier = t };
+		n++;
+		off += len;
+	}
+	return n;
+}
+
+uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
+{
+	uint64_t off = obj->meta.head_len;
+
+	for (uint32_t k = 0; k < i; k++)
+		off += obj->chunks[k].len;
+	return off;
+}
+
+/* Bytes of one max_object that land on tier <t>. */
+uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
+{
+	uint64_t size = e->cfg.max_object, sum = 0;
+	uint32_t n = layout(e, size, NULL);
+	struct chunk *c = calloc(n ? n : 1, sizeof(*c));
+
+	if (!c)
+		return 0;
+	layout(e, size, c);
+	for (uint32_t i = 0; i < n; i++)
+		if (c[i].tier == t)
+			sum += round_up(c[i].len, 4096);
+	free(c);
+	return sum;
+}
+
+void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
+{
+	if (obj->head)
+		region_free(&e->region, obj->meta.head_off);
+	for (uint32_t i = 0; i < obj->nchunks; i++) {
+		struct chunk *c = &obj->chunks[i];
+
+		if (c->addr == UINT64_MAX)
+			continue;
+		if (c->tier == GS_TIER_RAM)
+			region_free(&e->region, c->addr);
+		else
+			pool_free(&e->pools[c->tier], c->addr, c->len);
+	}
+	free(obj);
+}
+
+static int alloc_ram(struct gs_engine *e, uint64_t len, uint64_t *off)
+{
+	int cls = region_class_for(&e->region, len);
+
+	while (region_alloc(&e->region, cls, off) < 0)
+		if (!engine_evict_one(e, e->cfg.no_evict))
+			return -ENOMEM;
+	return 0;
+}
+
+static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
+		      uint64_t *addr)
+{
+	while (pool_alloc(&e->pools[t], len, addr) < 0)
+		if (!engine_evict_one(e, e->cfg.no_evict))
+			return -ENOMEM;
+	return 0;
+}
+
+int gs_check_size(const struct gs_engine *e, uint64_t size)
+{
+	return size > e->cfg.max_object ? -E2BIG : 0;
+}
+
+int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
+		      uint64_t size, struct gs_obj **objp)
+{
+	uint32_t n;
+	struct gs_obj *obj;
+
+	if (gs_check_size(e, size) < 0)
+		return -E2BIG;
+	n = layout(e, size, NULL);
+	obj = calloc(1, sizeof(*obj) + round_up(klen, 8) + n * sizeof(struct chunk));
+	if (!obj)
+		return -ENOMEM;
+	obj->chunks = (struct chunk *)(obj->key + round_up(klen, 8));
+	memcpy(obj->key, key, klen);
+	obj->klen = klen;
+	obj->refs = 1;
+	obj->nchunks = layout(e, size, obj->chunks);
+	obj->meta.size = size;
+	obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
+	obj->meta.tier_bytes[GS_TIER_RAM] = obj->meta.head_len;
+	for (uint32_t i = 0; i < n; i++) {
+		obj->chunks[i].addr = UINT64_MAX;
+		obj->meta.tier_bytes[obj->chunks[i].tier] += obj->chunks[i].len;
+	}
+	*objp = obj;
+	return 0;
+}
+
+int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
+{
+	struct chunk *c;
+	uint64_t addr;
+	int ret;
+
+	if (i < 0) {
+		if (obj->head || !obj->meta.head_len)
+			return 0;
+		ret = alloc_ram(e, obj->meta.head_len, &obj->meta.head_off);
+		if (ret == 0)
+			obj->head = (char *)e->region.base + obj->meta.head_off;
+		return ret;
+	}
+	c = &obj->chunks[i];
+	if (c->addr != UINT64_MAX)
+		return 0;
+	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
+		ret = alloc_ram(e, e->cfg.ram_head, &addr);
+	else
+		ret = alloc_disk(e, c->tier, c->len, &addr);
+	if (ret == 0)
+		c->addr = addr;
+	return ret;
+}
+
+int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
+		   uint64_t size, struct gs_obj **objp)
+{
+	struct gs_obj *obj;
+	int ret = engine_new_record(e, key, klen, size, &obj);
+
+	if (ret < 0)
+		return ret;
+	for (int64_t i = -1; ret == 0 && i < (int64_t)obj->nchunks; i++)
+		ret = engine_reserve_part(e, obj, i);
+	if (ret < 0) {
+		engine_free_record(e, obj);
+		return ret;
+	}
+	*objp = obj;
+	return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * Memcache item semantics (mc_items.h) built on the engine's public calls.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "mc_items.h"
+
+#define MONTH_SECONDS (60 * 60 * 24 * 30)
+
+int64_t mc_exptime(int64_t t)
+{
+	if (t == 0)
+		return 0;
+	if (t < 0)
+		return 1;		/* long past: expired on arrival */
+	if (t <= MONTH_SECONDS)
+		return time(NULL) + t;
+	return t;
+}
+
+/* A counter: 1 to 20 digits, then only spaces (memcached pads decr). */
+static int parse_counter(const char *p, uint64_t len, uint64_t *v)
+{
+	uint64_t i = 0, n = 0;
+
+	if (len == 0 || len > 20)
+		return -EINVAL;
+	for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
+		if (n > (UINT64_MAX - (p[i] - '0')) / 10)
+			return -EINVAL;
+		n = n * 10 + (p[i] - '0');
+	}
+	if (i == 0)
+		return -EINVAL;
+	for (; i < len; i++)
+		if (p[i] != ' ')
+			return -EINVAL;
+	*v = n;
+	return 0;
+}
+
+struct counter_step {
+	bool decr;
+	uint64_t delta;
+	uint64_t v;
+	char buf[24];
+};
+
+static int counter_update(void *arg, const void *old, size_t oldlen,
+			  const void **new, size_t *newlen)
+{
+	struct counter_step *c = arg;
+	uint64_t v;
+
+	if (parse_counter(old, oldlen, &v) < 0)
+		return -EINVAL;
+	if (c->decr)
+		v = c->delta > v ? 0 : v - c->delta;
+	else
+		v += c->delta;		/* wraps at 2^64, as memcached does */
+	c->v = v;
+	*newlen = snprintf(c->buf, sizeof(c->buf), "%llu", (unsigned long long)v);
+	*new = c->buf;
+	return 0;
+}
+
+int mc_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
+	    uint64_t delta, uint64_t *result)
+{
+	struct counter_step c = { .decr = decr, .delta = delta };
+	int ret = gs_update(e, key, klen, counter_update, &c);
+
+	if (ret == 0)
+		*result = c.v;
+	return ret;
+}
+
+void mc_flush(struct gs_engine *e, int64_t delay)
+{
+	gs_invalidate(e, delay > 0 ? mc_exptime(delay) : 0);
+}

@@ -1,0 +1,159 @@
+/*
+ * Helpers the engine's unit tests share: deterministic fill, a completion
+ * that records its result, and a writer that stores a whole value.
+ */
+#ifndef GOBLIN_TEST_ENGINE_UTIL_H
+#define GOBLIN_TEST_ENGINE_UTIL_H
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "goblin.h"
+
+static inline void fill(char *p, uint64_t n, uint32_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (char)x;
+	}
+}
+
+static inline uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+struct waitres {
+	bool done;
+	int res;
+	struct gs_stored stored;
+};
+
+static inline void on_done(void *arg, int res)
+{
+	struct waitres *w = arg;
+
+	w->done = true;
+	w->res = res;
+}
+
+static inline void on_stored(void *arg, int res, const struct gs_stored *st)
+{
+	struct waitres *w = arg;
+
+	w->stored = *st;
+	on_done(w, res);
+}
+
+static inline void on_wake(void *arg)
+{
+	(void)arg;
+}
+
+/* Runs <io>, blocking in it, until <w> is done; returns its result. */
+static inline int run_until(struct gs_io *io, struct waitres *w)
+{
+	while (!w->done)
+		if (gs_io_run(io, true) < 0)
+			return -1;
+	return w->res;
+}
+
+/* Runs <io> the way a server loop does (poll its fd, never block in the
+ * engine) until *<flag> or <ms> pass; returns whether *<flag> came. */
+static inline bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (!*flag && now_ms() < end) {
+		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
+
+		gs_io_run(io, false);
+		if (*flag)
+			break;
+		poll(&pfd, 1, 20);
+	}
+	return *flag;
+}
+
+/* Writes <size> bytes of <val> under <key> with <flags>, stored if <cond>
+ * holds (<cas> for GS_IF_CAS); returns the done result, or -ETIMEDOUT after 10 s.  What the store
+ * did goes to <*stored> when not NULL. */
+static inline int put_if(struct gs_io *io, const char *key, const char *val,
+			 uint64_t size, uint32_t flags, enum gs_if cond,
+			 uint64_t cas, struct gs_stored *stored)
+{
+	struct gs_writer *w;
+	struct waitres wr = { 0 };
+	uint64_t pos = 0;
+	int ret = gs_writer_open(io, key, strlen(key), size, flags, 0, &w);
+
+	if (ret < 0)
+		return ret;
+	while (pos < size) {
+		void *p;
+		size_t n;
+
+		ret = gs_writer_buf(w, &p, &n, on_wake, NULL);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, false);
+			continue;
+		}
+		if (n > size - pos)
+			n = size - pos;
+		memcpy(p, val + pos, n);
+		gs_writer_advance(w, n);
+		pos += n;
+	}
+	ret = gs_writer_finish(&w, cond, cas, on_stored, &wr);
+	if (ret < 0) {
+		gs_writer_abort(&w);
+		return ret;
+	}
+	if (!run_for(io, &wr.done, 10000))
+		return -ETIMEDOUT;
+	if (stored)
+		*stored = wr.stored;
+	return wr.res;
+}
+
+/* Appends (or prepends) <len> bytes of <data> to <key> through
+ * gs_concat_*(); returns gs_concat_finish()'s result, <wr> gets done's. */
+static inline int concat(struct gs_io *io, const char *key, bool prepend,
+			 const char *data, size_t len, struct waitres *wr)
+{
+	struct gs_concat *k;
+	size_t pos = 0;
+	int ret = gs_concat_open(io, key, strlen(key), prepend, len, &k);
+
+	if (ret < 0)
+		return ret;
+	while (pos < len) {
+		void *p;
+		size_t n;
+
+		if (gs_concat_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
+			gs_io_run(io, false);
+			continue;
+		}
+		if (n > len - pos)
+			n = len - pos;
+		memcpy(p, data + pos, n);
+		gs_concat_advance(k, n);
+		pos += n;
+	}
+	return gs_concat_finish(&k, on_stored, wr);
+}
+
+#endif
