@@ -216,45 +216,56 @@ static void *link_thread(void *arg)
 
 /* ---- the socket path ---- */
 
+/* <name> as a uid or gid number (below (id_t)-1): 0 with <*id>, or
+ * -ENOENT. */
+static int parse_id(const char *name, id_t *id)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	if (errno || end == name || *end || v >= (id_t)-1)
+		return -ENOENT;
+	*id = (id_t)v;
+	return 0;
+}
+
 /* <name> as a user: its uid and primary gid.  A number is taken as a uid
  * when no user has that name. */
 static int lookup_user(const char *name, uid_t *uid, gid_t *gid)
 {
 	struct passwd pw, *pwp = NULL;
-	char buf[16384], *end;
-	unsigned long v;
+	char buf[16384];
+	id_t id;
 
 	if (getpwnam_r(name, &pw, buf, sizeof(buf), &pwp) == 0 && pwp) {
 		*uid = pw.pw_uid;
 		*gid = pw.pw_gid;
 		return 0;
 	}
-	errno = 0;
-	v = strtoul(name, &end, 10);
-	if (errno || end == name || *end || v >= (uid_t)-1)
+	if (parse_id(name, &id) ||
+	    getpwuid_r((uid_t)id, &pw, buf, sizeof(buf), &pwp) || !pwp)
 		return -ENOENT;
-	*uid = (uid_t)v;
-	if (getpwuid_r(*uid, &pw, buf, sizeof(buf), &pwp) || !pwp)
-		return -ENOENT;
+	*uid = (uid_t)id;
 	*gid = pw.pw_gid;
 	return 0;
 }
 
+/* <name> as a group: its gid; a number is taken as a gid as it is. */
 static int lookup_group(const char *name, gid_t *gid)
 {
 	struct group gr, *grp = NULL;
-	char buf[16384], *end;
-	unsigned long v;
+	char buf[16384];
+	id_t id;
 
 	if (getgrnam_r(name, &gr, buf, sizeof(buf), &grp) == 0 && grp) {
 		*gid = gr.gr_gid;
 		return 0;
 	}
-	errno = 0;
-	v = strtoul(name, &end, 10);
-	if (errno || end == name || *end || v >= (gid_t)-1)
+	if (parse_id(name, &id))
 		return -ENOENT;
-	*gid = (gid_t)v;
+	*gid = (gid_t)id;
 	return 0;
 }
 
