@@ -49,6 +49,9 @@
 #include "ring.h"
 #include "stats.h"		/* RING_STATS, enum ring_stat */
 
+/* The ring's key field carries any key the engine takes, and no more. */
+_Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");
+
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
 /* A handle: free, a pinned object (maybe READing), a writer, a STATS. */
