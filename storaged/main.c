@@ -1,6 +1,6 @@
 /*
  * goblin-store: parse options, open the engine, start the memcache front
- * (and the nginx ring), run until SIGINT or SIGTERM, then stop cleanly.
+ * (and the nginx link), run until SIGINT or SIGTERM, then stop cleanly.
  */
 #include <errno.h>
 #include <numa.h>
@@ -11,7 +11,7 @@
 
 #include "log.h"
 #include "options.h"
-#include "ring.h"
+#include "link.h"
 #include "server.h"
 
 int main(int argc, char **argv)
@@ -52,12 +52,12 @@ int main(int argc, char **argv)
 		goto out_engine;
 	}
 	if (!opt.no_http) {
-		struct ring_server_conf rc = {
+		struct link_conf rc = {
 			.socket = opt.socket, .socket_user = opt.socket_user,
 			.socket_group = opt.socket_group,
 		};
 
-		ret = ring_server_start(e, &rc, err, sizeof(err));
+		ret = link_start(e, &rc, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "goblin-store: %s\n", err);
 			goto out_server;
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	log_info("signal %d: stopping", sig);
 	ret = 0;
 	if (!opt.no_http)
-		ring_server_stop();
+		link_stop();
 out_server:
 	server_stop(&srv);
 	gs_engine_close(&e);

@@ -1,9 +1,9 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/ring.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
+ * sources: storaged/link_conn.c storaged/link_ops.c storaged/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
- * ring server (ring_local_*: no socket, no thread) over a small RAM-only
+ * link server (link_local_*: no socket, no thread) over a small RAM-only
  * engine: submissions with fuzzer-chosen fields (handles and buffers
  * either ones the daemon handed out or raw values), rounds of the
  * server, reaping completions, giving rx buffers back, and scribbling on
@@ -33,7 +33,7 @@
 #include "log.h"
 #include "options.h"
 #include "ring.h"
-#include "../../storaged/ring.h"
+#include "link.h"
 
 #define NKEYS		4
 #define NHANDLES	64
@@ -52,7 +52,7 @@ struct tracked {
 
 static struct gs_engine *engine;
 static struct gs_io *io;
-static struct ring_server *srv;
+static struct link_server *srv;
 static const uint8_t *region;
 static uint64_t region_size;
 
@@ -211,7 +211,7 @@ static void push(struct ring_sqe *e)
 			(unsigned long long)e->window);
 	if (ring_sq_push(&w, e) == 0)
 		return;
-	ring_local_run(srv);
+	link_local_run(srv);
 	reap();
 	ring_sq_push(&w, e);
 }
@@ -341,7 +341,7 @@ static void setup(void)
 	cfg.max_object = 1 << 20;
 	cfg.mlock = false;
 	if (gs_engine_open(&engine, &cfg, err, sizeof(err)) ||
-	    gs_io_create(engine, &io) || ring_local_create(engine, io, &srv)) {
+	    gs_io_create(engine, &io) || link_local_create(engine, io, &srv)) {
 		fprintf(stderr, "fuzz_ring: setup: %s\n", err);
 		abort();
 	}
@@ -367,7 +367,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.sq_entries = 16 << (g & 1);
 	h.n_rx = 2 + (g >> 1 & 3);
 	h.n_tx = 2 + (g >> 3 & 3);
-	if (ring_local_attach(srv, &h, &fd) ||
+	if (link_local_attach(srv, &h, &fd) ||
 	    ring_attach(&w, fd, ring_size_for(&h)))
 		abort();
 	ud = 0;
@@ -382,7 +382,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (in.left && live) {
 		switch (rd(&in, 1) & 7) {
 		case 4:
-			live = ring_local_run(srv);
+			live = link_local_run(srv);
 			break;
 		case 5:
 			reap();
@@ -406,22 +406,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	for (int i = 0; i < 8 && live; i++) {
-		live = ring_local_run(srv);
+		live = link_local_run(srv);
 		reap();
 	}
-	ring_local_drop(srv);
+	link_local_drop(srv);
 	if (getenv("FUZZ_RING_VERBOSE"))
 		fprintf(stderr, "fuzz_ring: stores %llu reads %llu read_bytes %llu lookup_hits %llu busy %llu protocol_errors %llu\n",
-			(unsigned long long)ring_local_stat(srv, "ring_stores"),
-			(unsigned long long)ring_local_stat(srv, "ring_reads"),
-			(unsigned long long)ring_local_stat(srv, "ring_read_bytes"),
-			(unsigned long long)ring_local_stat(srv, "ring_lookup_hits"),
-			(unsigned long long)ring_local_stat(srv, "ring_busy"),
-			(unsigned long long)ring_local_stat(srv, "ring_protocol_errors"));
-	if (ring_local_stat(srv, "ring_pins") != 0 ||
-	    ring_local_stat(srv, "ring_connections") != 0) {
+			(unsigned long long)link_local_stat(srv, "ring_stores"),
+			(unsigned long long)link_local_stat(srv, "ring_reads"),
+			(unsigned long long)link_local_stat(srv, "ring_read_bytes"),
+			(unsigned long long)link_local_stat(srv, "ring_lookup_hits"),
+			(unsigned long long)link_local_stat(srv, "ring_busy"),
+			(unsigned long long)link_local_stat(srv, "ring_protocol_errors"));
+	if (link_local_stat(srv, "ring_pins") != 0 ||
+	    link_local_stat(srv, "ring_connections") != 0) {
 		fprintf(stderr, "fuzz_ring: %llu pins left after the worker went\n",
-			(unsigned long long)ring_local_stat(srv, "ring_pins"));
+			(unsigned long long)link_local_stat(srv, "ring_pins"));
 		abort();
 	}
 	ring_unmap(&w);

@@ -1,0 +1,345 @@
+"""usage: sys.path.insert(0, "t/lib"); import linkharness
+
+The nginx link's test harness, for t/daemon/link-security.test (the
+daemon's side) and t/daemon/link-nginx.test (nginx's side), stdlib only,
+as root:
+
+  check()     prints "ok" or "FAIL" and a description, counts failures
+  Daemon      a goblin-store on a socket path, its log
+  Worker      an nginx worker's side of the ring, in Python: hello,
+              submit(), cqe(), stats()
+  as_user()   runs a function in a forked child with other credentials
+  main()      runs checks in a work directory under /var/tmp and prints
+              the daemons' logs when one failed; returns the exit code
+
+Environment: GOBLIN_STORE (binary), GOBLIN_NGX_MODULE, TEST_NGINX_BINARY.
+"""
+import json
+import mmap
+import os
+import pwd
+import grp
+import resource
+import select
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import tempfile
+import time
+
+TOP = os.environ.get("GOBLIN_TOP", os.getcwd())
+BUILD = os.environ.get("BUILD", "build")
+STORE = os.environ.get("GOBLIN_STORE", os.path.join(TOP, BUILD, "goblin-store"))
+MODULE = os.environ.get("GOBLIN_NGX_MODULE",
+                        os.path.join(TOP, "build", "ngx_http_goblin_module.so"))
+NGINX = os.environ.get("TEST_NGINX_BINARY", "/usr/sbin/nginx")
+
+RING_MAGIC, RING_VERSION = 0x474F424C, 2
+OP = dict(LOOKUP=1, READ=2, BUFREL=3, RELEASE=4, WOPEN=5, WDATA=6,
+          WFINISH=7, WABORT=8, DELETE=9, STATS=10, MORE=11, DATA=12,
+          TXDONE=13)
+F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1, 2, 4
+F_SEAL_FUTURE_WRITE = 0x10
+F_ADD_SEALS, F_GET_SEALS = 1033, 1034
+
+failures = 0
+procs = []
+
+
+def check(cond, what):
+    global failures
+    print("%s  %s" % ("ok  " if cond else "FAIL", what), flush=True)
+    if not cond:
+        failures += 1
+    return cond
+
+
+def uid_of(name):
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def gid_of(name):
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None
+
+
+# ---- the daemon ----
+
+class Daemon:
+    def __init__(self, work, name, sock, args=(), nofile=None):
+        self.log = os.path.join(work, name + ".log")
+        self.sock = sock
+        argv = [STORE, "--memory", "8M", "--sub-memory", "4M", "--no-mlock",
+                "--cores", "1", "--memcache-port", "0", "--socket", sock]
+        argv += list(args)
+
+        def limit():
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        with open(self.log, "w") as out:
+            self.p = subprocess.Popen(argv, stdout=out, stderr=out,
+                                      preexec_fn=limit)
+        procs.append(self.p)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.p.poll() is not None:
+                break
+            try:
+                if stat.S_ISSOCK(os.lstat(sock).st_mode) and \
+                        "ready" in self.text():
+                    return
+            except FileNotFoundError:
+                pass
+            time.sleep(0.02)
+
+    def up(self):
+        return self.p.poll() is None
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def exited(self, timeout=20):
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        rc = self.exited(20)
+        if rc is None:
+            self.p.kill()
+            self.p.wait()
+        return rc
+
+
+# ---- a worker's side of the ring, in Python ----
+
+class Refused(Exception):
+    pass
+
+
+def hello(sq=16, n_rx=2, n_tx=2):
+    return struct.pack("<6I", RING_MAGIC, RING_VERSION, sq, n_rx, n_tx,
+                       os.getpid())
+
+
+def connect(path, timeout=10):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    return s
+
+
+def recv_welcome(s):
+    """(res, ring_size, region_size, fds), or Refused on EOF."""
+    try:
+        msg, fds, _, _ = socket.recv_fds(s, 64, 2)
+    except (ConnectionResetError, BrokenPipeError):
+        raise Refused("reset")
+    if not msg:
+        raise Refused("closed")
+    magic, ver, res, _, ring_size, region_size = struct.unpack("<IIiIQQ", msg)
+    return res, ring_size, region_size, fds
+
+
+class Worker:
+    def __init__(self, path, sq=16, n_rx=2, n_tx=2, bare=False):
+        """<bare>: attach, then keep only the socket."""
+        self.s = connect(path)
+        self.s.sendall(hello(sq, n_rx, n_tx))
+        res, self.ring_size, self.region_size, fds = recv_welcome(self.s)
+        if res or bare:
+            for fd in fds:
+                os.close(fd)
+            if res:
+                raise Refused("welcome res %d" % res)
+            self.m = None
+            return
+        self.region_fd, self.ring_fd = fds
+        self.m = mmap.mmap(self.ring_fd, self.ring_size)
+        self.m32 = None
+        (_, _, self.sq, self.cq, self.n_rx, self.n_tx, self.buf_size, _,
+         self.sq_off, self.cq_off, self.buf_off, _) = \
+            struct.unpack_from("<8I4Q", self.m, 0)
+        self.ud = 0
+
+    # ring_hdr: 64 bytes of geometry, then sq {head, tail, wait} and cq
+    # {head, tail, wait}, each index on its own 64-byte line
+    def idx(self, q, which):
+        return 64 + q * 192 + which * 64
+
+    def u32(self, off, v=None):
+        # one aligned 32-bit load or store: struct.pack_into writes byte by
+        # byte, and the daemon could see a torn index (255 -> 256 reads 0)
+        if self.m32 is None:
+            self.m32 = memoryview(self.m).cast("I")
+        if v is None:
+            return self.m32[off // 4]
+        self.m32[off // 4] = v & 0xffffffff
+
+    def submit(self, op, key=b"", handle=0, off=0, length=0, buf=0,
+               flags=0, exptime=0, window=0):
+        self.ud += 1
+        tail = self.u32(self.idx(0, 1))
+        slot = self.sq_off + (tail & (self.sq - 1)) * 320
+        struct.pack_into("<QBBHIQQIIq", self.m, slot, self.ud, op, 0,
+                         len(key), handle, off, length, buf, flags, exptime)
+        self.m[slot + 48:slot + 48 + 256] = key.ljust(256, b"\0")
+        struct.pack_into("<Q", self.m, slot + 304, window)
+        self.u32(self.idx(0, 1), tail + 1)
+        self.s.send(b"\1")
+        return self.ud
+
+    def cqe(self, timeout=10):
+        """The next completion as a dict, or None once the daemon closed."""
+        deadline = time.time() + timeout
+        while True:
+            head = self.u32(self.idx(1, 0))
+            if head != self.u32(self.idx(1, 1)):
+                slot = self.cq_off + (head & (self.cq - 1)) * 96
+                f = struct.unpack_from("<QIiIIQQQQqqQQI", self.m, slot)
+                self.u32(self.idx(1, 0), head + 1)
+                return dict(ud=f[0], op=f[1], res=f[2], handle=f[3],
+                            buf=f[4], off=f[5], len=f[6], size=f[7],
+                            head_off=f[11], head_len=f[12])
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError("no completion in %ds" % timeout)
+            r, _, _ = select.select([self.s], [], [], left)
+            if r:
+                try:
+                    if not self.s.recv(256):
+                        return None
+                except ConnectionResetError:
+                    return None
+
+    def stats(self):
+        self.submit(OP["STATS"])
+        c = self.cqe()
+        start = self.buf_off + c["buf"] * self.buf_size
+        text = bytes(self.m[start:start + c["len"]]).decode()
+        self.submit(OP["BUFREL"], buf=c["buf"])
+        return dict((l.split()[0], int(l.split()[1]))
+                    for l in text.splitlines() if l)
+
+    def closed(self, timeout=10):
+        """True once the daemon has closed this worker's socket."""
+        self.s.settimeout(timeout)
+        try:
+            while self.s.recv(256):
+                pass
+            return True
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        if self.m is not None:
+            if self.m32 is not None:
+                self.m32.release()
+                self.m32 = None
+            self.m.close()
+            os.close(self.region_fd)
+            os.close(self.ring_fd)
+        self.s.close()
+
+
+def as_user(uid, gid, groups, fn):
+    """Runs <fn> in a child with those credentials; returns what it
+    returns (JSON-able), or {"error": ...}."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups(groups)
+            os.setgid(gid)
+            os.setuid(uid)
+            out = fn()
+        except BaseException as e:    # report, never fall back into the test
+            out = {"error": "%s: %s" % (type(e).__name__, e)}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else {"error": "child died"}
+
+
+def try_attach(path):
+    """What an unprivileged process gets from the socket at <path>."""
+    def attempt():
+        try:
+            s = connect(path)
+        except PermissionError:
+            return {"result": "EACCES"}
+        try:
+            s.sendall(hello())
+            res, _, _, fds = recv_welcome(s)
+            for fd in fds:
+                os.close(fd)
+            return {"result": "attached" if res == 0 else "res %d" % res}
+        except Refused:
+            return {"result": "refused"}
+        except (BrokenPipeError, ConnectionResetError):
+            return {"result": "refused"}
+    return attempt
+
+
+def mode_of(path):
+    st = os.lstat(path)
+    return stat.S_IMODE(st.st_mode), st.st_gid
+
+
+
+def main(checks):
+    """Runs each of <checks> (functions of the work directory); returns
+    0 when every check passed, 1 otherwise, 77 when not root or not
+    built."""
+    global failures
+    if os.geteuid() != 0:
+        print("needs root (second uids through setuid)")
+        return 77
+    if not os.access(STORE, os.X_OK):
+        print("goblin-store not built at %s" % STORE)
+        return 77
+    work = tempfile.mkdtemp(prefix="goblin-link.", dir="/var/tmp")
+    os.chmod(work, 0o755)
+    try:
+        for fn in checks:
+            fn(work)
+    except BaseException:
+        failures += 1		# show the daemons' logs below
+        raise
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if failures:
+            for name in sorted(os.listdir(work)):
+                if name.endswith(".log"):
+                    print("---- %s" % name)
+                    with open(os.path.join(work, name)) as f:
+                        print("".join(f.readlines()[-15:]))
+        shutil.rmtree(work, ignore_errors=True)
+    print("%s" % ("FAILED" if failures else "ok"))
+    return 1 if failures else 0
