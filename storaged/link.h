@@ -68,7 +68,7 @@ int link_local_attach(struct link_server *srv, struct ring_hello *h,
 unsigned link_local_run(struct link_server *srv);
 void link_local_drop(struct link_server *srv);
 void link_local_destroy(struct link_server **srvp);
-/* Counter <name> of RING_STATS (stats.h), or UINT64_MAX for an unknown
+/* Counter <name> of LINK_STATS (stats.h), or UINT64_MAX for an unknown
  * name. */
 uint64_t link_local_stat(const struct link_server *srv, const char *name);
 

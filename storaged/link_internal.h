@@ -47,7 +47,7 @@
 #include "list.h"
 #include "loop.h"
 #include "ring.h"
-#include "stats.h"		/* RING_STATS, enum ring_stat */
+#include "stats.h"		/* LINK_STATS, enum link_stat */
 
 /* The ring's key field carries any key the engine takes, and no more. */
 _Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");

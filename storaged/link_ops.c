@@ -514,8 +514,8 @@ static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 	struct stats_snapshot snap = { 0 };
 
 	gs_stats(srv->e, &snap.engine);
-	memcpy(snap.ring, srv->st, sizeof(snap.ring));
-	return stats_format(STATS_ENGINE | STATS_RING, &snap, buf, size);
+	memcpy(snap.link, srv->st, sizeof(snap.link));
+	return stats_format(STATS_ENGINE | STATS_LINK, &snap, buf, size);
 }
 
 static void pump_stats(struct link_handle *h)

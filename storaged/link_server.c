@@ -649,7 +649,7 @@ uint64_t link_local_stat(const struct link_server *srv, const char *name)
 	struct stats_sink sink = { .emit = stat_match, .arg = &q };
 	struct stats_snapshot snap = { 0 };
 
-	memcpy(snap.ring, srv->st, sizeof(snap.ring));
-	stats_emit(STATS_RING, &snap, &sink);
+	memcpy(snap.link, srv->st, sizeof(snap.link));
+	stats_emit(STATS_LINK, &snap, &sink);
 	return q.value;
 }

@@ -30,7 +30,7 @@
 
 #define ACCEPT_RETRY_MS	100		/* out of fds: try accepting again */
 #define FD_HEADROOM	1100		/* fds besides memcache connections:
-					 * pools, nginx ring links, epoll */
+					 * pools, nginx links, epoll */
 
 static const char too_many[] = "ERROR Too many open connections\r\n";
 

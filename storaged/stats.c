@@ -48,7 +48,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 #define EMIT_SINCE(name, since_reset, desc)				\
 	emit_U64(sink, #name, s->engine.name -				\
 		 ((since_reset) ? s->engine_base.name : 0), desc);
-#define EMIT_RING(name, desc) emit_U64(sink, #name, s->ring[ST_##name], desc);
+#define EMIT_LINK(name, desc) emit_U64(sink, #name, s->link[ST_##name], desc);
 	if (tables & STATS_PROCESS) {
 		PROCESS_STATS(EMIT_KIND)
 	}
@@ -67,15 +67,15 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
 	}
-	if (tables & STATS_RING) {
-		RING_STATS(EMIT_RING)
+	if (tables & STATS_LINK) {
+		LINK_STATS(EMIT_LINK)
 	}
 #undef EMIT_KIND
 #undef EMIT_SERVER
 #undef EMIT_FIELD
 #undef EMIT_ENGINE
 #undef EMIT_SINCE
-#undef EMIT_RING
+#undef EMIT_LINK
 }
 
 void stats_process(struct stats_snapshot *s, time_t started)
@@ -174,8 +174,8 @@ void stats_markdown(void)
 	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY);
 	printf("\n`stats goblin` (the engine):\n\n");
 	markdown_table(STATS_ENGINE | STATS_POOLS);
-	printf("\nThe nginx ring's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
-	markdown_table(STATS_RING);
+	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
+	markdown_table(STATS_LINK);
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
 	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "
 	       "`stats items` (none), `stats sizes` (`sizes_status disabled`), "

@@ -8,7 +8,7 @@
  *   SERVER_STATS   (server.c)     +-> stats_emit(<tables>) -> "n v\n" (link)
  *   SUMMARY_STATS  (GS_STATS' own)|                          markdown rows
  *   GS_STATS       (goblin.h)     |
- *   POOL_STATS, SLAB_STATS, RING_STATS
+ *   POOL_STATS, SLAB_STATS, LINK_STATS
  *
  * The order of a table is the order on the wire.
  */
@@ -98,7 +98,7 @@
 
 /* RING_STAT(name, description): the nginx link's counters, in its STATS
  * replies after GS_STATS. */
-#define RING_STATS(ACTION)						\
+#define LINK_STATS(ACTION)						\
 	ACTION(ring_connections, "nginx workers attached now")		\
 	ACTION(ring_total_connections, "nginx workers attached since start") \
 	ACTION(ring_refused, "connections refused: not root, goblin-store's user, --socket-user or in --socket-group") \
@@ -123,10 +123,10 @@ struct server_stats {
 #undef SERVER_STAT_FIELD
 };
 
-enum ring_stat {
-#define RING_STAT_ENUM(name, desc) ST_##name,
-	RING_STATS(RING_STAT_ENUM)
-#undef RING_STAT_ENUM
+enum link_stat {
+#define LINK_STAT_ENUM(name, desc) ST_##name,
+	LINK_STATS(LINK_STAT_ENUM)
+#undef LINK_STAT_ENUM
 	ST_MAX
 };
 
@@ -138,7 +138,7 @@ enum stats_table {
 	STATS_ENGINE = 1 << 3,	/* GS_STATS */
 	STATS_POOLS = 1 << 4,	/* POOL_STATS */
 	STATS_SLABS = 1 << 5,	/* SLAB_STATS */
-	STATS_RING = 1 << 6,	/* RING_STATS */
+	STATS_LINK = 1 << 6,	/* LINK_STATS */
 };
 
 /* The values: a field per PROCESS_, SUMMARY_, POOL_ and SLAB_ stat; each
@@ -153,7 +153,7 @@ struct stats_snapshot {
 	struct gs_stats engine_base;	/* engine at the last stats reset */
 	uint64_t index_bytes_per_object, ssd_dirs, hdd_dirs;
 	uint64_t active_slabs, total_malloced;
-	uint64_t ring[ST_MAX];
+	uint64_t link[ST_MAX];
 };
 
 /* Where stats go: <emit>(<arg>, name, value as text, description). */
