@@ -28,8 +28,9 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "`memory` must hold at least one `block`");
 		return -EINVAL;
 	}
-	if (c->io_buffers < 1 || c->io_buffers > 64) {
-		snprintf(err, errlen, "`io_buffers` must be between 1 and 64");
+	if (c->io_buffers < 1 || c->io_buffers > GS_IO_BUFFERS_MAX) {
+		snprintf(err, errlen, "`io_buffers` must be between 1 and %d",
+			 GS_IO_BUFFERS_MAX);
 		return -EINVAL;
 	}
 	if (c->stripe_unit < 4096 || c->stripe_unit % 4096) {

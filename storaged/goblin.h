@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#define GS_IO_BUFFERS_MAX 64		/* a stream's read-ahead window, chunks */
 #define GS_KEY_MAX	250		/* bytes in a key, everywhere */
 #define GS_MAX_DIRS	16
 #define GS_SSD_CHUNK	(256u << 10)
@@ -56,7 +57,8 @@ struct gs_config {
 	uint64_t ssd_size;		/* SSD pool capacity, split over its dirs */
 	uint64_t hdd_size;		/* HDD pool capacity, split over its dirs */
 	uint64_t stripe_unit;		/* striping unit across dirs of one tier */
-	unsigned io_buffers;		/* read-ahead window per request, chunks */
+	unsigned io_buffers;		/* read-ahead window per request, chunks,
+					 * 1 to GS_IO_BUFFERS_MAX */
 	unsigned io_streams;		/* requests per gs_io with a full window */
 	bool mlock;			/* mlock the RAM region */
 	uint64_t max_object;

@@ -42,7 +42,7 @@
 	       "HDD pool capacity, preallocated and split over its directories") \
 	OPTION(stripe_unit, "stripe-unit", SIZE, "1M", 0, 0,		\
 	       "striping unit across the directories of one pool")	\
-	OPTION(io_buffers, "io-buffers", UINT, "4", 1, 64,		\
+	OPTION(io_buffers, "io-buffers", UINT, "4", 1, GS_IO_BUFFERS_MAX,		\
 	       "read-ahead window per request, in chunks (1M buffers)")	\
 	OPTION(io_streams, "io-streams", UINT, "8", 1, 1024,		\
 	       "requests per serving thread that can hold a full window at once") \

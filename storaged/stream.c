@@ -20,7 +20,7 @@
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
-#define CALLER_BUFS_MAX	64		/* as io_buffers: stream_slot.win fits */
+#define CALLER_BUFS_MAX	GS_IO_BUFFERS_MAX /* stream_slot.win fits */
 
 /* ---- checks shared by streams and read_into ---- */
 
