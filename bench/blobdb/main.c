@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,27 +98,43 @@ static int parse_datasets(struct bd_config *cfg, const char *list)
 	return n ? 0 : bad_value("datasets", list, "empty list");
 }
 
+/* The options that set one uint64_t field: a size (> 0) or a count. */
+static const struct num_opt {
+	const char *name;
+	size_t off;
+	bool size;
+} num_opts[] = {
+	{ "objects", offsetof(struct bd_config, objects), false },
+	{ "reads", offsetof(struct bd_config, reads), false },
+	{ "seed", offsetof(struct bd_config, seed), false },
+	{ "memory", offsetof(struct bd_config, memory), true },
+	{ "min-size", offsetof(struct bd_config, dist.min_size), true },
+	{ "max-size", offsetof(struct bd_config, dist.max_size), true },
+	{ "ram-head", offsetof(struct bd_config, ram_head), true },
+	{ "blob-file-size", offsetof(struct bd_config, blob_file_size), true },
+	{ "min-blob-size", offsetof(struct bd_config, min_blob_size), true },
+};
+
+static int set_num_option(struct bd_config *cfg, const struct num_opt *o,
+			  const char *v)
+{
+	uint64_t x;
+
+	if (o->size && (bd_parse_size(v, &x) < 0 || x == 0))
+		return bad_value(o->name, v, "want a size like 300K, 8M, 1.5G");
+	if (!o->size && bd_parse_u64(v, &x) < 0)
+		return bad_value(o->name, v, "want a whole number");
+	*(uint64_t *)((char *)cfg + o->off) = x;
+	return 0;
+}
+
 static int set_option(struct bd_config *cfg, const char *name, const char *v)
 {
 	uint64_t x;
 
-#define SIZE_OPT(opt, field)						\
-	if (strcmp(name, opt) == 0) {					\
-		if (bd_parse_size(v, &x) < 0 || x == 0)			\
-			return bad_value(opt, v, "want a size like 300K, 8M, 1.5G"); \
-		cfg->field = x;						\
-		return 0;						\
-	}
-#define COUNT_OPT(opt, field)						\
-	if (strcmp(name, opt) == 0) {					\
-		if (bd_parse_u64(v, &x) < 0)				\
-			return bad_value(opt, v, "want a whole number");	\
-		cfg->field = x;						\
-		return 0;						\
-	}
-	COUNT_OPT("objects", objects)
-	COUNT_OPT("reads", reads)
-	COUNT_OPT("seed", seed)
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++)
+		if (strcmp(name, num_opts[i].name) == 0)
+			return set_num_option(cfg, &num_opts[i], v);
 	if (strcmp(name, "check-seed") == 0) {
 		if (bd_parse_u64(v, &x) < 0)
 			return bad_value(name, v, "want a whole number");
@@ -131,14 +148,6 @@ static int set_option(struct bd_config *cfg, const char *name, const char *v)
 		cfg->cgroup_slack = x;
 		return 0;
 	}
-	SIZE_OPT("memory", memory)
-	SIZE_OPT("min-size", dist.min_size)
-	SIZE_OPT("max-size", dist.max_size)
-	SIZE_OPT("ram-head", ram_head)
-	SIZE_OPT("blob-file-size", blob_file_size)
-	SIZE_OPT("min-blob-size", min_blob_size)
-#undef SIZE_OPT
-#undef COUNT_OPT
 	if (strcmp(name, "dist") == 0) {
 		if (strcmp(v, "gpd") && strcmp(v, "uniform"))
 			return bad_value("dist", v, "want gpd or uniform");
