@@ -4,10 +4,37 @@
  */
 #include <errno.h>
 #include <numa.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
+
+void engine_crash_point(const char *point)
+{
+	static long left = -1;		/* -1: not read yet, 0: off */
+	const char *spec;
+	size_t len;
+
+	if (__atomic_load_n(&left, __ATOMIC_RELAXED) == 0)
+		return;
+	spec = getenv("GOBLIN_TEST_CRASH");
+	len = strlen(point);
+	if (!spec || strncmp(spec, point, len) ||
+	    (spec[len] != '\0' && spec[len] != ':'))
+		return;
+	if (__atomic_load_n(&left, __ATOMIC_RELAXED) < 0) {
+		long n = spec[len] == ':' ? strtol(spec + len + 1, NULL, 10) : 1;
+		long unset = -1;
+
+		__atomic_compare_exchange_n(&left, &unset, n > 0 ? n : 1, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+	if (__atomic_sub_fetch(&left, 1, __ATOMIC_RELAXED) == 0)
+		kill(getpid(), SIGKILL);
+}
 
 /* The engine's own invariants; worded with gs_config field names. */
 static int check_config(const struct gs_config *c, char *err, size_t errlen)

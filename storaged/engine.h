@@ -85,6 +85,7 @@ struct pool_dir {
 	char *path;
 	int fd;				/* extents file, O_DIRECT */
 	int marker_fd;			/* holds the flock while we run */
+	int dfd;			/* the dir itself, trusted (dirtrust) */
 	int fixed;			/* index among the registered files */
 };
 
@@ -122,6 +123,9 @@ void pool_close(struct pool *p);
 /* Allocates <len> contiguous bytes (rounded to align): 0 and <*addr>, or
  * -ENOSPC. */
 int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
+/* Marks [<addr>, <addr>+<len>) allocated (recovery): 0, or -EINVAL when
+ * it is outside the pool, misaligned or already taken. */
+int pool_claim(struct pool *p, uint64_t addr, uint64_t len);
 void pool_free(struct pool *p, uint64_t addr, uint64_t len);
 /* Splits [<addr>, <addr>+<len>) at stripe boundaries into <segs> (at most
  * <max>); returns how many, or -E2BIG. */
@@ -137,16 +141,27 @@ struct chunk {
 	uint8_t tier;
 };
 
-struct gs_obj {				/* a record; gs_obj is its public name */
+/*
+ * A record.  An object larger than ram_head on an engine with pools lives
+ * whole on disk (on_disk): its chunks cover [0, size) and its head, when
+ * cached, is a copy in the region that may be dropped when nobody holds a
+ * pin.  Otherwise the head is the object's own bytes [0, head_len), and
+ * RAM chunks (an engine without pools) follow it.
+ */
+struct gs_obj {				/* gs_obj is its public name */
 	struct gs_obj *hnext;
 	struct gs_meta meta;
 	void *head;			/* meta.head_len bytes in the region */
 	uint32_t refs;			/* pins, plus one while linked */
 	uint32_t clock_pos;
+	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
+	uint32_t seen_epoch;		/* head CLOCK lap of the last head miss */
 	uint32_t nchunks;
 	uint8_t klen;
 	bool linked;
 	bool referenced;
+	bool head_referenced;		/* cached head: second chance */
+	bool on_disk;
 	struct chunk *chunks;
 	char key[];
 };
@@ -162,6 +177,10 @@ struct gs_engine {
 	uint64_t nbuckets;
 	struct gs_obj **clock;
 	uint32_t clock_len, clock_cap, clock_hand;
+	struct gs_obj **heads;		/* the head CLOCK: cached heads */
+	uint32_t heads_len, heads_cap, heads_hand;
+	uint32_t heads_epoch;		/* laps of heads_hand */
+	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */
 	int nfiles;
@@ -186,6 +205,10 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i);
  * returns 0 or -errno. */
 int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 		   uint64_t size, struct gs_obj **objp);
+/* A zeroed record for <key> with room for <nchunks> chunks, refs 1; the
+ * caller fills meta and chunks (recovery).  NULL without memory. */
+struct gs_obj *engine_record_alloc(const void *key, size_t klen,
+				   uint32_t nchunks);
 /* Frees <obj> and the space it holds.  Called with e->lock held. */
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj);
 /* Object byte offset where chunk <i> starts. */
@@ -200,6 +223,15 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t);
  * held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced);
+/* Links a recovered <obj> as it is (its CAS, mtime and space kept, nothing
+ * journaled), replacing any record of its key.  e->lock held; 0 or
+ * -ENOMEM. */
+int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj);
+/* The record of <key>, live or not; NULL when none.  e->lock held. */
+struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen);
+/* Unlinks <obj> (linked) from the index, journaling nothing.  e->lock
+ * held. */
+void engine_unlink(struct gs_engine *e, struct gs_obj *obj);
 /* Drops a reference; frees the record and its space at zero.
  * Called with e->lock held. */
 static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
@@ -215,6 +247,18 @@ void engine_unlink_all(struct gs_engine *e);
 /* Evicts one object, CLOCK order; with <only_expired>, dead ones only.
  * Called with e->lock held; returns false when nothing could go. */
 bool engine_evict_one(struct gs_engine *e, bool only_expired);
+
+/* ---- engine.c ---- */
+
+/*
+ * A crash point for the restart tests: when the environment has
+ * GOBLIN_TEST_CRASH=<point>[:<n>], the process kills itself (SIGKILL) the
+ * <n>th time (default 1) it passes <point>.  Points: chunk-write (a chunk
+ * write completed, the object not finished), before-journal (every chunk
+ * on disk, the record not journaled), after-journal (journaled, not yet
+ * acknowledged), recovery (a record replayed at start).
+ */
+void engine_crash_point(const char *point);
 
 /* ---- the I/O layer ---- */
 

@@ -66,6 +66,8 @@ struct gs_config {
 	bool no_evict;			/* fail sets instead of evicting */
 	int numa_node;			/* -1: no binding */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
+	bool fresh;			/* wipe the pools: start empty */
+	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */
 };
 
 struct gs_engine;
@@ -314,7 +316,20 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(checksum_errors, "chunks whose checksum did not match")	\
 	ACTION(io_errors, "disk reads or writes that failed")		\
 	ACTION(short_ios, "short reads or writes resubmitted")		\
-	ACTION(pins, "pins held by readers now")
+	ACTION(pins, "pins held by readers now")				\
+	ACTION(objects, "objects stored now, in RAM or on disk")		\
+	ACTION(ram_heads, "heads of on-disk objects cached in the RAM region") \
+	ACTION(head_hits, "lookups of an on-disk object whose head was in RAM") \
+	ACTION(head_misses, "lookups of an on-disk object whose head was not in RAM") \
+	ACTION(head_admissions, "heads copied into RAM")			\
+	ACTION(head_evictions, "heads dropped from RAM for room (the objects stay)") \
+	ACTION(disk_evictions, "objects evicted for disk room")		\
+	ACTION(recovered_objects, "objects recovered from the pools at start") \
+	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
+	ACTION(journal_bytes, "bytes in the index journal now")		\
+	ACTION(journal_records, "records appended to the index journal")	\
+	ACTION(checkpoints, "index checkpoints written")			\
+	ACTION(syncs, "group-committed fdatasyncs")
 
 struct gs_stats {
 #define GS_STAT_FIELD(name, desc) uint64_t name;

@@ -96,6 +96,16 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	engine_unref(e, obj);
 }
 
+void engine_unlink(struct gs_engine *e, struct gs_obj *obj)
+{
+	unlink_obj(e, obj);
+}
+
+struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen)
+{
+	return *find_slot(e, key, klen);
+}
+
 void engine_unlink_all(struct gs_engine *e)
 {
 	while (e->clock_len)
@@ -182,11 +192,59 @@ static struct gs_obj *find_live(struct gs_engine *e, const void *key,
 	return obj;
 }
 
+/* Room in the CLOCK for one more record: 0 or -ENOMEM. */
+static int clock_room(struct gs_engine *e)
+{
+	uint32_t cap;
+	struct gs_obj **c;
+
+	if (e->clock_len < e->clock_cap)
+		return 0;
+	cap = e->clock_cap ? 2 * e->clock_cap : 1024;
+	c = realloc(e->clock, cap * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	e->clock = c;
+	e->clock_cap = cap;
+	return 0;
+}
+
+/* Puts <obj> in the index and the CLOCK (room made by the caller). */
+static void link_obj(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct gs_obj **link;
+
+	if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
+		grow_index(e);
+	link = bucket_of(e, obj->key, obj->klen);
+	obj->hnext = *link;
+	*link = obj;
+	obj->clock_pos = e->clock_len;
+	e->clock[e->clock_len++] = obj;
+	obj->linked = true;
+	obj->referenced = false;
+	obj->refs++;
+	tier_gauges(e, obj, +1);
+}
+
+int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct gs_obj *old = *find_slot(e, obj->key, obj->klen);
+
+	if (!old && clock_room(e) < 0)
+		return -ENOMEM;
+	if (old)
+		unlink_obj(e, old);
+	link_obj(e, obj);
+	if (obj->meta.cas > e->next_cas)
+		e->next_cas = obj->meta.cas;
+	return 0;
+}
+
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced)
 {
 	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
-	struct gs_obj **link;
 
 	if (replaced)
 		*replaced = old != NULL;
@@ -198,30 +256,13 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 	if (cond == GS_IF_CAS && old->meta.cas != cas)
 		return -EEXIST;
 	/* room in the CLOCK first: failing after the unlink would lose <old> */
-	if (!old && e->clock_len == e->clock_cap) {
-		uint32_t cap = e->clock_cap ? 2 * e->clock_cap : 1024;
-		struct gs_obj **c = realloc(e->clock, cap * sizeof(*c));
-
-		if (!c)
-			return -ENOMEM;
-		e->clock = c;
-		e->clock_cap = cap;
-	}
+	if (!old && clock_room(e) < 0)
+		return -ENOMEM;
 	if (old)
 		unlink_obj(e, old);
-	if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
-		grow_index(e);
-	link = bucket_of(e, obj->key, obj->klen);
-	obj->hnext = *link;
-	*link = obj;
-	obj->clock_pos = e->clock_len;
-	e->clock[e->clock_len++] = obj;
-	obj->linked = true;
-	obj->referenced = false;
-	obj->refs++;
 	obj->meta.cas = ++e->next_cas;
 	obj->meta.mtime = time(NULL);
-	tier_gauges(e, obj, +1);
+	link_obj(e, obj);
 	STAT_ADD(e, total_items, 1);
 	return 0;
 }

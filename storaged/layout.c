@@ -131,6 +131,23 @@ int gs_check_size(const struct gs_engine *e, uint64_t size)
 	return size > e->cfg.max_object ? -E2BIG : 0;
 }
 
+struct gs_obj *engine_record_alloc(const void *key, size_t klen,
+				   uint32_t nchunks)
+{
+	struct gs_obj *obj = calloc(1, sizeof(*obj) + round_up(klen, 8) +
+				    nchunks * sizeof(struct chunk));
+
+	if (!obj)
+		return NULL;
+	obj->chunks = (struct chunk *)(obj->key + round_up(klen, 8));
+	memcpy(obj->key, key, klen);
+	obj->klen = klen;
+	obj->refs = 1;
+	obj->nchunks = nchunks;
+	obj->head_pos = UINT32_MAX;
+	return obj;
+}
+
 int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 		      uint64_t size, struct gs_obj **objp)
 {
@@ -140,14 +157,10 @@ int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 	if (gs_check_size(e, size) < 0)
 		return -E2BIG;
 	n = layout(e, size, NULL);
-	obj = calloc(1, sizeof(*obj) + round_up(klen, 8) + n * sizeof(struct chunk));
+	obj = engine_record_alloc(key, klen, n);
 	if (!obj)
 		return -ENOMEM;
-	obj->chunks = (struct chunk *)(obj->key + round_up(klen, 8));
-	memcpy(obj->key, key, klen);
-	obj->klen = klen;
-	obj->refs = 1;
-	obj->nchunks = layout(e, size, obj->chunks);
+	layout(e, size, obj->chunks);
 	obj->meta.size = size;
 	obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
 	obj->meta.tier_bytes[GS_TIER_RAM] = obj->meta.head_len;

@@ -239,6 +239,8 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->admission_bytes = o->admission_bytes;
 	cfg->no_evict = o->no_evict;
 	cfg->numa_node = o->numa;
+	cfg->fresh = o->fresh;
+	cfg->sync_interval_ms = o->sync_interval;
 }
 
 void options_config_defaults(struct gs_config *cfg)
@@ -253,6 +255,7 @@ void options_config_defaults(struct gs_config *cfg)
 static const struct { const char *field, *flag; } field_flags[] = {
 	{ "mlock", "no-mlock" }, { "numa_node", "numa" },
 	{ "ssd_dirs", "ssd-dir" }, { "hdd_dirs", "hdd-dir" },
+	{ "sync_interval_ms", "sync-interval" },
 };
 
 static const char *flag_of(const char *field, size_t len)

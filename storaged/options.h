@@ -77,7 +77,11 @@
 	OPTION(no_evict, "no-evict", BOOL, "false", 0, 0,		\
 	       "fail sets with SERVER_ERROR out of memory instead of evicting") \
 	OPTION(numa, "numa", INT, "-1", -1, INT_MAX,			\
-	       "bind serving threads and head memory to this NUMA node (-1: none)")
+	       "bind serving threads and head memory to this NUMA node (-1: none)") \
+	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
+	       "start empty: wipe what the pools hold instead of recovering it") \
+	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
+	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)")
 
 enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL,
 		   OPT_TIME };

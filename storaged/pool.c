@@ -218,7 +218,7 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 	if (ret < 0)
 		goto out_dir;
 	d->fd = ret;
-	close(dfd);
+	d->dfd = dfd;			/* kept: the journal lives beside */
 	if (ftruncate(d->fd, p->per_dir) < 0 ||
 	    (fallocate(d->fd, 0, 0, p->per_dir) < 0 && errno != EOPNOTSUPP)) {
 		ret = -errno;
@@ -262,7 +262,7 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	}
 	for (unsigned i = 0; i < ndirs; i++) {
 		p->dirs[i].path = strdup(dirs[i]);
-		p->dirs[i].fd = p->dirs[i].marker_fd = -1;
+		p->dirs[i].fd = p->dirs[i].marker_fd = p->dirs[i].dfd = -1;
 		if (!p->dirs[i].path) {
 			ret = -ENOMEM;
 			goto out_close;
@@ -304,8 +304,10 @@ void pool_close(struct pool *p)
 			close(d->fd);
 		if (d->marker_fd >= 0)
 			close(d->marker_fd);	/* drops the lock */
+		if (d->dfd >= 0)
+			close(d->dfd);
 		free(d->path);
-		d->fd = d->marker_fd = -1;
+		d->fd = d->marker_fd = d->dfd = -1;
 		d->path = NULL;
 	}
 	free(p->usedmap);
@@ -360,6 +362,21 @@ int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
 		scanned++;
 	}
 	return -ENOSPC;
+}
+
+int pool_claim(struct pool *p, uint64_t addr, uint64_t len)
+{
+	uint64_t n = round_up(len, p->align) / p->align;
+	uint64_t first = addr / p->align;
+
+	if (!len || addr % p->align || first >= p->units || n > p->units - first)
+		return -EINVAL;
+	for (uint64_t u = first; u < first + n; u++)
+		if (p->usedmap[u / 64] >> (u % 64) & 1)
+			return -EINVAL;
+	mark(p, first, n, true);
+	p->used += n * p->align;
+	return 0;
 }
 
 void pool_free(struct pool *p, uint64_t addr, uint64_t len)
