@@ -78,6 +78,7 @@ static void tier_gauges(struct gs_engine *e, const struct gs_obj *obj, int sign)
 		__atomic_fetch_add(o, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&e->st.curr_items, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->st.objects, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.bytes, sign * obj->meta.size, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.index_bytes, sign * rec_bytes(obj), __ATOMIC_RELAXED);
 }
@@ -92,6 +93,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[obj->clock_pos] = last;
 	last->clock_pos = obj->clock_pos;
 	obj->linked = false;
+	engine_head_forget(e, obj);
 	tier_gauges(e, obj, -1);
 	engine_unref(e, obj);
 }
@@ -120,7 +122,16 @@ void engine_drop(struct gs_engine *e, struct gs_obj *obj)
 	pthread_mutex_unlock(&e->lock);
 }
 
-bool engine_evict_one(struct gs_engine *e, bool only_expired)
+/* Whether evicting <obj> frees room on tier <need>. */
+static bool obj_holds(const struct gs_obj *obj, enum gs_tier need)
+{
+	if (need == GS_TIER_RAM)
+		return !obj->on_disk && obj->meta.tier_bytes[GS_TIER_RAM];
+	return obj->meta.tier_bytes[need] != 0;
+}
+
+bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
+		      bool only_expired)
 {
 	time_t now = time(NULL);
 
@@ -137,13 +148,15 @@ bool engine_evict_one(struct gs_engine *e, bool only_expired)
 			unlink_obj(e, obj);
 			return true;
 		}
-		if (only_expired)
+		if (only_expired || !obj_holds(obj, need))
 			continue;
 		if (obj->referenced) {
 			obj->referenced = false;
 			continue;
 		}
 		STAT_ADD(e, evictions, 1);
+		if (need != GS_TIER_RAM)
+			STAT_ADD(e, disk_evictions, 1);
 		unlink_obj(e, obj);
 		return true;
 	}
@@ -280,6 +293,12 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 		obj->refs++;
 		obj->referenced = true;
 		STAT_ADD(e, pins, 1);
+		if (obj->on_disk && obj->head) {
+			obj->head_referenced = true;
+			STAT_ADD(e, head_hits, 1);
+		} else if (obj->on_disk) {
+			STAT_ADD(e, head_misses, 1);
+		}
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!obj) {
@@ -296,9 +315,13 @@ const struct gs_meta *gs_obj_meta(const struct gs_obj *obj)
 	return &obj->meta;
 }
 
-const void *gs_obj_head(const struct gs_obj *obj)
+const void *gs_obj_head(const struct gs_obj *obj, uint64_t *len)
 {
-	return obj->head;
+	uint64_t n = __atomic_load_n(&obj->meta.head_len, __ATOMIC_ACQUIRE);
+
+	if (len)
+		*len = n;
+	return n ? obj->head : NULL;
 }
 
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)

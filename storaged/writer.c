@@ -60,6 +60,8 @@ struct gs_writer {
 	int cur_buf;
 	uint64_t cur_admitted;
 	uint64_t credit;		/* admitted for us already (append data) */
+	uint64_t head_slot;		/* head_caching: the head's copy */
+	bool head_caching;		/* a free head slot was at hand */
 	unsigned inflight;
 	int error;
 	bool finishing, aborted, waited;
@@ -91,7 +93,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w->io = io;
 	w->obj->meta.flags = flags;
 	w->obj->meta.exptime = exptime;
-	w->cur_off = w->obj->meta.head_len;
+	w->cur_off = engine_chunk_start(w->obj, 0);
 	w->cur_buf = -1;
 	waiter_init(&w->waiter);
 	*wp = w;
@@ -105,9 +107,12 @@ static void writer_free(struct gs_writer *w)
 	waiter_del(&w->waiter);
 	if (w->credit)
 		admission_release(w->io, w->credit);
-	if (w->obj) {
+	if (w->obj || w->head_caching) {
 		pthread_mutex_lock(&e->lock);
-		engine_unref(e, w->obj);
+		if (w->head_caching)
+			region_free(&e->region, w->head_slot);
+		if (w->obj)
+			engine_unref(e, w->obj);
 		pthread_mutex_unlock(&e->lock);
 	}
 	free(w);
@@ -126,6 +131,10 @@ static void writer_commit(void *arg, int res)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
 	if (res == 0)
 		stored.cas = w->obj->meta.cas;
+	if (res == 0 && w->head_caching) {
+		engine_head_publish(e, w->obj, w->head_slot);
+		w->head_caching = false;
+	}
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
@@ -165,6 +174,11 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 
 	pthread_mutex_lock(&e->lock);
 	ret = engine_reserve_part(e, w->obj, i);
+	/* an on-disk object's head is cached as it is written when a free
+	 * slot is at hand; writes never drop heads for it */
+	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
+	    engine_head_alloc(e, false, &w->head_slot) == 0)
+		w->head_caching = true;
 	pthread_mutex_unlock(&e->lock);
 	if (ret < 0 && !w->error)
 		w->error = ret;
@@ -234,6 +248,17 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	return 0;
 }
 
+/* Copies the head's part of a chunk of <len> bytes at object offset <off>
+ * into the head slot. */
+static void head_copy(struct gs_writer *w, const char *buf, uint64_t off,
+		      uint64_t len)
+{
+	struct gs_engine *e = w->io->e;
+	uint64_t n = e->cfg.ram_head - off < len ? e->cfg.ram_head - off : len;
+
+	memcpy((char *)e->region.base + w->head_slot + off, buf, n);
+}
+
 void gs_writer_advance(struct gs_writer *w, size_t n)
 {
 	struct gs_obj *obj = w->obj;
@@ -252,6 +277,8 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
 		return;			/* in place, or in the sink */
 	buf = iobuf_ptr(w->io, w->cur_buf);
+	if (w->head_caching && w->cur_off - c->len < w->io->e->cfg.ram_head)
+		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));
 	memset(buf + c->len, 0, alen - c->len);
 	c->sum = XXH3_64bits(buf, c->len);
