@@ -78,6 +78,8 @@ int region_class_for(const struct region *r, uint64_t len);
 int region_alloc(struct region *r, int cls, uint64_t *off);
 void region_free(struct region *r, uint64_t off);
 uint64_t region_slot_size(const struct region *r, uint64_t off);
+/* Whether slots of class <cls> come out of the heads' budget (--memory). */
+bool region_shares_heads(const struct region *r, int cls);
 
 /* ---- disk pools: one per tier, dirs striped ---- */
 
@@ -170,6 +172,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool linked;
 	bool referenced;
 	bool head_referenced;		/* cached head: second chance */
+	bool head_loading;		/* a read is bringing its head in */
 	bool on_disk;
 	struct chunk *chunks;
 	char key[];
@@ -253,9 +256,30 @@ static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 void engine_drop(struct gs_engine *e, struct gs_obj *obj);
 /* Unlinks every object.  Called with e->lock held. */
 void engine_unlink_all(struct gs_engine *e);
-/* Evicts one object, CLOCK order; with <only_expired>, dead ones only.
- * Called with e->lock held; returns false when nothing could go. */
-bool engine_evict_one(struct gs_engine *e, bool only_expired);
+/* Evicts one object that holds room on tier <need> (GS_TIER_RAM: RAM other
+ * than a cached head), CLOCK order; with <only_expired>, dead ones only
+ * (any dead one).  Called with e->lock held; false when nothing could go. */
+bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
+		      bool only_expired);
+
+/* ---- heads.c: the head cache of on-disk objects ---- */
+
+/* A head slot: 0 and <*off>, or -ENOMEM; with <drop>, cached heads are
+ * dropped for it (layout.c). */
+int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off);
+/* Drops one cached head, CLOCK order, never a pinned object's; false when
+ * none could go. */
+bool engine_head_drop_one(struct gs_engine *e);
+/* Takes <obj>'s head off the CLOCK (it is being unlinked). */
+void engine_head_forget(struct gs_engine *e, struct gs_obj *obj);
+/* On a head miss of linked <obj>: whether to bring its head in, by the
+ * admission policy; true with a slot at <*off> and obj->head_loading set,
+ * to end with engine_head_publish() or engine_head_cancel(). */
+bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off);
+/* The head bytes are at <off>: caches them as <obj>'s head (or frees the
+ * slot when <obj> has gone or has a head). */
+void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
+void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
 
 /* ---- engine.c ---- */
 
@@ -272,5 +296,7 @@ void engine_crash_point(const char *point);
 /* ---- the I/O layer ---- */
 
 void engine_wake_admission(struct gs_engine *e);
+/* After a sync: wakes the gs_io threads with stores waiting for one. */
+void engine_wake_synced(struct gs_engine *e);
 
 #endif
