@@ -113,14 +113,16 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	if (e->has_pool[GS_TIER_SSD]) {
 		ret = pool_open(&e->pools[GS_TIER_SSD], GS_TIER_SSD, cfg->ssd_dirs,
 				cfg->n_ssd_dirs, cfg->ssd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_SSD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_SSD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_region;
 	}
 	if (e->has_pool[GS_TIER_HDD]) {
 		ret = pool_open(&e->pools[GS_TIER_HDD], GS_TIER_HDD, cfg->hdd_dirs,
 				cfg->n_hdd_dirs, cfg->hdd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_HDD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_HDD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_ssd;
 	}
