@@ -320,10 +320,12 @@ static void *out_room(struct cp_out *o, size_t len)
 		out_flush(o);
 	if (len > o->cap) {
 		p = realloc(o->buf, len);
-		if (!p)
+		if (p) {
+			o->buf = p;
+			o->cap = len;
+		} else {
 			o->err = -ENOMEM;
-		else
-			o->buf = p, o->cap = len;
+		}
 	}
 	if (o->err)
 		return NULL;
