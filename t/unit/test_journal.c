@@ -526,6 +526,7 @@ static void headers(void)
 {
 	struct gs_config cfg;
 	struct gs_engine *e;
+	char other[500], err[512];
 	struct jhdr h, good;
 	int fd;
 
@@ -556,6 +557,19 @@ static void headers(void)
 	CHECK(stats(e).recovered_objects == 0 && e->clock_len == 0 &&
 	      file_size(jpath) == sizeof(struct jhdr), "fresh: %u objects",
 	      e->clock_len);
+	eclose(&e);
+
+	/* never through a symlink; a checkpoint left half-written goes */
+	cfg.fresh = false;
+	snprintf(other, sizeof(other), "%s/elsewhere", tmp);
+	CHECK(rename(jpath, other) == 0 && symlink(other, jpath) == 0, "symlink");
+	CHECK(!eopen(&cfg, err, sizeof(err)) && strstr(err, "symlink"), "%s", err);
+	CHECK(unlink(jpath) == 0 && rename(other, jpath) == 0, "unlink");
+	snprintf(other, sizeof(other), "%s.new", jpath);
+	CHECK(close(creat(other, 0600)) == 0, "stale .new");
+	e = eopen_ok(&cfg, "stale .new");
+	CHECK(access(other, F_OK) < 0 && file_size(jpath) == sizeof(struct jhdr),
+	      "stale checkpoint left");
 	eclose(&e);
 }
 
