@@ -84,6 +84,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		   char *err, size_t errlen)
 {
 	struct gs_engine *e;
+	const char *spec;
 	int ret;
 
 	ret = check_config(cfg, err, errlen);
@@ -98,6 +99,8 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
+	spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
+	e->head_admit_any = spec && !strcmp(spec, "any");
 	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);
