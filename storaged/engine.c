@@ -101,6 +101,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	list_init(&e->io_list);
 	spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
 	e->head_admit_any = spec && !strcmp(spec, "any");
+	e->heads_epoch = 1;		/* a seen_epoch of 0: never missed */
 	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);

@@ -58,7 +58,8 @@ bool engine_head_drop_one(struct gs_engine *e)
 
 		if (e->heads_hand >= e->heads_len) {
 			e->heads_hand = 0;
-			e->heads_epoch++;
+			if (++e->heads_epoch == 0)
+				e->heads_epoch = 1;	/* 0: never seen */
 		}
 		obj = e->heads[e->heads_hand++];
 		if (obj->refs > 1)

@@ -55,25 +55,39 @@ static void pin(struct gs_engine *e, struct gs_obj *obj)
 }
 
 /* Fills <order> with the disk chunks of [first, last) in submission order:
- * with <lead>, the first HDD chunk (the longest wait) first, then offset
- * order.  A window of one buffer must not lead: the chunk holding it
- * could not be sent before the ones it jumped. */
+ * the first one (what the client waits for now: a head not in RAM, or
+ * the bytes right after it), then with <lead_tail> the first HDD chunk
+ * (the longest wait), then offset order.  A window of one buffer must not
+ * lead: the chunk holding it could not be sent before the ones it jumped. */
 static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
 			   uint32_t last, bool lead_tail, uint32_t *order)
 {
-	uint32_t n = 0, lead = UINT32_MAX;
+	uint32_t n = 0, lead = UINT32_MAX, c;
 
-	for (uint32_t c = first; lead_tail && c < last; c++)
+	for (c = first; c < last && obj->chunks[c].tier == GS_TIER_RAM; c++)
+		;
+	if (c < last)
+		order[n++] = c;
+	for (c++; lead_tail && c < last; c++)
 		if (obj->chunks[c].tier == GS_TIER_HDD) {
 			lead = c;
 			break;
 		}
 	if (lead != UINT32_MAX)
 		order[n++] = lead;
-	for (uint32_t c = first; c < last; c++)
+	for (c = n ? order[0] + 1 : last; c < last; c++)
 		if (c != lead && obj->chunks[c].tier != GS_TIER_RAM)
 			order[n++] = c;
 	return n;
+}
+
+/* Whether <order> jumps ahead anywhere (an HDD chunk leads). */
+static bool order_leads(const uint32_t *order, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (order[i] < order[i - 1])
+			return true;
+	return false;
 }
 
 /* ---- streams ---- */
@@ -430,7 +444,7 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	for (uint32_t i = 0; i < s->norder; i++)
 		slices += chunk_slices(s, s->order[i]);
 	n = (slices + SLICES - 1) / SLICES;
-	if (s->norder > 1 && s->order[0] > s->order[1] && n < 2)
+	if (order_leads(s->order, s->norder) && n < 2)
 		n = 2;
 	return n < max ? n : max;
 }
