@@ -37,16 +37,14 @@ def need_binary():
         sys.exit(77)
 
 
-def which_version(key, got, versions, size_range):
-    """The version in <versions> (None: absent) whose value <got> is, or
-    the string "wrong"."""
+def which_version(key, got, versions, val):
+    """The version in <versions> (None: absent) whose value <got> (None: a
+    miss) is, or the string "wrong"; val(key, version) gives the bytes."""
     for ver in versions:
         if ver is None:
             if got is None:
                 return None
-            continue
-        if got is not None and got == value(key, ver, size_of(key, ver,
-                                                              *size_range)):
+        elif got is not None and got == val(key, ver):
             return ver
     return "wrong"
 
