@@ -37,6 +37,18 @@ for my $k (sort keys %Obj) {
 goblin_kill(SIGTERM) == 0 or die "goblin-store did not stop cleanly\n";
 goblin_start(args => \@Args);
 goblin_defaults();
+# every block's config
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value('config', <<'END') unless defined $block->config;
+    location /obj/ {
+        goblin;
+    }
+    location = /status {
+        goblin_status;
+    }
+END
+});
 
 # the expected bytes of "bytes=<a>-<b>" of <key>
 sub want ($$$) { my ($k, $a, $b) = @_; substr($main::Obj{$k}, $a, $b - $a + 1) }
@@ -197,13 +209,6 @@ goblin_stop();
 __DATA__
 
 === TEST 1: a GET of an object whose head is not in RAM
---- config
-    location /obj/ {
-        goblin;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 GET /obj/o0
 --- error_code: 200
@@ -218,13 +223,6 @@ $main::Obj{o0}
 
 
 === TEST 2: HEAD of another
---- config
-    location /obj/ {
-        goblin;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 HEAD /obj/o1
 --- error_code: 200
@@ -237,13 +235,6 @@ Content-Length: 2097152
 
 
 === TEST 3: a range in the SSD share, past the head
---- config
-    location /obj/ {
-        goblin;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 GET /obj/o2
 --- more_headers
@@ -260,13 +251,6 @@ main::want('o2', 300000, 300099)
 
 
 === TEST 4: a range across the head's end
---- config
-    location /obj/ {
-        goblin;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 GET /obj/o3
 --- more_headers
@@ -281,13 +265,6 @@ main::want('o3', 262000, 263999)
 
 
 === TEST 5: a range in the HDD tail
---- config
-    location /obj/ {
-        goblin;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 GET /obj/big
 --- more_headers
