@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "journal.h"
 
 void engine_crash_point(const char *point)
 {
@@ -83,6 +84,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		   char *err, size_t errlen)
 {
 	struct gs_engine *e;
+	const char *spec;
 	int ret;
 
 	ret = check_config(cfg, err, errlen);
@@ -97,6 +99,8 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
+	spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
+	e->head_admit_any = spec && !strcmp(spec, "any");
 	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);
@@ -112,14 +116,16 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	if (e->has_pool[GS_TIER_SSD]) {
 		ret = pool_open(&e->pools[GS_TIER_SSD], GS_TIER_SSD, cfg->ssd_dirs,
 				cfg->n_ssd_dirs, cfg->ssd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_SSD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_SSD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_region;
 	}
 	if (e->has_pool[GS_TIER_HDD]) {
 		ret = pool_open(&e->pools[GS_TIER_HDD], GS_TIER_HDD, cfg->hdd_dirs,
 				cfg->n_hdd_dirs, cfg->hdd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_HDD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_HDD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_ssd;
 	}
@@ -128,9 +134,23 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 			e->pools[t].dirs[i].fixed = e->nfiles;
 			e->files[e->nfiles++] = e->pools[t].dirs[i].fd;
 		}
+	ret = journal_open(e, err, errlen);
+	if (ret < 0)
+		goto out_hdd;
+	ret = journal_recover(e, err, errlen);
+	if (ret < 0)
+		goto out_journal;
 	*ep = e;
 	return 0;
 
+out_journal:
+	pthread_mutex_lock(&e->lock);
+	engine_unlink_all(e);
+	pthread_mutex_unlock(&e->lock);
+	journal_close(e);
+out_hdd:
+	if (e->has_pool[GS_TIER_HDD])
+		pool_close(&e->pools[GS_TIER_HDD]);
 out_ssd:
 	if (e->has_pool[GS_TIER_SSD])
 		pool_close(&e->pools[GS_TIER_SSD]);
@@ -148,9 +168,11 @@ void gs_engine_close(struct gs_engine **ep)
 
 	if (!e)
 		return;
+	journal_close(e);		/* a checkpoint of what the pools hold */
 	pthread_mutex_lock(&e->lock);
 	engine_unlink_all(e);
 	pthread_mutex_unlock(&e->lock);
+	free(e->heads);
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		if (e->has_pool[t])
 			pool_close(&e->pools[t]);

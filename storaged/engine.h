@@ -78,6 +78,8 @@ int region_class_for(const struct region *r, uint64_t len);
 int region_alloc(struct region *r, int cls, uint64_t *off);
 void region_free(struct region *r, uint64_t off);
 uint64_t region_slot_size(const struct region *r, uint64_t off);
+/* Whether slots of class <cls> come out of the heads' budget (--memory). */
+bool region_shares_heads(const struct region *r, int cls);
 
 /* ---- disk pools: one per tier, dirs striped ---- */
 
@@ -87,6 +89,7 @@ struct pool_dir {
 	int marker_fd;			/* holds the flock while we run */
 	int dfd;			/* the dir itself, trusted (dirtrust) */
 	int fixed;			/* index among the registered files */
+	uint64_t grown;			/* bytes the extents file holds */
 };
 
 struct pool {
@@ -101,6 +104,9 @@ struct pool {
 	uint64_t *usedmap;		/* bit set = unit allocated */
 	uint64_t cursor;		/* next-fit hint */
 	uint64_t used;			/* bytes allocated */
+	uint64_t step;			/* growth of each dir's file at a time */
+	uint64_t backed;		/* [0, backed) is in the files */
+	bool grow_failed;		/* logged; cleared by a growth */
 };
 
 /* A chunk spans at most GS_MAX_SEGS stripes: with GS_HDD_CHUNK and a
@@ -116,15 +122,20 @@ struct pool_seg {
 	uint32_t buf_off;		/* where it starts in the chunk buffer */
 };
 
+/* Opens (creating) a pool; its files keep their size and grow as space is
+ * handed out.  <fresh>: wipe what the dirs hold (only dirs whose marker is
+ * this pool's) and accept a pool of another format or stripe unit. */
 int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	      unsigned ndirs, uint64_t size, uint64_t stripe,
-	      uint64_t min_size, char *err, size_t errlen);
+	      uint64_t min_size, bool fresh, char *err, size_t errlen);
 void pool_close(struct pool *p);
-/* Allocates <len> contiguous bytes (rounded to align): 0 and <*addr>, or
- * -ENOSPC. */
+/* Allocates <len> contiguous bytes (rounded to align), from space the
+ * files hold if it can, else growing them: 0 and <*addr>, or -ENOSPC
+ * (the pool is full, or its file system is). */
 int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
-/* Marks [<addr>, <addr>+<len>) allocated (recovery): 0, or -EINVAL when
- * it is outside the pool, misaligned or already taken. */
+/* Marks [<addr>, <addr>+<len>) allocated (recovery), growing the files to
+ * cover it if they do not: 0, -EINVAL when it is outside the pool,
+ * misaligned or already taken, or -ENOSPC when the files cannot grow. */
 int pool_claim(struct pool *p, uint64_t addr, uint64_t len);
 void pool_free(struct pool *p, uint64_t addr, uint64_t len);
 /* Splits [<addr>, <addr>+<len>) at stripe boundaries into <segs> (at most
@@ -161,6 +172,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool linked;
 	bool referenced;
 	bool head_referenced;		/* cached head: second chance */
+	bool head_loading;		/* a read is bringing its head in */
 	bool on_disk;
 	struct chunk *chunks;
 	char key[];
@@ -180,6 +192,8 @@ struct gs_engine {
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
 	uint32_t heads_len, heads_cap, heads_hand;
 	uint32_t heads_epoch;		/* laps of heads_hand */
+	bool head_admit_any;		/* GOBLIN_TEST_HEAD_ADMIT=any: every
+					 * miss admits (the policy's measure) */
 	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */
@@ -244,9 +258,30 @@ static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 void engine_drop(struct gs_engine *e, struct gs_obj *obj);
 /* Unlinks every object.  Called with e->lock held. */
 void engine_unlink_all(struct gs_engine *e);
-/* Evicts one object, CLOCK order; with <only_expired>, dead ones only.
- * Called with e->lock held; returns false when nothing could go. */
-bool engine_evict_one(struct gs_engine *e, bool only_expired);
+/* Evicts one object that holds room on tier <need> (GS_TIER_RAM: RAM other
+ * than a cached head), CLOCK order; with <only_expired>, dead ones only
+ * (any dead one).  Called with e->lock held; false when nothing could go. */
+bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
+		      bool only_expired);
+
+/* ---- heads.c: the head cache of on-disk objects ---- */
+
+/* A head slot: 0 and <*off>, or -ENOMEM; with <drop>, cached heads are
+ * dropped for it (layout.c). */
+int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off);
+/* Drops one cached head, CLOCK order, never a pinned object's; false when
+ * none could go. */
+bool engine_head_drop_one(struct gs_engine *e);
+/* Takes <obj>'s head off the CLOCK (it is being unlinked). */
+void engine_head_forget(struct gs_engine *e, struct gs_obj *obj);
+/* On a head miss of linked <obj>: whether to bring its head in, by the
+ * admission policy; true with a slot at <*off> and obj->head_loading set,
+ * to end with engine_head_publish() or engine_head_cancel(). */
+bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off);
+/* The head bytes are at <off>: caches them as <obj>'s head (or frees the
+ * slot when <obj> has gone or has a head). */
+void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
+void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
 
 /* ---- engine.c ---- */
 
@@ -263,5 +298,7 @@ void engine_crash_point(const char *point);
 /* ---- the I/O layer ---- */
 
 void engine_wake_admission(struct gs_engine *e);
+/* After a sync: wakes the gs_io threads with stores waiting for one. */
+void engine_wake_synced(struct gs_engine *e);
 
 #endif

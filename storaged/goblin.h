@@ -45,10 +45,10 @@
 enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
 
 struct gs_config {
-	uint64_t memory;		/* RAM-head budget, bytes */
+	uint64_t memory;		/* RAM for heads (the hot-head cache), bytes */
 	uint64_t sub_memory;		/* budget for objects smaller than ram_head */
 	uint64_t block;			/* RAM allocation / promotion unit */
-	uint64_t ram_head;		/* bytes of each object kept in RAM */
+	uint64_t ram_head;		/* bytes of an object's start RAM caches */
 	uint64_t ssd_prefix;		/* bytes after the head kept on SSD */
 	const char *ssd_dirs[GS_MAX_DIRS];
 	unsigned n_ssd_dirs;
@@ -101,8 +101,9 @@ struct gs_meta {
 	int64_t exptime;		/* absolute unix time, 0 = never */
 	uint64_t cas;
 	time_t mtime;			/* when it was stored */
-	uint64_t head_len;		/* bytes [0, head_len) are in RAM */
-	uint64_t head_off;		/* their offset in the RAM region */
+	uint64_t head_len;		/* bytes [0, head_len) are in RAM: read */
+	uint64_t head_off;		/*   them with gs_obj_head(), since a */
+					/*   head may come in while pinned */
 	uint64_t tier_bytes[GS_TIERS];
 };
 
@@ -114,7 +115,12 @@ int gs_check_size(const struct gs_engine *e, uint64_t size);
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp);
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
-const void *gs_obj_head(const struct gs_obj *obj);
+/* The bytes [0, *<len>) of the pinned <obj> that are in RAM, at
+ * gs_meta.head_off in the region; NULL with *<len> 0 when none.  An object
+ * larger than ram_head on an engine with pools lives whole on disk and its
+ * head is a cache: it may be absent, and come in while pinned (never leave
+ * while pinned). */
+const void *gs_obj_head(const struct gs_obj *obj, uint64_t *len);
 /* Unpins and clears <*objp>. */
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp);
 

@@ -10,6 +10,8 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "journal.h"
+#include "log.h"
 
 static bool obj_expired(const struct gs_obj *obj, time_t now)
 {
@@ -78,6 +80,7 @@ static void tier_gauges(struct gs_engine *e, const struct gs_obj *obj, int sign)
 		__atomic_fetch_add(o, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&e->st.curr_items, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->st.objects, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.bytes, sign * obj->meta.size, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.index_bytes, sign * rec_bytes(obj), __ATOMIC_RELAXED);
 }
@@ -92,6 +95,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[obj->clock_pos] = last;
 	last->clock_pos = obj->clock_pos;
 	obj->linked = false;
+	engine_head_forget(e, obj);
 	tier_gauges(e, obj, -1);
 	engine_unref(e, obj);
 }
@@ -99,6 +103,20 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 void engine_unlink(struct gs_engine *e, struct gs_obj *obj)
 {
 	unlink_obj(e, obj);
+}
+
+/* Unlinks the live <obj> for good: the journal says so first, so a restart
+ * never brings it back once its space is reused.  Returns the DEL's
+ * sequence number, or 0 when it could not be journaled (<obj> stays). */
+static uint64_t unlink_journaled(struct gs_engine *e, struct gs_obj *obj)
+{
+	uint64_t seq = e->next_cas + 1;
+
+	if (journal_del(e, obj->key, obj->klen, seq) < 0)
+		return 0;
+	e->next_cas = seq;
+	unlink_obj(e, obj);
+	return seq;
 }
 
 struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen)
@@ -115,12 +133,23 @@ void engine_unlink_all(struct gs_engine *e)
 void engine_drop(struct gs_engine *e, struct gs_obj *obj)
 {
 	pthread_mutex_lock(&e->lock);
-	if (obj->linked)
+	/* a broken object goes even when the journal fails: its next reader
+	 * finds it broken again */
+	if (obj->linked && !unlink_journaled(e, obj))
 		unlink_obj(e, obj);
 	pthread_mutex_unlock(&e->lock);
 }
 
-bool engine_evict_one(struct gs_engine *e, bool only_expired)
+/* Whether evicting <obj> frees room on tier <need>. */
+static bool obj_holds(const struct gs_obj *obj, enum gs_tier need)
+{
+	if (need == GS_TIER_RAM)
+		return !obj->on_disk && obj->meta.tier_bytes[GS_TIER_RAM];
+	return obj->meta.tier_bytes[need] != 0;
+}
+
+bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
+		      bool only_expired)
 {
 	time_t now = time(NULL);
 
@@ -137,14 +166,17 @@ bool engine_evict_one(struct gs_engine *e, bool only_expired)
 			unlink_obj(e, obj);
 			return true;
 		}
-		if (only_expired)
+		if (only_expired || !obj_holds(obj, need))
 			continue;
 		if (obj->referenced) {
 			obj->referenced = false;
 			continue;
 		}
+		if (!unlink_journaled(e, obj))
+			return false;
 		STAT_ADD(e, evictions, 1);
-		unlink_obj(e, obj);
+		if (need != GS_TIER_RAM)
+			STAT_ADD(e, disk_evictions, 1);
 		return true;
 	}
 	return false;
@@ -258,10 +290,14 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 	/* room in the CLOCK first: failing after the unlink would lose <old> */
 	if (!old && clock_room(e) < 0)
 		return -ENOMEM;
+	obj->meta.cas = e->next_cas + 1;
+	obj->meta.mtime = time(NULL);
+	/* journaled before <old>'s space can be reused: the PUT replaces it */
+	if (journal_put(e, obj) < 0)
+		return -EIO;
+	e->next_cas = obj->meta.cas;
 	if (old)
 		unlink_obj(e, old);
-	obj->meta.cas = ++e->next_cas;
-	obj->meta.mtime = time(NULL);
 	link_obj(e, obj);
 	STAT_ADD(e, total_items, 1);
 	return 0;
@@ -280,6 +316,12 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 		obj->refs++;
 		obj->referenced = true;
 		STAT_ADD(e, pins, 1);
+		if (obj->on_disk && obj->head) {
+			obj->head_referenced = true;
+			STAT_ADD(e, head_hits, 1);
+		} else if (obj->on_disk) {
+			STAT_ADD(e, head_misses, 1);
+		}
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!obj) {
@@ -296,9 +338,13 @@ const struct gs_meta *gs_obj_meta(const struct gs_obj *obj)
 	return &obj->meta;
 }
 
-const void *gs_obj_head(const struct gs_obj *obj)
+const void *gs_obj_head(const struct gs_obj *obj, uint64_t *len)
 {
-	return obj->head;
+	uint64_t n = __atomic_load_n(&obj->meta.head_len, __ATOMIC_ACQUIRE);
+
+	if (len)
+		*len = n;
+	return n ? obj->head : NULL;
 }
 
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
@@ -316,6 +362,7 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 		     bool check, uint64_t cas)
 {
 	struct gs_obj *obj;
+	uint64_t seq = 0;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&e->lock);
@@ -323,10 +370,12 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 	if (obj && check && obj->meta.cas != cas) {
 		ret = -EEXIST;
 	} else if (obj) {
-		unlink_obj(e, obj);
-		ret = 0;
+		seq = unlink_journaled(e, obj);
+		ret = seq ? 0 : -EIO;
 	}
 	pthread_mutex_unlock(&e->lock);
+	if (seq)
+		journal_wait_synced(e, seq);
 	return ret;
 }
 
@@ -351,6 +400,11 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	if (obj) {
 		obj->meta.exptime = exptime;
 		obj->referenced = true;
+		/* only the expiry time is at stake: a touch the journal could
+		 * not take leaves the old one after a restart */
+		if (journal_touch(e, obj) < 0)
+			log_warn("touch of \"%.*s\" not journaled: a restart keeps its old expiry time",
+				 obj->klen, obj->key);
 		if (meta)
 			*meta = obj->meta;
 	}
@@ -399,6 +453,10 @@ out:
 void gs_invalidate(struct gs_engine *e, int64_t when)
 {
 	pthread_mutex_lock(&e->lock);
+	if (journal_flush(e, e->next_cas + 1, when) == 0)
+		e->next_cas++;
+	else
+		log_warn("flush_all not journaled: a restart brings the flushed objects back");
 	if (when <= time(NULL)) {
 		engine_unlink_all(e);
 		e->invalid_at = 0;

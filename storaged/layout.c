@@ -42,11 +42,22 @@ static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size)
 	return size;
 }
 
-/* Fills <chunks> (when not NULL) for an object of <size>; returns count. */
+/* Whether an object of <size> lives whole on disk, its head a cached copy:
+ * one larger than ram_head on an engine with a pool. */
+static bool home_on_disk(const struct gs_engine *e, uint64_t size)
+{
+	return size > e->cfg.ram_head &&
+	       (e->has_pool[GS_TIER_SSD] || e->has_pool[GS_TIER_HDD]);
+}
+
+/* Fills <chunks> (when not NULL) for an object of <size>; returns count.
+ * An on-disk object's chunks cover it from byte 0; otherwise they follow
+ * the head. */
 static uint32_t layout(const struct gs_engine *e, uint64_t size,
 		       struct chunk *chunks)
 {
-	uint64_t off = size < e->cfg.ram_head ? size : e->cfg.ram_head;
+	uint64_t off = home_on_disk(e, size) ? 0 :
+		       size < e->cfg.ram_head ? size : e->cfg.ram_head;
 	uint32_t n = 0;
 
 	while (off < size) {
@@ -66,7 +77,7 @@ static uint32_t layout(const struct gs_engine *e, uint64_t size,
 
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 {
-	uint64_t off = obj->meta.head_len;
+	uint64_t off = obj->on_disk ? 0 : obj->meta.head_len;
 
 	for (uint32_t k = 0; k < i; k++)
 		off += obj->chunks[k].len;
@@ -92,6 +103,8 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
+	if (obj->head_pos != UINT32_MAX)
+		engine_head_forget(e, obj);
 	if (obj->head)
 		region_free(&e->region, obj->meta.head_off);
 	for (uint32_t i = 0; i < obj->nchunks; i++) {
@@ -107,12 +120,16 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 	free(obj);
 }
 
+/* RAM for an object's own bytes: cached heads are dropped for it first
+ * (they are copies), then objects holding RAM are evicted. */
 static int alloc_ram(struct gs_engine *e, uint64_t len, uint64_t *off)
 {
 	int cls = region_class_for(&e->region, len);
+	bool heads_help = region_shares_heads(&e->region, cls);
 
 	while (region_alloc(&e->region, cls, off) < 0)
-		if (!engine_evict_one(e, e->cfg.no_evict))
+		if (!(heads_help && engine_head_drop_one(e)) &&
+		    !engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
 			return -ENOMEM;
 	return 0;
 }
@@ -121,7 +138,17 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 		      uint64_t *addr)
 {
 	while (pool_alloc(&e->pools[t], len, addr) < 0)
-		if (!engine_evict_one(e, e->cfg.no_evict))
+		if (!engine_evict_one(e, t, e->cfg.no_evict))
+			return -ENOMEM;
+	return 0;
+}
+
+int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
+{
+	int cls = region_class_for(&e->region, e->cfg.ram_head);
+
+	while (region_alloc(&e->region, cls, off) < 0)
+		if (!drop || !engine_head_drop_one(e))
 			return -ENOMEM;
 	return 0;
 }
@@ -161,8 +188,10 @@ int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 	if (!obj)
 		return -ENOMEM;
 	layout(e, size, obj->chunks);
+	obj->on_disk = home_on_disk(e, size);
 	obj->meta.size = size;
-	obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
+	if (!obj->on_disk)
+		obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
 	obj->meta.tier_bytes[GS_TIER_RAM] = obj->meta.head_len;
 	for (uint32_t i = 0; i < n; i++) {
 		obj->chunks[i].addr = UINT64_MAX;

@@ -87,6 +87,7 @@ static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 	const struct gs_meta *m;
 	struct link_handle *h;
 	struct gs_obj *obj;
+	uint64_t head_len;
 
 	srv->st[ST_ring_lookups]++;
 	if (!key_ok(sqe)) {
@@ -117,11 +118,12 @@ static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 	srv->st[ST_ring_lookup_hits]++;
 	srv->st[ST_ring_pins]++;
 	m = gs_obj_meta(obj);
+	gs_obj_head(obj, &head_len);	/* 0: the head comes over the ring */
 	cqe.handle = h->id;
 	cqe.meta = (struct ring_meta){
 		.size = m->size, .cas = m->cas, .mtime = m->mtime,
 		.exptime = m->exptime, .head_off = m->head_off,
-		.head_len = m->head_len, .flags = m->flags,
+		.head_len = head_len, .flags = m->flags,
 	};
 out:
 	post_cqe(c, &cqe);

@@ -23,13 +23,13 @@
 
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
-	       "RAM-head budget: heads of objects live here")		\
+	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects over half --ram-head")		\
 	OPTION(sub_memory, "sub-memory", SIZE, "64M", 0, 0,		\
 	       "RAM budget for objects smaller than --ram-head")		\
 	OPTION(block, "block", SIZE, "2M", 0, 0,			\
 	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
 	OPTION(ram_head, "ram-head", SIZE, "256K", 0, 0,		\
-	       "bytes of each object kept in RAM (multiple of 4K)")		\
+	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M", 0, 0,		\
 	       "bytes after the head kept on the SSD pool when there is an HDD pool") \
 	OPTION(ssd_dir, "ssd-dir", DIRS, "", 0, 0,			\
@@ -37,11 +37,11 @@
 	OPTION(hdd_dir, "hdd-dir", DIRS, "", 0, 0,			\
 	       "HDD pool directory; repeat to stripe (none: the SSD pool holds tails)") \
 	OPTION(ssd_size, "ssd-size", SIZE, "1G", 0, 0,			\
-	       "SSD pool capacity, preallocated and split over its directories") \
+	       "SSD pool capacity, split over its directories; their files grow to it as used") \
 	OPTION(hdd_size, "hdd-size", SIZE, "4G", 0, 0,			\
-	       "HDD pool capacity, preallocated and split over its directories") \
+	       "HDD pool capacity, split over its directories; their files grow to it as used") \
 	OPTION(stripe_unit, "stripe-unit", SIZE, "1M", 0, 0,		\
-	       "striping unit across the directories of one pool")	\
+	       "striping unit across the directories of one pool (kept in its marker: changing it needs --fresh)")	\
 	OPTION(io_buffers, "io-buffers", UINT, "4", 1, GS_IO_BUFFERS_MAX,		\
 	       "read-ahead window per request, in chunks (1M buffers)")	\
 	OPTION(io_streams, "io-streams", UINT, "8", 1, 1024,		\
@@ -79,7 +79,7 @@
 	OPTION(numa, "numa", INT, "-1", -1, INT_MAX,			\
 	       "bind serving threads and head memory to this NUMA node (-1: none)") \
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
-	       "start empty: wipe what the pools hold instead of recovering it") \
+	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
 	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)")
 

@@ -277,6 +277,11 @@ void region_free(struct region *r, uint64_t off)
 		partial_push(r, b);
 }
 
+bool region_shares_heads(const struct region *r, int cls)
+{
+	return !(r->cls[cls].small && r->small_blocks_max > 0);
+}
+
 uint64_t region_slot_size(const struct region *r, uint64_t off)
 {
 	return r->cls[r->blocks[off / r->block].cls].slot;

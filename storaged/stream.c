@@ -88,6 +88,7 @@ enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
 
 struct stream_slot {
 	uint8_t state;
+	bool head_copied;		/* its bytes of the head are in head_slot */
 	int8_t win;			/* window buffer holding it, -1 none */
 	uint8_t slices;			/* its slices in that buffer */
 	uint32_t boff;			/* where it starts in that buffer */
@@ -105,6 +106,11 @@ struct stream_buf {
 struct gs_stream {
 	struct gs_io *io;
 	struct gs_obj *obj;
+	const char *head;		/* the RAM head when opened, or NULL */
+	uint64_t head_len;
+	uint64_t head_slot;		/* head_loading: where the head goes */
+	uint32_t head_chunks;		/* head_loading: chunks still to copy */
+	bool head_loading;		/* bringing the object's head into RAM */
 	uint64_t pos, end;
 	uint32_t first, last, cur;
 	uint32_t *order;
@@ -153,10 +159,48 @@ static void window_put(struct gs_stream *s)
 		kick(io);
 }
 
+/* Ends a head load that did not complete. */
+static void head_load_cancel(struct gs_stream *s)
+{
+	struct gs_engine *e = s->io->e;
+
+	if (!s->head_loading)
+		return;
+	s->head_loading = false;
+	pthread_mutex_lock(&e->lock);
+	engine_head_cancel(e, s->obj, s->head_slot);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Copies the head's bytes in landed chunk <c> to the head slot; publishes
+ * the head once every chunk holding some of it is copied. */
+static void head_load_chunk(struct gs_stream *s, uint32_t c, const char *data)
+{
+	struct gs_engine *e = s->io->e;
+	struct stream_slot *sl = &s->slots[c - s->first];
+	uint64_t hb = e->cfg.ram_head < s->obj->meta.size ?
+		      e->cfg.ram_head : s->obj->meta.size;
+	uint64_t n;
+
+	if (!s->head_loading || sl->head_copied || sl->off >= hb)
+		return;
+	n = hb - sl->off < s->obj->chunks[c].len ? hb - sl->off :
+	    s->obj->chunks[c].len;
+	memcpy((char *)e->region.base + s->head_slot + sl->off, data, n);
+	sl->head_copied = true;
+	if (--s->head_chunks)
+		return;
+	s->head_loading = false;
+	pthread_mutex_lock(&e->lock);
+	engine_head_publish(e, s->obj, s->head_slot);
+	pthread_mutex_unlock(&e->lock);
+}
+
 static void stream_free(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 
+	head_load_cancel(s);
 	window_put(s);
 	waiter_del(&s->waiter);
 	gs_obj_put(io->e, &s->obj);
@@ -334,6 +378,8 @@ static void stream_read_done(struct io_op *op)
 	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
 	if (res < 0 && !s->error)
 		s->error = res;
+	if (res == 0)
+		head_load_chunk(s, op->chunk, op->buf);
 	sl->state = CH_READY;
 	if (op->chunk == s->cur)
 		s->stall_since = now_ns();
@@ -394,10 +440,10 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 static void stream_span(struct gs_stream *s)
 {
 	const struct gs_obj *obj = s->obj;
-	uint64_t coff = obj->meta.head_len;
-	uint64_t start = s->pos > coff ? s->pos : coff;
+	uint64_t coff = engine_chunk_start(obj, 0);
+	uint64_t start = s->pos > s->head_len ? s->pos : s->head_len;
 
-	if (s->end <= obj->meta.head_len)
+	if (s->end <= s->head_len)
 		return;
 	s->first = UINT32_MAX;
 	for (uint32_t c = 0; c < obj->nchunks; c++) {
@@ -427,6 +473,7 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		return -ENOMEM;
 	s->io = io;
 	s->obj = obj;			/* pinned once it can't fail */
+	s->head = gs_obj_head(obj, &s->head_len);
 	s->pos = off < end ? off : end;
 	s->end = end;
 	s->window_max = window_max;
@@ -469,11 +516,41 @@ out_free:
 	return -ENOMEM;
 }
 
+/* Whether the chunks <s> reads hold the whole head of its on-disk object:
+ * then it may bring the head into RAM (a Range past the head never
+ * touches it). */
+static uint32_t head_chunks(const struct gs_stream *s)
+{
+	const struct gs_obj *obj = s->obj;
+	uint64_t hb = s->io->e->cfg.ram_head;
+	uint32_t n = 0;
+
+	if (!obj->on_disk || s->head_len || s->first != 0 || s->last <= s->first)
+		return 0;
+	for (uint32_t c = 0; c < s->last; c++) {
+		n++;
+		if (s->slots[c].off + obj->chunks[c].len >= hb ||
+		    c + 1 == obj->nchunks)
+			return n;
+	}
+	return 0;
+}
+
 static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 {
+	struct gs_engine *e = s->io->e;
+	uint32_t hc = head_chunks(s);
+
 	s->wake = wake;
 	s->arg = arg;
-	pin(s->io->e, s->obj);
+	pthread_mutex_lock(&e->lock);
+	s->obj->refs++;
+	STAT_ADD(e, pins, 1);
+	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
+		s->head_loading = true;
+		s->head_chunks = hc;
+	}
+	pthread_mutex_unlock(&e->lock);
 	stream_refill(s);
 }
 
@@ -522,7 +599,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 	const struct chunk *c;
 	uint64_t cend;
 
-	if (!s->error && s->pos >= obj->meta.head_len)
+	if (!s->error && s->pos >= s->head_len)
 		stream_refill(s);
 	if (s->error)
 		return s->error;
@@ -530,9 +607,9 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		*len = 0;
 		return 0;
 	}
-	if (s->pos < obj->meta.head_len) {
-		*data = (const char *)obj->head + s->pos;
-		*len = (obj->meta.head_len < s->end ? obj->meta.head_len : s->end) - s->pos;
+	if (s->pos < s->head_len) {
+		*data = s->head + s->pos;
+		*len = (s->head_len < s->end ? s->head_len : s->end) - s->pos;
 		return 0;
 	}
 	sl = &s->slots[s->cur - s->first];
@@ -653,7 +730,7 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	}
 	free(order);
 	uring_submit(io);		/* the disk starts while we copy */
-	if (obj->meta.head_len)
+	if (!obj->on_disk && obj->meta.head_len)
 		memcpy(buf, obj->head, obj->meta.head_len);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
 		if (obj->chunks[c].tier == GS_TIER_RAM)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "journal.h"
 #include "uring.h"
 
 /* ---- admission ---- */
@@ -60,6 +61,8 @@ struct gs_writer {
 	int cur_buf;
 	uint64_t cur_admitted;
 	uint64_t credit;		/* admitted for us already (append data) */
+	uint64_t head_slot;		/* head_caching: the head's copy */
+	bool head_caching;		/* a free head slot was at hand */
 	unsigned inflight;
 	int error;
 	bool finishing, aborted, waited;
@@ -68,6 +71,8 @@ struct gs_writer {
 	gs_stored_fn done;
 	void *arg;
 	struct io_waiter waiter;
+	struct gs_stored stored;	/* linked, waiting for the sync */
+	struct list sync_node;		/* on io->sync_waiters */
 };
 
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
@@ -91,9 +96,10 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w->io = io;
 	w->obj->meta.flags = flags;
 	w->obj->meta.exptime = exptime;
-	w->cur_off = w->obj->meta.head_len;
+	w->cur_off = engine_chunk_start(w->obj, 0);
 	w->cur_buf = -1;
 	waiter_init(&w->waiter);
+	list_init(&w->sync_node);
 	*wp = w;
 	return 0;
 }
@@ -105,12 +111,62 @@ static void writer_free(struct gs_writer *w)
 	waiter_del(&w->waiter);
 	if (w->credit)
 		admission_release(w->io, w->credit);
-	if (w->obj) {
+	if (w->obj || w->head_caching) {
 		pthread_mutex_lock(&e->lock);
-		engine_unref(e, w->obj);
+		if (w->head_caching)
+			region_free(&e->region, w->head_slot);
+		if (w->obj)
+			engine_unref(e, w->obj);
 		pthread_mutex_unlock(&e->lock);
 	}
 	free(w);
+}
+
+/* --sync-interval: stored objects whose sync has come are acknowledged. */
+void writer_sync_check(struct gs_io *io)
+{
+	uint64_t synced = journal_synced(io->e);
+	struct list *n, *next;
+
+	for (n = io->sync_waiters.next; n != &io->sync_waiters; n = next) {
+		struct gs_writer *w = list_entry(n, struct gs_writer, sync_node);
+
+		next = n->next;
+		if (w->stored.cas > synced)
+			continue;
+		list_del(&w->sync_node);
+		w->done(w->arg, 0, &w->stored);
+		writer_free(w);
+	}
+}
+
+void writer_sync_drain(struct gs_io *io)
+{
+	uint64_t last = 0;
+
+	for (struct list *n = io->sync_waiters.next; n != &io->sync_waiters;
+	     n = n->next) {
+		struct gs_writer *w = list_entry(n, struct gs_writer, sync_node);
+
+		if (w->stored.cas > last)
+			last = w->stored.cas;
+	}
+	if (!last)
+		return;
+	journal_wait_synced(io->e, last);
+	writer_sync_check(io);
+}
+
+void engine_wake_synced(struct gs_engine *e)
+{
+	pthread_mutex_lock(&e->io_lock);
+	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
+		struct gs_io *io = list_entry(n, struct gs_io, engine_node);
+
+		if (!list_empty(&io->sync_waiters))
+			kick(io);
+	}
+	pthread_mutex_unlock(&e->io_lock);
 }
 
 static void writer_commit(void *arg, int res)
@@ -121,14 +177,28 @@ static void writer_commit(void *arg, int res)
 
 	(void)res;
 	res = w->error;
+	if (res == 0)
+		engine_crash_point("before-journal");
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
 	if (res == 0)
 		stored.cas = w->obj->meta.cas;
+	if (res == 0 && w->head_caching) {
+		engine_head_publish(e, w->obj, w->head_slot);
+		w->head_caching = false;
+	}
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
+	if (res == 0)
+		engine_crash_point("after-journal");
+	if (res == 0 && stored.cas > journal_synced(e)) {
+		/* acknowledged once the sync thread has it on stable storage */
+		w->stored = stored;
+		list_add_tail(&w->io->sync_waiters, &w->sync_node);
+		return;
+	}
 	w->done(w->arg, res, &stored);
 	writer_free(w);
 }
@@ -146,6 +216,7 @@ static void writer_write_done(struct io_op *op)
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
+		engine_crash_point("chunk-write");
 	}
 	if (w->inflight)
 		return;
@@ -156,8 +227,9 @@ static void writer_write_done(struct io_op *op)
 }
 
 /* Reserves part <i> (-1: the head) of the writer's object as its bytes
- * arrive: a set whose bytes never come holds no space.  A failure is kept
- * for the done callback; the rest of the value goes to the sink. */
+ * arrive (a disk chunk once they are all in): a set whose bytes never come
+ * holds no space.  A failure is kept for the done callback; the rest of
+ * the value goes to the sink. */
 static void writer_reserve(struct gs_writer *w, int64_t i)
 {
 	struct gs_engine *e = w->io->e;
@@ -165,6 +237,11 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 
 	pthread_mutex_lock(&e->lock);
 	ret = engine_reserve_part(e, w->obj, i);
+	/* an on-disk object's head is cached as it is written when a free
+	 * slot is at hand; writes never drop heads for it */
+	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
+	    engine_head_alloc(e, false, &w->head_slot) == 0)
+		w->head_caching = true;
 	pthread_mutex_unlock(&e->lock);
 	if (ret < 0 && !w->error)
 		w->error = ret;
@@ -201,7 +278,8 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	}
 	c = &obj->chunks[w->cur];
 	part_end = w->cur_off + c->len;
-	if (c->addr == UINT64_MAX && !w->error)
+	/* disk space is reserved once a chunk's bytes are all in */
+	if (c->tier == GS_TIER_RAM && c->addr == UINT64_MAX && !w->error)
 		writer_reserve(w, w->cur);
 	if (w->cur_buf < 0 && w->error)
 		return writer_sink(w, p, len, part_end);
@@ -234,6 +312,17 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	return 0;
 }
 
+/* Copies the head's part of a chunk of <len> bytes at object offset <off>
+ * into the head slot. */
+static void head_copy(struct gs_writer *w, const char *buf, uint64_t off,
+		      uint64_t len)
+{
+	struct gs_engine *e = w->io->e;
+	uint64_t n = e->cfg.ram_head - off < len ? e->cfg.ram_head - off : len;
+
+	memcpy((char *)e->region.base + w->head_slot + off, buf, n);
+}
+
 void gs_writer_advance(struct gs_writer *w, size_t n)
 {
 	struct gs_obj *obj = w->obj;
@@ -252,6 +341,10 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
 		return;			/* in place, or in the sink */
 	buf = iobuf_ptr(w->io, w->cur_buf);
+	if (!w->error)
+		writer_reserve(w, w->cur - 1);
+	if (w->head_caching && w->cur_off - c->len < w->io->e->cfg.ram_head)
+		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));
 	memset(buf + c->len, 0, alen - c->len);
 	c->sum = XXH3_64bits(buf, c->len);
