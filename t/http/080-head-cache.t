@@ -155,6 +155,7 @@ if ($child == 0) {
         my $k = (@Keys, 'big')[$i++ % (@Keys + 1)];
         my ($st, $h, $body) = eval { http_request($port, 'GET', "/obj/$k",
                                                   timeout => 10) };
+        last if $stop;          # the stop interrupted it: not an answer
         $st //= 0;
         $body //= '';
         my $how = $body eq $Obj{$k} ? 'exact'
