@@ -333,7 +333,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(recovered_objects, "objects recovered from the pools at start") \
 	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
 	ACTION(journal_bytes, "bytes in the index journal now")		\
-	ACTION(journal_records, "records appended to the index journal")	\
+	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
 	ACTION(checkpoints, "index checkpoints written")			\
 	ACTION(syncs, "group-committed fdatasyncs")
 
