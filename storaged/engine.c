@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "journal.h"
 
 void engine_crash_point(const char *point)
 {
@@ -128,9 +129,23 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 			e->pools[t].dirs[i].fixed = e->nfiles;
 			e->files[e->nfiles++] = e->pools[t].dirs[i].fd;
 		}
+	ret = journal_open(e, err, errlen);
+	if (ret < 0)
+		goto out_hdd;
+	ret = journal_recover(e, err, errlen);
+	if (ret < 0)
+		goto out_journal;
 	*ep = e;
 	return 0;
 
+out_journal:
+	pthread_mutex_lock(&e->lock);
+	engine_unlink_all(e);
+	pthread_mutex_unlock(&e->lock);
+	journal_close(e);
+out_hdd:
+	if (e->has_pool[GS_TIER_HDD])
+		pool_close(&e->pools[GS_TIER_HDD]);
 out_ssd:
 	if (e->has_pool[GS_TIER_SSD])
 		pool_close(&e->pools[GS_TIER_SSD]);
@@ -148,9 +163,11 @@ void gs_engine_close(struct gs_engine **ep)
 
 	if (!e)
 		return;
+	journal_close(e);		/* a checkpoint of what the pools hold */
 	pthread_mutex_lock(&e->lock);
 	engine_unlink_all(e);
 	pthread_mutex_unlock(&e->lock);
+	free(e->heads);
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		if (e->has_pool[t])
 			pool_close(&e->pools[t]);

@@ -287,5 +287,7 @@ void engine_crash_point(const char *point);
 /* ---- the I/O layer ---- */
 
 void engine_wake_admission(struct gs_engine *e);
+/* After a sync: wakes the gs_io threads with stores waiting for one. */
+void engine_wake_synced(struct gs_engine *e);
 
 #endif

@@ -10,6 +10,8 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "journal.h"
+#include "log.h"
 
 static bool obj_expired(const struct gs_obj *obj, time_t now)
 {
@@ -103,6 +105,20 @@ void engine_unlink(struct gs_engine *e, struct gs_obj *obj)
 	unlink_obj(e, obj);
 }
 
+/* Unlinks the live <obj> for good: the journal says so first, so a restart
+ * never brings it back once its space is reused.  Returns the DEL's
+ * sequence number, or 0 when it could not be journaled (<obj> stays). */
+static uint64_t unlink_journaled(struct gs_engine *e, struct gs_obj *obj)
+{
+	uint64_t seq = e->next_cas + 1;
+
+	if (journal_del(e, obj->key, obj->klen, seq) < 0)
+		return 0;
+	e->next_cas = seq;
+	unlink_obj(e, obj);
+	return seq;
+}
+
 struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen)
 {
 	return *find_slot(e, key, klen);
@@ -117,7 +133,9 @@ void engine_unlink_all(struct gs_engine *e)
 void engine_drop(struct gs_engine *e, struct gs_obj *obj)
 {
 	pthread_mutex_lock(&e->lock);
-	if (obj->linked)
+	/* a broken object goes even when the journal fails: its next reader
+	 * finds it broken again */
+	if (obj->linked && !unlink_journaled(e, obj))
 		unlink_obj(e, obj);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -154,10 +172,11 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 			obj->referenced = false;
 			continue;
 		}
+		if (!unlink_journaled(e, obj))
+			return false;
 		STAT_ADD(e, evictions, 1);
 		if (need != GS_TIER_RAM)
 			STAT_ADD(e, disk_evictions, 1);
-		unlink_obj(e, obj);
 		return true;
 	}
 	return false;
@@ -271,10 +290,14 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 	/* room in the CLOCK first: failing after the unlink would lose <old> */
 	if (!old && clock_room(e) < 0)
 		return -ENOMEM;
+	obj->meta.cas = e->next_cas + 1;
+	obj->meta.mtime = time(NULL);
+	/* journaled before <old>'s space can be reused: the PUT replaces it */
+	if (journal_put(e, obj) < 0)
+		return -EIO;
+	e->next_cas = obj->meta.cas;
 	if (old)
 		unlink_obj(e, old);
-	obj->meta.cas = ++e->next_cas;
-	obj->meta.mtime = time(NULL);
 	link_obj(e, obj);
 	STAT_ADD(e, total_items, 1);
 	return 0;
@@ -339,6 +362,7 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 		     bool check, uint64_t cas)
 {
 	struct gs_obj *obj;
+	uint64_t seq = 0;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&e->lock);
@@ -346,10 +370,12 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 	if (obj && check && obj->meta.cas != cas) {
 		ret = -EEXIST;
 	} else if (obj) {
-		unlink_obj(e, obj);
-		ret = 0;
+		seq = unlink_journaled(e, obj);
+		ret = seq ? 0 : -EIO;
 	}
 	pthread_mutex_unlock(&e->lock);
+	if (seq)
+		journal_wait_synced(e, seq);
 	return ret;
 }
 
@@ -374,6 +400,11 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	if (obj) {
 		obj->meta.exptime = exptime;
 		obj->referenced = true;
+		/* only the expiry time is at stake: a touch the journal could
+		 * not take leaves the old one after a restart */
+		if (journal_touch(e, obj) < 0)
+			log_warn("touch of \"%.*s\" not journaled: a restart keeps its old expiry time",
+				 obj->klen, obj->key);
 		if (meta)
 			*meta = obj->meta;
 	}
@@ -422,6 +453,10 @@ out:
 void gs_invalidate(struct gs_engine *e, int64_t when)
 {
 	pthread_mutex_lock(&e->lock);
+	if (journal_flush(e, e->next_cas + 1, when) == 0)
+		e->next_cas++;
+	else
+		log_warn("flush_all not journaled: a restart brings the flushed objects back");
 	if (when <= time(NULL)) {
 		engine_unlink_all(e);
 		e->invalid_at = 0;

@@ -5,11 +5,16 @@
  * can be reused: a PUT (the record: key, meta, chunk extents and sums; the
  * value itself for an object wholly in RAM), a DEL (delete, replace by
  * nothing, eviction, expiry reclaim), a TOUCH (new exptime) and a FLUSH
- * (flush_all).  Each carries a sequence number from the engine's CAS
- * counter; replay keeps, per key, the event with the highest.  Appends are
+ * (flush_all).  Each is filed under a sequence number of the engine's CAS
+ * counter, strictly increasing from one append to the next: a PUT's is its
+ * object's CAS, a DEL's or a FLUSH's the <seq> given when that is new, and
+ * otherwise (a TOUCH, a reused <seq>) the journal takes the next CAS
+ * (++e->next_cas).  Replay keeps, per key, the event filed last; a FLUSH
+ * that is not for later ends every object filed before it.  Appends are
  * buffered writes: a process crash loses none once the call returned;
  * --sync-interval adds group-committed fdatasync for power loss.  The
- * journal is rewritten as a checkpoint of the live index when it grows.
+ * journal is rewritten as a checkpoint of the live index when it grows
+ * past max(64 MiB, twice the live records), and at a clean stop.
  * It lives in the first dir of the SSD pool (the HDD pool without one);
  * an engine without pools has none (e->journal == NULL, every call a no-op).
  */
@@ -25,28 +30,150 @@ struct gs_obj;
 struct journal;
 
 /* Opens (creating) the journal of <e>'s pools; with e->cfg.fresh, wipes it.
- * Sets e->journal (NULL without pools).  Returns 0 or -errno with a
- * one-line reason in <err>. */
+ * Sets e->journal (NULL without pools; a second call does nothing).
+ * Returns 0 or -errno with a one-line reason in <err> (a journal of another
+ * format or with a damaged header is refused: --fresh discards it). */
 int journal_open(struct gs_engine *e, char *err, size_t errlen);
-/* Replays the journal into the empty index: links every object it holds,
- * claims their pool space, sets recovered_objects and recovery_ms.
- * Returns 0 or -errno with a reason (a damaged tail is not an error: it
- * is cut, and logged). */
+/* Replays the journal into the empty index: links every live object it
+ * holds, claims their pool space, sets recovered_objects and recovery_ms
+ * and e->next_cas, e->invalid_at.  Once per open (a second call does
+ * nothing).  Returns 0 or -errno with a reason (a damaged tail is not an
+ * error: it is cut, and logged; so are objects whose extents no longer fit
+ * the pools, or for which there is no RAM). */
 int journal_recover(struct gs_engine *e, char *err, size_t errlen);
-/* Checkpoints and closes; clears e->journal. */
+/* Checkpoints (fdatasynced) and closes; clears e->journal.  Takes e->lock;
+ * nothing may append meanwhile. */
 void journal_close(struct gs_engine *e);
 
-/* Appends, e->lock held; 0 or -errno (the change must then not happen). */
+/* Appends, e->lock held; 0 or -errno (the change must then not happen).
+ * journal_put: <obj>'s meta (cas included) and chunks are final; an object
+ * without chunks carries its meta.size bytes at obj->head.  journal_del:
+ * <seq> the deletion's own sequence number (e.g. ++e->next_cas).
+ * journal_touch: obj->meta.exptime is the new one.  journal_flush: <when>
+ * not after now ends every object filed before; a later <when> is kept as
+ * e->invalid_at is (objects stored up to <when> die at <when>). */
 int journal_put(struct gs_engine *e, const struct gs_obj *obj);
 int journal_del(struct gs_engine *e, const void *key, size_t klen,
 		uint64_t seq);
 int journal_touch(struct gs_engine *e, const struct gs_obj *obj);
 int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
 
-/* With --sync-interval: the highest sequence number known to be on stable
- * storage; without, every appended one.  Lock-free. */
+/* The sequence number the last append was filed under (e->lock held): what
+ * to wait for with journal_wait_synced() before acknowledging it.  0
+ * without a journal. */
+uint64_t journal_last(const struct gs_engine *e);
+/* With --sync-interval: the highest sequence number such that every record
+ * filed up to it is on stable storage; without, the last one filed (the
+ * page cache survives a process crash); UINT64_MAX without a journal.
+ * Lock-free. */
 uint64_t journal_synced(const struct gs_engine *e);
-/* Blocks until journal_synced() >= <seq> (at most one sync interval). */
+/* Blocks until journal_synced() >= <seq> (about one sync interval); returns
+ * at once without --sync-interval or when the journal is closing.  Call it
+ * without e->lock. */
 void journal_wait_synced(struct gs_engine *e, uint64_t seq);
+
+/* ---- between journal.c and journal_replay.c (and the unit test) ---- */
+
+#include <pthread.h>
+
+#define JOURNAL_NAME	"journal"
+#define JOURNAL_TMP	"journal.new"	/* a checkpoint being written */
+#define JOURNAL_MAGIC	"GOBLINJ\n"
+#define JOURNAL_VERSION	1u
+#define JOURNAL_MIN_CHECKPOINT	(64ull << 20)
+
+/* The file: a header, then records back to back, each a multiple of 8
+ * bytes (so every field is aligned), little-endian. */
+struct jhdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t hdr_len;		/* sizeof(struct jhdr) */
+	uint64_t base_seq;		/* e->next_cas when written */
+	int64_t created;		/* unix time */
+	uint64_t zero[3];
+	uint64_t sum;			/* xxh3 of the bytes before it */
+};
+
+enum jrec_kind { JREC_PUT = 1, JREC_DEL, JREC_TOUCH, JREC_FLUSH };
+
+/* Every record starts with this; <sum> is the xxh3 of the bytes after it
+ * seeded with the 8 bytes before it, so a torn or stale tail shows. */
+struct jrec {
+	uint32_t len;			/* whole record, a multiple of 8 */
+	uint8_t kind;
+	uint8_t klen;			/* the key follows the kind's body */
+	uint16_t zero;
+	uint64_t sum;
+	uint64_t seq;			/* what it is filed under */
+};
+
+/* PUT: jrec, jput, key (padded to 8), nchunks jchunk, and for an object
+ * without chunks its size bytes of value (padded to 8). */
+struct jput {
+	uint64_t size;
+	uint64_t cas;
+	int64_t exptime;
+	int64_t mtime;
+	uint32_t flags;
+	uint32_t nchunks;
+};
+
+struct jchunk {
+	uint64_t addr;
+	uint64_t sum;
+	uint32_t len;
+	uint8_t tier;
+	uint8_t zero[3];
+};
+
+/* DEL: jrec, key.  TOUCH: jrec, jtouch, key.  FLUSH: jrec, jflush. */
+struct jtouch {
+	uint64_t cas;			/* of the object touched */
+	int64_t exptime;
+};
+
+struct jflush {
+	uint64_t seq;			/* the caller's */
+	int64_t when;
+	int64_t time;			/* when it was filed */
+};
+
+struct journal {
+	int dfd;			/* the pool dir (the pool's) */
+	int fd;				/* guarded by fd_lock and e->lock */
+	char path[4200];		/* for messages */
+	uint64_t end;			/* bytes; appends go here */
+	uint64_t records;
+	uint64_t next_check;		/* end at which to weigh a checkpoint */
+	uint64_t last;			/* sequence number of the last append */
+	bool recovered;
+	void *buf;			/* one record being appended */
+	size_t cap;
+	/* --sync-interval */
+	bool syncing;			/* the thread runs */
+	bool stop;
+	uint64_t synced;
+	pthread_t thread;
+	pthread_mutex_t sync_lock;	/* stop, synced and the conds */
+	pthread_cond_t tick, synced_cond;
+	pthread_mutex_t fd_lock;	/* fd swaps vs the sync thread */
+};
+
+/* xxh3 of record <r> (its len bytes) as jrec.sum. */
+uint64_t journal_rec_sum(const struct jrec *r);
+/* xxh3 of <h> as jhdr.sum. */
+uint64_t journal_hdr_sum(const struct jhdr *h);
+/* Bytes of <obj>'s PUT record; 0 when it cannot have one. */
+size_t journal_put_len(const struct gs_obj *obj);
+/* Rewrites the journal as the live index (e->lock held); <sync>:
+ * fdatasync it before the rename and the dir after.  0 or -errno (the old
+ * journal is then kept). */
+int journal_checkpoint(struct gs_engine *e, bool sync);
+/* Checkpoints when the journal has outgrown the live index (e->lock held);
+ * else sets when to look again. */
+void journal_weigh(struct gs_engine *e);
+/* Whether <obj> is dead at <now> (expired or invalidated). */
+bool journal_obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
+		      int64_t now);
 
 #endif

@@ -128,6 +128,13 @@ void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd)
 
 	SRV_ADD(c->srv, delete_hits, ret == 0);
 	SRV_ADD(c->srv, delete_misses, ret == -ENOENT);
+	if (ret == -EIO) {
+		static const char no_journal[] =
+			"SERVER_ERROR the delete could not be journaled\r\n";
+
+		conn_reply(c, no_journal, sizeof(no_journal) - 1);
+		return;
+	}
 	if (ret == 0 && cmd->noreply)
 		return;
 	meta_flags_text(flags, sizeof(flags), cmd, NULL);

@@ -241,8 +241,10 @@ static void do_delete(struct conn *c, const struct mc_cmd *cmd)
 	int ret = gs_delete(c->srv->e, cmd->key.p, cmd->key.len);
 
 	SRV_ADD(c->srv, delete_hits, ret == 0);
-	SRV_ADD(c->srv, delete_misses, ret != 0);
-	reply_unless(c, cmd->noreply, ret == 0 ? "DELETED\r\n" : "NOT_FOUND\r\n");
+	SRV_ADD(c->srv, delete_misses, ret == -ENOENT);
+	reply_unless(c, cmd->noreply && ret != -EIO,
+		     ret == 0 ? "DELETED\r\n" : ret == -ENOENT ? "NOT_FOUND\r\n" :
+		     "SERVER_ERROR the delete could not be journaled\r\n");
 }
 
 static void do_incr(struct conn *c, const struct mc_cmd *cmd)

@@ -4,6 +4,7 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
                   storaged/region.c storaged/pool.c storaged/dirtrust.c \
                   storaged/uring.c storaged/stream.c storaged/writer.c \
                   storaged/mc_concat.c storaged/mc_items.c storaged/heads.c \
+                  storaged/journal.c storaged/journal_replay.c \
                   shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
                   storaged/loop.c storaged/server.c storaged/server_stats.c \

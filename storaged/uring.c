@@ -344,6 +344,8 @@ int gs_io_run(struct gs_io *io, bool wait)
 	    !admission_full(io->e, GS_IO_BUFFER))
 		waiters_fire(&io->writer_bufs.waiters);
 	stream_waiters_check(io);
+	if (!list_empty(&io->sync_waiters))
+		writer_sync_check(io);
 	return n;
 }
 
@@ -386,6 +388,7 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	list_init(&io->deferred);
 	list_init(&io->stash);
 	list_init(&io->holders);
+	list_init(&io->sync_waiters);
 	io->sink = malloc(SINK_LEN);
 	if (!io->sink) {
 		ret = -ENOMEM;
@@ -459,6 +462,7 @@ void gs_io_destroy(struct gs_io **iop)
 	while (gs_io_pending(io))
 		if (gs_io_run(io, true) < 0)
 			break;
+	writer_sync_drain(io);
 	pthread_mutex_lock(&io->e->io_lock);
 	list_del(&io->engine_node);
 	pthread_mutex_unlock(&io->e->io_lock);

@@ -88,6 +88,8 @@ struct gs_io {
 	struct list deferred;		/* of struct deferred */
 	struct list stash;		/* of struct io_seg: completions to handle */
 	struct list holders;		/* of struct gs_stream holding a window */
+	struct list sync_waiters;	/* of struct gs_writer: stored, waiting
+					 * for --sync-interval's fdatasync */
 	bool timer_armed, timer_fired;
 	struct __kernel_timespec timer_ts;
 	char *sink;			/* SINK_LEN bytes nobody reads */
@@ -212,6 +214,11 @@ int admission_wait(struct gs_io *io, uint64_t n, struct io_waiter *w,
 void admission_charge(struct gs_io *io, uint64_t n);
 /* Gives <n> admitted bytes back and wakes writers waiting for room. */
 void admission_release(struct gs_io *io, uint64_t n);
+/* Acknowledges the writers on io->sync_waiters that the last sync covers. */
+void writer_sync_check(struct gs_io *io);
+/* Waits for the sync that covers every writer on io->sync_waiters, and
+ * acknowledges them (gs_io_destroy). */
+void writer_sync_drain(struct gs_io *io);
 /* Makes a writer that is still owed <credit> admitted bytes (taken by its
  * caller) pay its first buffers from them. */
 void writer_set_credit(struct gs_writer *w, uint64_t credit);

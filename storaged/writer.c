@@ -10,6 +10,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "journal.h"
 #include "uring.h"
 
 /* ---- admission ---- */
@@ -70,6 +71,8 @@ struct gs_writer {
 	gs_stored_fn done;
 	void *arg;
 	struct io_waiter waiter;
+	struct gs_stored stored;	/* linked, waiting for the sync */
+	struct list sync_node;		/* on io->sync_waiters */
 };
 
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
@@ -96,6 +99,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w->cur_off = engine_chunk_start(w->obj, 0);
 	w->cur_buf = -1;
 	waiter_init(&w->waiter);
+	list_init(&w->sync_node);
 	*wp = w;
 	return 0;
 }
@@ -118,6 +122,53 @@ static void writer_free(struct gs_writer *w)
 	free(w);
 }
 
+/* --sync-interval: stored objects whose sync has come are acknowledged. */
+void writer_sync_check(struct gs_io *io)
+{
+	uint64_t synced = journal_synced(io->e);
+	struct list *n, *next;
+
+	for (n = io->sync_waiters.next; n != &io->sync_waiters; n = next) {
+		struct gs_writer *w = list_entry(n, struct gs_writer, sync_node);
+
+		next = n->next;
+		if (w->stored.cas > synced)
+			continue;
+		list_del(&w->sync_node);
+		w->done(w->arg, 0, &w->stored);
+		writer_free(w);
+	}
+}
+
+void writer_sync_drain(struct gs_io *io)
+{
+	uint64_t last = 0;
+
+	for (struct list *n = io->sync_waiters.next; n != &io->sync_waiters;
+	     n = n->next) {
+		struct gs_writer *w = list_entry(n, struct gs_writer, sync_node);
+
+		if (w->stored.cas > last)
+			last = w->stored.cas;
+	}
+	if (!last)
+		return;
+	journal_wait_synced(io->e, last);
+	writer_sync_check(io);
+}
+
+void engine_wake_synced(struct gs_engine *e)
+{
+	pthread_mutex_lock(&e->io_lock);
+	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
+		struct gs_io *io = list_entry(n, struct gs_io, engine_node);
+
+		if (!list_empty(&io->sync_waiters))
+			kick(io);
+	}
+	pthread_mutex_unlock(&e->io_lock);
+}
+
 static void writer_commit(void *arg, int res)
 {
 	struct gs_writer *w = arg;
@@ -126,6 +177,8 @@ static void writer_commit(void *arg, int res)
 
 	(void)res;
 	res = w->error;
+	if (res == 0)
+		engine_crash_point("before-journal");
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
@@ -138,6 +191,14 @@ static void writer_commit(void *arg, int res)
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
+	if (res == 0)
+		engine_crash_point("after-journal");
+	if (res == 0 && stored.cas > journal_synced(e)) {
+		/* acknowledged once the sync thread has it on stable storage */
+		w->stored = stored;
+		list_add_tail(&w->io->sync_waiters, &w->sync_node);
+		return;
+	}
 	w->done(w->arg, res, &stored);
 	writer_free(w);
 }
@@ -155,6 +216,7 @@ static void writer_write_done(struct io_op *op)
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
+		engine_crash_point("chunk-write");
 	}
 	if (w->inflight)
 		return;
@@ -165,8 +227,9 @@ static void writer_write_done(struct io_op *op)
 }
 
 /* Reserves part <i> (-1: the head) of the writer's object as its bytes
- * arrive: a set whose bytes never come holds no space.  A failure is kept
- * for the done callback; the rest of the value goes to the sink. */
+ * arrive (a disk chunk once they are all in): a set whose bytes never come
+ * holds no space.  A failure is kept for the done callback; the rest of
+ * the value goes to the sink. */
 static void writer_reserve(struct gs_writer *w, int64_t i)
 {
 	struct gs_engine *e = w->io->e;
@@ -215,7 +278,8 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	}
 	c = &obj->chunks[w->cur];
 	part_end = w->cur_off + c->len;
-	if (c->addr == UINT64_MAX && !w->error)
+	/* disk space is reserved once a chunk's bytes are all in */
+	if (c->tier == GS_TIER_RAM && c->addr == UINT64_MAX && !w->error)
 		writer_reserve(w, w->cur);
 	if (w->cur_buf < 0 && w->error)
 		return writer_sink(w, p, len, part_end);
@@ -277,6 +341,8 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
 		return;			/* in place, or in the sink */
 	buf = iobuf_ptr(w->io, w->cur_buf);
+	if (!w->error)
+		writer_reserve(w, w->cur - 1);
 	if (w->head_caching && w->cur_off - c->len < w->io->e->cfg.ram_head)
 		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));

@@ -309,6 +309,7 @@ static void eviction_round(void)
 	char err[256], key[32], dir[300];
 	char *val = malloc(2 << 20);
 	int stored = 0;
+	uint64_t live;
 
 	options_config_defaults(&cfg);
 	cfg.memory = 4 << 20;		/* 16 heads */
@@ -337,9 +338,28 @@ static void eviction_round(void)
 	CHECK(get_stream(e, io, "k39", val, 1 << 20, 0, UINT64_MAX) == 0,
 	      "evict: newest lost");
 	gs_io_destroy(&io);
+	live = st.curr_items;
+	gs_engine_close(&e);
+
+	/* the pool comes back whole on the next open */
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "reopen: %s", err);
+		return;
+	}
+	gs_io_create(e, &io);
+	gs_stats(e, &st);
+	CHECK(st.curr_items == live && st.recovered_objects == live,
+	      "reopen: %llu objects, %llu recovered, %llu before",
+	      (unsigned long long)st.curr_items,
+	      (unsigned long long)st.recovered_objects,
+	      (unsigned long long)live);
+	CHECK(get_stream(e, io, "k39", val, 1 << 20, 0, UINT64_MAX) == 0,
+	      "reopen: newest lost");
+	gs_io_destroy(&io);
 	gs_engine_close(&e);
 
 	cfg.no_evict = true;
+	cfg.fresh = true;		/* empty, on purpose */
 	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
 		CHECK(0, "no-evict open: %s", err);
 		return;

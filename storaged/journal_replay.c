@@ -1,0 +1,477 @@
+/*
+ * Replay of the index journal (journal.h) at start.  The records are read
+ * from a read-only map of the file and folded into a table of the last
+ * event of each key; the first record that is torn or damaged ends the
+ * journal, which is cut there.  Then each live PUT becomes a record: its
+ * pool extents claimed, or its value copied into a RAM slot, and linked.
+ * Nothing is linked or claimed before the whole journal is read, so a
+ * replaced or deleted object's space never needs undoing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "engine.h"
+#include "journal.h"
+#include "log.h"
+
+#define DROP_LOG_LINES	5		/* per reason, then a count */
+
+/* The event in force for one key. */
+struct rent {
+	const char *key;		/* in the map */
+	const struct jrec *put;		/* NULL: deleted */
+	uint64_t seq;			/* what it was filed under */
+	int64_t exptime;		/* the PUT's, or a later TOUCH's */
+	uint32_t next;			/* hash chain: index + 1, 0 ends */
+	uint8_t klen;
+};
+
+enum drop { DROP_POOL, DROP_LAYOUT, DROP_RAM, DROP_MEM, DROPS };
+
+static const char *const drop_why[DROPS] = {
+	"its extents lie outside the pool or overlap another object's (did a pool shrink?)",
+	"its extents are on a tier without a pool or do not cover its size",
+	"no RAM for its value (--memory, --sub-memory or --ram-head smaller?)",
+	"out of memory for the index",
+};
+
+struct replay {
+	struct rent *ents;
+	uint32_t n, cap;
+	uint32_t *buckets;		/* index + 1 into ents, 0: none */
+	uint32_t nbuckets;
+	uint64_t records;
+	uint64_t max_seq;
+	uint64_t flush_seq;		/* what was filed before it is gone */
+	int64_t invalid_at;		/* a flush_all for later */
+	uint64_t linked, dead, dropped[DROPS];
+};
+
+static uint64_t round8(uint64_t v)
+{
+	return (v + 7) & ~7ull;
+}
+
+static const struct jput *put_body(const struct jrec *r)
+{
+	return (const struct jput *)(r + 1);
+}
+
+static const struct jchunk *put_chunks(const struct jrec *r)
+{
+	return (const struct jchunk *)((const char *)(put_body(r) + 1) +
+				       round8(r->klen));
+}
+
+/* ---- the table ---- */
+
+static uint32_t *slot_of(struct replay *r, const char *key, uint8_t klen)
+{
+	uint32_t *s = &r->buckets[XXH3_64bits(key, klen) & (r->nbuckets - 1)];
+
+	while (*s) {
+		struct rent *x = &r->ents[*s - 1];
+
+		if (x->klen == klen && !memcmp(x->key, key, klen))
+			break;
+		s = &x->next;
+	}
+	return s;
+}
+
+static int grow(struct replay *r)
+{
+	uint32_t nb = r->nbuckets ? 2 * r->nbuckets : 1024;
+	uint32_t *b = calloc(nb, sizeof(*b));
+	struct rent *ents = realloc(r->ents, nb * sizeof(*ents));
+
+	if (!b || !ents) {
+		free(b);
+		if (ents)
+			r->ents = ents;
+		return -ENOMEM;
+	}
+	r->ents = ents;
+	r->cap = nb;
+	free(r->buckets);
+	r->buckets = b;
+	r->nbuckets = nb;
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint32_t *s = slot_of(r, r->ents[i].key, r->ents[i].klen);
+
+		r->ents[i].next = 0;
+		*s = i + 1;
+	}
+	return 0;
+}
+
+/* The entry of <key>, added (as deleted, filed at 0) when absent; NULL
+ * without memory. */
+static struct rent *entry(struct replay *r, const char *key, uint8_t klen)
+{
+	uint32_t *s;
+
+	if (r->n == r->cap && grow(r) < 0)
+		return NULL;
+	s = slot_of(r, key, klen);
+	if (*s)
+		return &r->ents[*s - 1];
+	r->ents[r->n] = (struct rent){ .key = key, .klen = klen };
+	*s = ++r->n;
+	return &r->ents[r->n - 1];
+}
+
+static struct rent *lookup(struct replay *r, const char *key, uint8_t klen)
+{
+	uint32_t *s;
+
+	if (!r->nbuckets)
+		return NULL;
+	s = slot_of(r, key, klen);
+	return *s ? &r->ents[*s - 1] : NULL;
+}
+
+/* ---- records ---- */
+
+/* The length a well-formed record with <r>'s header has; 0 when none. */
+static uint64_t rec_expected_len(const struct jrec *r)
+{
+	uint64_t key = round8(r->klen), len;
+	const struct jput *p = put_body(r);
+
+	if (r->klen > GS_KEY_MAX || r->zero)
+		return 0;
+	switch (r->kind) {
+	case JREC_PUT:
+		if (r->len < sizeof(*r) + sizeof(*p))
+			return 0;
+		len = sizeof(*r) + sizeof(*p) + key +
+		      (uint64_t)p->nchunks * sizeof(struct jchunk);
+		if (!p->nchunks)
+			len += p->size > r->len ? r->len : round8(p->size);
+		return len;
+	case JREC_DEL:
+		return sizeof(*r) + key;
+	case JREC_TOUCH:
+		return sizeof(*r) + sizeof(struct jtouch) + key;
+	case JREC_FLUSH:
+		return r->klen ? 0 : sizeof(*r) + sizeof(struct jflush);
+	}
+	return 0;
+}
+
+/* The length of the record at <p>, <left> bytes before the end, or 0 with
+ * what is wrong with it in <*why>. */
+static uint32_t rec_check(const char *p, uint64_t left, const char **why)
+{
+	const struct jrec *r = (const struct jrec *)p;
+
+	*why = "torn";
+	if (left < sizeof(*r) || r->len > left)
+		return 0;
+	*why = "damaged (bad length)";
+	if (r->len < sizeof(*r) || r->len % 8)
+		return 0;
+	*why = "damaged (checksum mismatch)";
+	if (r->sum != journal_rec_sum(r))
+		return 0;
+	*why = "malformed";
+	if (rec_expected_len(r) != r->len)
+		return 0;
+	return r->len;
+}
+
+/* Folds record <rec> into the table: 0 or -ENOMEM. */
+static int apply(struct replay *r, const struct jrec *rec)
+{
+	const char *key = (const char *)(rec + 1);
+	struct rent *x;
+
+	if (rec->seq > r->max_seq)
+		r->max_seq = rec->seq;
+	switch (rec->kind) {
+	case JREC_PUT:
+		key = (const char *)(put_body(rec) + 1);
+		if (put_body(rec)->cas > r->max_seq)
+			r->max_seq = put_body(rec)->cas;
+		/* fall through */
+	case JREC_DEL:
+		x = entry(r, key, rec->klen);
+		if (!x)
+			return -ENOMEM;
+		if (rec->seq < x->seq)
+			break;
+		x->seq = rec->seq;
+		x->put = rec->kind == JREC_PUT ? rec : NULL;
+		if (x->put)
+			x->exptime = put_body(rec)->exptime;
+		break;
+	case JREC_TOUCH: {
+		const struct jtouch *t = (const struct jtouch *)(rec + 1);
+
+		x = lookup(r, (const char *)(t + 1), rec->klen);
+		if (x && x->put && put_body(x->put)->cas == t->cas)
+			x->exptime = t->exptime;
+		break;
+	}
+	case JREC_FLUSH: {
+		const struct jflush *f = (const struct jflush *)(rec + 1);
+
+		if (f->when > f->time) {
+			r->invalid_at = f->when;
+		} else {
+			r->invalid_at = 0;
+			if (rec->seq > r->flush_seq)
+				r->flush_seq = rec->seq;
+		}
+		break;
+	}
+	}
+	return 0;
+}
+
+/* Folds the records of the <size> bytes at <map> into <r>; returns where
+ * the good ones end (a bad one there: <*why>), or -ENOMEM. */
+static int64_t read_records(struct replay *r, const char *map, uint64_t size,
+			    const char **why)
+{
+	uint64_t off = sizeof(struct jhdr);
+
+	while (off < size) {
+		uint32_t len = rec_check(map + off, size - off, why);
+
+		if (!len)
+			break;
+		engine_crash_point("recovery");
+		if (apply(r, (const struct jrec *)(map + off)) < 0)
+			return -ENOMEM;
+		r->records++;
+		off += len;
+	}
+	return off;
+}
+
+/* ---- building the live objects ---- */
+
+static void drop(struct replay *r, enum drop why, const struct rent *x)
+{
+	if (r->dropped[why]++ < DROP_LOG_LINES)
+		log_warn("journal: object %.*s dropped: %s", (int)x->klen,
+			 x->key, drop_why[why]);
+}
+
+static bool dead(const struct replay *r, const struct rent *x, int64_t now)
+{
+	const struct jput *p = put_body(x->put);
+
+	return (x->exptime && x->exptime <= now) || x->seq < r->flush_seq ||
+	       (r->invalid_at && r->invalid_at <= now &&
+		p->mtime <= r->invalid_at);
+}
+
+/* Whether the chunks of <x> make an on-disk object of this engine's. */
+static bool layout_ok(const struct gs_engine *e, const struct rent *x)
+{
+	const struct jput *p = put_body(x->put);
+	const struct jchunk *c = put_chunks(x->put);
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < p->nchunks; i++) {
+		if ((c[i].tier != GS_TIER_SSD && c[i].tier != GS_TIER_HDD) ||
+		    !e->has_pool[c[i].tier] || !c[i].len)
+			return false;
+		total += c[i].len;
+	}
+	return total == p->size;
+}
+
+/* Claims <obj>'s extents: 0, or -EINVAL with <obj> freed. */
+static int claim(struct gs_engine *e, struct gs_obj *obj)
+{
+	for (uint32_t i = 0; i < obj->nchunks; i++) {
+		struct chunk *c = &obj->chunks[i];
+
+		if (pool_claim(&e->pools[c->tier], c->addr, c->len) == 0)
+			continue;
+		for (uint32_t k = i; k < obj->nchunks; k++)
+			obj->chunks[k].addr = UINT64_MAX;	/* not ours */
+		engine_free_record(e, obj);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The record of live entry <x> with its space, or NULL (dropped). */
+static struct gs_obj *build(struct gs_engine *e, struct replay *r,
+			    const struct rent *x)
+{
+	const struct jput *p = put_body(x->put);
+	const struct jchunk *c = put_chunks(x->put);
+	struct gs_obj *obj;
+
+	if (p->nchunks ? !layout_ok(e, x) : p->size > e->cfg.ram_head) {
+		drop(r, p->nchunks ? DROP_LAYOUT : DROP_RAM, x);
+		return NULL;
+	}
+	obj = engine_record_alloc(x->key, x->klen, p->nchunks);
+	if (!obj) {
+		drop(r, DROP_MEM, x);
+		return NULL;
+	}
+	obj->meta.size = p->size;
+	obj->meta.flags = p->flags;
+	obj->meta.exptime = x->exptime;
+	obj->meta.cas = p->cas;
+	obj->meta.mtime = p->mtime;
+	for (uint32_t i = 0; i < p->nchunks; i++) {
+		obj->chunks[i] = (struct chunk){
+			.addr = c[i].addr, .sum = c[i].sum,
+			.len = c[i].len, .tier = c[i].tier,
+		};
+		obj->meta.tier_bytes[c[i].tier] += c[i].len;
+	}
+	if (p->nchunks) {
+		obj->on_disk = true;
+		if (claim(e, obj) < 0) {
+			drop(r, DROP_POOL, x);
+			return NULL;
+		}
+		return obj;
+	}
+	obj->meta.head_len = obj->meta.tier_bytes[GS_TIER_RAM] = p->size;
+	if (engine_reserve_part(e, obj, -1) < 0) {
+		engine_free_record(e, obj);
+		drop(r, DROP_RAM, x);
+		return NULL;
+	}
+	if (p->size)
+		memcpy(obj->head, c, p->size);
+	return obj;
+}
+
+/* Links every live object of the table. */
+static void link_all(struct gs_engine *e, struct replay *r)
+{
+	bool no_evict = e->cfg.no_evict;
+	int64_t now = time(NULL);
+
+	/* room for a recovered object is never made by evicting another */
+	e->cfg.no_evict = true;
+	for (uint32_t i = 0; i < r->n; i++) {
+		struct rent *x = &r->ents[i];
+		struct gs_obj *obj;
+
+		if (!x->put)
+			continue;
+		if (dead(r, x, now)) {
+			r->dead++;
+			continue;
+		}
+		obj = build(e, r, x);
+		if (!obj)
+			continue;
+		if (engine_link_recovered(e, obj) < 0) {
+			engine_free_record(e, obj);
+			drop(r, DROP_MEM, x);
+			continue;
+		}
+		engine_unref(e, obj);		/* the index holds it now */
+		r->linked++;
+	}
+	e->cfg.no_evict = no_evict;
+	for (int k = 0; k < DROPS; k++)
+		if (r->dropped[k])
+			log_warn("journal: %llu object(s) dropped at recovery: %s",
+				 (unsigned long long)r->dropped[k], drop_why[k]);
+}
+
+/* ---- the whole ---- */
+
+/* Reads the journal into <r>, cutting a bad tail, and links what lives. */
+static int replay(struct gs_engine *e, struct replay *r, char *err,
+		  size_t errlen)
+{
+	struct journal *j = e->journal;
+	uint64_t size = j->end;
+	const char *why = NULL;
+	char *map = NULL;
+	int64_t end = sizeof(struct jhdr);
+
+	if (size > sizeof(struct jhdr)) {
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, j->fd, 0);
+		if (map == MAP_FAILED) {
+			snprintf(err, errlen, "%s: cannot map: %s", j->path,
+				 strerror(errno));
+			return -errno;
+		}
+		end = read_records(r, map, size, &why);
+	}
+	if (end < 0) {
+		snprintf(err, errlen, "%s: out of memory for the replay", j->path);
+		munmap(map, size);
+		return end;
+	}
+	if ((uint64_t)end < size) {
+		log_warn("%s: the record at byte %lld of %llu is %s (a crash in mid-append?): the journal is cut there",
+			 j->path, (long long)end, (unsigned long long)size, why);
+		if (ftruncate(j->fd, end) < 0) {
+			snprintf(err, errlen, "%s: cannot cut: %s", j->path,
+				 strerror(errno));
+			munmap(map, size);
+			return -errno;
+		}
+	}
+	j->end = end;
+	j->records = r->records;
+	link_all(e, r);
+	if (map)
+		munmap(map, size);
+	return 0;
+}
+
+int journal_recover(struct gs_engine *e, char *err, size_t errlen)
+{
+	struct journal *j = e->journal;
+	struct replay r = { 0 };
+	struct timespec t0, t1;
+	uint64_t ms;
+	int ret;
+
+	if (!j || j->recovered)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_mutex_lock(&e->lock);
+	ret = replay(e, &r, err, errlen);
+	if (ret == 0) {
+		if (r.max_seq > j->last)
+			j->last = r.max_seq;
+		if (j->last > e->next_cas)
+			e->next_cas = j->last;
+		__atomic_store_n(&j->synced, j->last, __ATOMIC_RELEASE);
+		e->invalid_at = r.invalid_at;
+		j->recovered = true;
+		STAT_ADD(e, recovered_objects, r.linked);
+		__atomic_store_n(&e->st.journal_bytes, j->end, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->st.journal_records, j->records,
+				 __ATOMIC_RELAXED);
+		journal_weigh(e);
+	}
+	pthread_mutex_unlock(&e->lock);
+	free(r.ents);
+	free(r.buckets);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	if (ret < 0)
+		return ret;
+	STAT_ADD(e, recovery_ms, ms);
+	log_info("%s: recovered %llu objects (%llu dead) from %llu records in %llu ms",
+		 j->path, (unsigned long long)r.linked, (unsigned long long)r.dead,
+		 (unsigned long long)r.records, (unsigned long long)ms);
+	return 0;
+}
