@@ -2,7 +2,9 @@
  * A memcache connection's output queue: byte buffers and pinned objects in
  * reply order.  An object becomes a stream (and takes a read-ahead window)
  * only when it reaches the head of the queue, so a pipelining client can't
- * hold windows it is not sending from.
+ * hold windows it is not sending from.  An object whose head is not in RAM
+ * carries its value line, sent when the head lands: a head that cannot be
+ * read makes the key a miss instead of a cut reply.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,7 +23,8 @@ struct out {
 	struct gs_obj *obj;		/* object reply: pinned until streamed */
 	struct gs_stream *stream;
 	bool is_obj;
-	size_t len, off, cap;
+	size_t len, off, cap;		/* object: len is the piece in a writev */
+	size_t line_len, line_off;	/* object: its value line, in data */
 	char data[];
 };
 
@@ -138,13 +141,17 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj)
 {
 	struct out *h = NULL, *o, *t;
+	uint64_t head_len;
+	bool deferred;
 
+	gs_obj_head(obj, &head_len);
+	deferred = !head_len && gs_obj_meta(obj)->size;
 	/* everything is allocated before anything is queued */
-	if (!tail_has_room(c, len))
+	if (!deferred && !tail_has_room(c, len))
 		h = out_text_new(len);
-	o = malloc(sizeof(*o));
+	o = malloc(sizeof(*o) + (deferred ? len : 0));
 	t = out_text_new(2);
-	if ((!h && !tail_has_room(c, len)) || !o || !t) {
+	if ((!deferred && !h && !tail_has_room(c, len)) || !o || !t) {
 		free(h);
 		free(o);
 		free(t);
@@ -154,12 +161,31 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 	}
 	if (h)
 		out_push(c, h);
-	out_text_add(c, out_last(c), hdr, len);
 	*o = (struct out){ .obj = obj, .is_obj = true };
+	if (deferred) {
+		memcpy(o->data, hdr, len);
+		o->line_len = len;
+	} else {
+		out_text_add(c, out_last(c), hdr, len);
+	}
 	out_push(c, o);
 	out_push(c, t);
 	out_text_add(c, t, "\r\n", 2);
 	return 0;
+}
+
+/* Drops object reply <o>, first in the queue, before any of it was sent,
+ * with the "\r\n" that follows it. */
+static void drop_unsent(struct conn *c, struct out *o)
+{
+	struct out *t = out_next(c, o);
+
+	SRV_ADD(c->srv, get_unreadable, 1);
+	t->off += 2;			/* a buffer of its own, "\r\n" first */
+	c->out_bytes -= 2;
+	out_pop(c);
+	if (t->off == t->len)
+		out_pop(c);
 }
 
 static void stream_wake(void *arg)
@@ -198,6 +224,12 @@ int conn_send(struct conn *c)
 			ret = gs_stream_peek(o->stream, &p, &len);
 			if (ret == -EAGAIN)
 				break;
+			if (ret < 0 && o->line_len && !o->line_off) {
+				/* nothing of it sent: the key is a miss */
+				drop_unsent(c, o);
+				o = out_first(c);
+				continue;
+			}
 			if (ret < 0) {
 				/* a broken object: the value line is out, so the
 				 * only honest end is to cut the connection */
@@ -208,6 +240,13 @@ int conn_send(struct conn *c)
 				out_pop(c);
 				o = out_first(c);
 				continue;
+			}
+			if (o->line_off < o->line_len) {
+				if (n + 2 > IOV_MAX_SEND)
+					break;
+				iov[n++] = (struct iovec){ o->data + o->line_off,
+							   o->line_len - o->line_off };
+				total += o->line_len - o->line_off;
 			}
 			iov[n++] = (struct iovec){ (void *)p, len };
 			total += len;
@@ -230,6 +269,13 @@ int conn_send(struct conn *c)
 			size_t k;
 
 			o = out_first(c);
+			if (o->is_obj && o->line_off < o->line_len) {
+				k = o->line_len - o->line_off < left ?
+				    o->line_len - o->line_off : left;
+				o->line_off += k;
+				left -= k;
+				continue;
+			}
 			if (o->is_obj) {
 				k = o->len < left ? o->len : left;
 				gs_stream_consume(o->stream, k);

@@ -84,6 +84,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		   char *err, size_t errlen)
 {
 	struct gs_engine *e;
+	const char *spec;
 	int ret;
 
 	ret = check_config(cfg, err, errlen);
@@ -98,6 +99,8 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
+	spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
+	e->head_admit_any = spec && !strcmp(spec, "any");
 	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);
@@ -113,14 +116,16 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	if (e->has_pool[GS_TIER_SSD]) {
 		ret = pool_open(&e->pools[GS_TIER_SSD], GS_TIER_SSD, cfg->ssd_dirs,
 				cfg->n_ssd_dirs, cfg->ssd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_SSD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_SSD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_region;
 	}
 	if (e->has_pool[GS_TIER_HDD]) {
 		ret = pool_open(&e->pools[GS_TIER_HDD], GS_TIER_HDD, cfg->hdd_dirs,
 				cfg->n_hdd_dirs, cfg->hdd_size, cfg->stripe_unit,
-				engine_max_on_tier(e, GS_TIER_HDD), err, errlen);
+				engine_max_on_tier(e, GS_TIER_HDD), cfg->fresh,
+				err, errlen);
 		if (ret < 0)
 			goto out_ssd;
 	}

@@ -89,6 +89,7 @@ struct pool_dir {
 	int marker_fd;			/* holds the flock while we run */
 	int dfd;			/* the dir itself, trusted (dirtrust) */
 	int fixed;			/* index among the registered files */
+	uint64_t grown;			/* bytes the extents file holds */
 };
 
 struct pool {
@@ -103,6 +104,9 @@ struct pool {
 	uint64_t *usedmap;		/* bit set = unit allocated */
 	uint64_t cursor;		/* next-fit hint */
 	uint64_t used;			/* bytes allocated */
+	uint64_t step;			/* growth of each dir's file at a time */
+	uint64_t backed;		/* [0, backed) is in the files */
+	bool grow_failed;		/* logged; cleared by a growth */
 };
 
 /* A chunk spans at most GS_MAX_SEGS stripes: with GS_HDD_CHUNK and a
@@ -118,15 +122,20 @@ struct pool_seg {
 	uint32_t buf_off;		/* where it starts in the chunk buffer */
 };
 
+/* Opens (creating) a pool; its files keep their size and grow as space is
+ * handed out.  <fresh>: wipe what the dirs hold (only dirs whose marker is
+ * this pool's) and accept a pool of another format or stripe unit. */
 int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	      unsigned ndirs, uint64_t size, uint64_t stripe,
-	      uint64_t min_size, char *err, size_t errlen);
+	      uint64_t min_size, bool fresh, char *err, size_t errlen);
 void pool_close(struct pool *p);
-/* Allocates <len> contiguous bytes (rounded to align): 0 and <*addr>, or
- * -ENOSPC. */
+/* Allocates <len> contiguous bytes (rounded to align), from space the
+ * files hold if it can, else growing them: 0 and <*addr>, or -ENOSPC
+ * (the pool is full, or its file system is). */
 int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
-/* Marks [<addr>, <addr>+<len>) allocated (recovery): 0, or -EINVAL when
- * it is outside the pool, misaligned or already taken. */
+/* Marks [<addr>, <addr>+<len>) allocated (recovery), growing the files to
+ * cover it if they do not: 0, -EINVAL when it is outside the pool,
+ * misaligned or already taken, or -ENOSPC when the files cannot grow. */
 int pool_claim(struct pool *p, uint64_t addr, uint64_t len);
 void pool_free(struct pool *p, uint64_t addr, uint64_t len);
 /* Splits [<addr>, <addr>+<len>) at stripe boundaries into <segs> (at most
@@ -183,6 +192,8 @@ struct gs_engine {
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
 	uint32_t heads_len, heads_cap, heads_hand;
 	uint32_t heads_epoch;		/* laps of heads_hand */
+	bool head_admit_any;		/* GOBLIN_TEST_HEAD_ADMIT=any: every
+					 * miss admits (the policy's measure) */
 	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */

@@ -79,7 +79,8 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off)
 
 	if (!obj->on_disk || !obj->linked || obj->head || obj->head_loading)
 		return false;
-	again = obj->seen_epoch && e->heads_epoch - obj->seen_epoch <= 1;
+	again = e->head_admit_any ||
+		(obj->seen_epoch && e->heads_epoch - obj->seen_epoch <= 1);
 	if (engine_head_alloc(e, false, off) < 0 &&
 	    (!again || engine_head_alloc(e, true, off) < 0)) {
 		obj->seen_epoch = e->heads_epoch;

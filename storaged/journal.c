@@ -320,10 +320,12 @@ static void *out_room(struct cp_out *o, size_t len)
 		out_flush(o);
 	if (len > o->cap) {
 		p = realloc(o->buf, len);
-		if (!p)
+		if (p) {
+			o->buf = p;
+			o->cap = len;
+		} else {
 			o->err = -ENOMEM;
-		else
-			o->buf = p, o->cap = len;
+		}
 	}
 	if (o->err)
 		return NULL;
@@ -408,13 +410,16 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 	return fd;
 }
 
-static void publish_synced(struct journal *j, uint64_t seq)
+/* Everything filed up to <seq> is on stable storage: wakes who waits. */
+static void publish_synced(struct gs_engine *e, struct journal *j,
+			   uint64_t seq)
 {
 	pthread_mutex_lock(&j->sync_lock);
 	if (seq > j->synced)
 		__atomic_store_n(&j->synced, seq, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&j->synced_cond);
 	pthread_mutex_unlock(&j->sync_lock);
+	engine_wake_synced(e);		/* stores waiting in gs_io loops */
 }
 
 int journal_checkpoint(struct gs_engine *e, bool sync)
@@ -451,8 +456,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 			JOURNAL_MIN_CHECKPOINT;
 	if (e->next_cas > j->last)
 		__atomic_store_n(&j->last, e->next_cas, __ATOMIC_RELEASE);
-	if (sync)
-		publish_synced(j, j->last);
+	if (sync && j->syncing)
+		publish_synced(e, j, j->last);
 	STAT_ADD(e, checkpoints, 1);
 	publish_stats(e, j);
 	log_info("%s: checkpoint of %lld records, %llu bytes, in %llu ms",
@@ -510,7 +515,7 @@ static void sync_once(struct gs_engine *e, struct journal *j)
 		return;
 	}
 	STAT_ADD(e, syncs, 1);
-	publish_synced(j, seq);
+	publish_synced(e, j, seq);
 }
 
 static void *sync_main(void *arg)

@@ -450,7 +450,7 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 	ret = replay(e, &r, err, errlen);
 	if (ret == 0) {
 		if (r.max_seq > j->last)
-			j->last = r.max_seq;
+			__atomic_store_n(&j->last, r.max_seq, __ATOMIC_RELEASE);
 		if (j->last > e->next_cas)
 			e->next_cas = j->last;
 		__atomic_store_n(&j->synced, j->last, __ATOMIC_RELEASE);

@@ -37,11 +37,11 @@
 	OPTION(hdd_dir, "hdd-dir", DIRS, "", 0, 0,			\
 	       "HDD pool directory; repeat to stripe (none: the SSD pool holds tails)") \
 	OPTION(ssd_size, "ssd-size", SIZE, "1G", 0, 0,			\
-	       "SSD pool capacity, preallocated and split over its directories") \
+	       "SSD pool capacity, split over its directories; their files grow to it as used") \
 	OPTION(hdd_size, "hdd-size", SIZE, "4G", 0, 0,			\
-	       "HDD pool capacity, preallocated and split over its directories") \
+	       "HDD pool capacity, split over its directories; their files grow to it as used") \
 	OPTION(stripe_unit, "stripe-unit", SIZE, "1M", 0, 0,		\
-	       "striping unit across the directories of one pool")	\
+	       "striping unit across the directories of one pool (kept in its marker: changing it needs --fresh)")	\
 	OPTION(io_buffers, "io-buffers", UINT, "4", 1, GS_IO_BUFFERS_MAX,		\
 	       "read-ahead window per request, in chunks (1M buffers)")	\
 	OPTION(io_streams, "io-streams", UINT, "8", 1, 1024,		\
@@ -79,7 +79,7 @@
 	OPTION(numa, "numa", INT, "-1", -1, INT_MAX,			\
 	       "bind serving threads and head memory to this NUMA node (-1: none)") \
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
-	       "start empty: wipe what the pools hold instead of recovering it") \
+	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
 	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)")
 

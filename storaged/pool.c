@@ -1,10 +1,11 @@
 /*
  * Disk pools.  A pool is one tier: one or more dirs, each with a safety
- * marker file and a preallocated extents file opened O_DIRECT.  Several
- * dirs are striped RAID-0 style by --stripe-unit over one logical address
- * space; space is handed out in device-alignment units from a bitmap,
- * next-fit, never rounded to powers of two.  Allocation calls expect the
- * engine lock.
+ * marker file (which names the pool's format) and an extents file opened
+ * O_DIRECT.  Several dirs are striped RAID-0 style by --stripe-unit over
+ * one logical address space; space is handed out in device-alignment units
+ * from a bitmap, next-fit, never rounded to powers of two.  The files grow
+ * in steps (fallocate) as space past what they hold is handed out, up to
+ * the pool's size.  Allocation calls expect the engine lock.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,6 +24,8 @@
 
 #define MARKER_NAME	"goblin-pool"
 #define EXTENTS_NAME	"extents"
+#define POOL_FORMAT	2
+#define GROW_STEP_MAX	(64ull << 20)
 
 static const char *const tier_names[] = { "ram", "ssd", "hdd" };
 
@@ -98,17 +101,69 @@ static int dir_has_foreign_files(int dfd)
 	return found;
 }
 
-static int check_marker(struct pool_dir *d, const char *want, char *err,
-			size_t errlen)
+/*
+ * The marker: "goblin-store <tier> <i>/<n> format <f>[ stripe <unit>]\n",
+ * the stripe unit with more than one dir (with one, addresses are file
+ * offsets).  Format 1, before pools grew and recovered, had no format.
+ */
+static void marker_text(const struct pool *p, unsigned i, char *buf,
+			size_t len)
 {
-	char have[128];
+	int n = snprintf(buf, len, "goblin-store %s %u/%u format %d",
+			 tier_names[p->tier], i + 1, p->ndirs, POOL_FORMAT);
+
+	if (p->ndirs > 1)
+		n += snprintf(buf + n, len - n, " stripe %llu",
+			      (unsigned long long)p->stripe);
+	snprintf(buf + n, len - n, "\n");
+}
+
+/* 0 when <have> (a marker's text, not empty) names dir <i> of this tier's
+ * pool of <p->ndirs> dirs, whatever its format. */
+static int marker_ours(const struct pool *p, unsigned i, const char *have)
+{
+	char tier[8];
+	unsigned di, dn;
+
+	if (sscanf(have, "goblin-store %7s %u/%u", tier, &di, &dn) != 3 ||
+	    strcmp(tier, tier_names[p->tier]) || di != i + 1 || dn != p->ndirs)
+		return -EEXIST;
+	return 0;
+}
+
+/* Why a marker of ours, <have>, is not <want>: into <why>. */
+static void marker_mismatch(const struct pool *p, const char *have,
+			    char *why, size_t len)
+{
+	const char *f = strstr(have, " format ");
+	unsigned format = f ? (unsigned)strtoul(f + 8, NULL, 10) : 1;
+	const char *s = strstr(have, " stripe ");
+	unsigned long long stripe = s ? strtoull(s + 8, NULL, 10) : 0;
+
+	if (format != POOL_FORMAT)
+		snprintf(why, len, "pool format %u, this goblin-store reads format %d",
+			 format, POOL_FORMAT);
+	else if (p->ndirs > 1 && s && stripe != p->stripe)
+		snprintf(why, len, "pool striped by %llu bytes, `stripe_unit` is %llu",
+			 stripe, (unsigned long long)p->stripe);
+	else
+		snprintf(why, len, "unreadable marker \"%.*s\"",
+			 (int)strcspn(have, "\n"), have);
+}
+
+/* Reads dir <i>'s marker into <have> (empty: a new pool), refuses one of
+ * another pool, and takes the lock. */
+static int check_marker(struct pool *p, unsigned i, char *have, size_t len,
+			char *err, size_t errlen)
+{
+	struct pool_dir *d = &p->dirs[i];
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	ssize_t n = pread(d->marker_fd, have, sizeof(have) - 1, 0);
+	ssize_t n = pread(d->marker_fd, have, len - 1, 0);
 
 	if (n < 0)
 		return -errno;
 	have[n] = '\0';
-	if (n > 0 && strcmp(have, want)) {
+	if (n > 0 && marker_ours(p, i, have)) {
 		have[strcspn(have, "\n")] = '\0';
 		snprintf(err, errlen, "%s: belongs to another pool (its marker says \"%s\")",
 			 d->path, have);
@@ -126,8 +181,39 @@ static int check_marker(struct pool_dir *d, const char *want, char *err,
 				 d->path, strerror(-ret));
 		return -EBUSY;
 	}
-	if (n == 0 && (pwrite(d->marker_fd, want, strlen(want), 0) < 0 ||
-		       fsync(d->marker_fd) < 0)) {
+	return 0;
+}
+
+/*
+ * With the lock held and the extents file open: a marker of another format
+ * or stripe unit is refused, unless <fresh>, which empties the extents file
+ * and writes the marker anew.
+ */
+static int settle_marker(struct pool *p, unsigned i, const char *have,
+			 bool fresh, char *err, size_t errlen)
+{
+	struct pool_dir *d = &p->dirs[i];
+	char want[128], why[160];
+	bool same;
+
+	marker_text(p, i, want, sizeof(want));
+	same = !strcmp(have, want);
+	if (*have && !same && !fresh) {
+		marker_mismatch(p, have, why, sizeof(why));
+		snprintf(err, errlen, "%s: %s: start with `fresh` to wipe it",
+			 d->path, why);
+		return -EEXIST;
+	}
+	if (fresh && (ftruncate(d->fd, 0) < 0 || fsync(d->fd) < 0)) {
+		snprintf(err, errlen, "%s/" EXTENTS_NAME ": cannot wipe: %s",
+			 d->path, strerror(errno));
+		return -errno;
+	}
+	if (same)
+		return 0;
+	if (ftruncate(d->marker_fd, 0) < 0 ||
+	    pwrite(d->marker_fd, want, strlen(want), 0) < 0 ||
+	    fsync(d->marker_fd) < 0) {
 		snprintf(err, errlen, "%s: writing marker: %s", d->path,
 			 strerror(errno));
 		return -errno;
@@ -147,22 +233,61 @@ static uint32_t dio_alignment(int fd)
 }
 
 /* One aligned O_DIRECT read: some file systems accept the open flag and
- * fail the I/O. */
+ * fail the I/O.  A file shorter than that is stretched for the read and
+ * cut back. */
 static int probe_direct(struct pool_dir *d, uint32_t align, char *err,
 			size_t errlen)
 {
+	bool stretch = d->grown < align;
 	void *buf = aligned_alloc(align, align);
-	ssize_t n;
+	ssize_t n = -1;
+	int saved;
 
 	if (!buf)
 		return -ENOMEM;
-	n = pread(d->fd, buf, align, 0);
+	if (!stretch || ftruncate(d->fd, align) == 0)
+		n = pread(d->fd, buf, align, 0);
+	saved = errno;
 	free(buf);
+	if (stretch && ftruncate(d->fd, d->grown) < 0 && n >= 0) {
+		n = -1;
+		saved = errno;
+	}
 	if (n == (ssize_t)align)
 		return 0;
 	snprintf(err, errlen, "%s: O_DIRECT read failed: %s", d->path,
-		 n < 0 ? strerror(errno) : "short read");
-	return n < 0 ? -errno : -EIO;
+		 n < 0 ? strerror(saved) : "short read");
+	return n < 0 ? -saved : -EIO;
+}
+
+/* Takes the extents file of dir <i> as it is (cut to the pool's share if
+ * the pool shrank) and probes it. */
+static int open_extents(struct pool *p, unsigned i, char *err, size_t errlen)
+{
+	struct pool_dir *d = &p->dirs[i];
+	struct stat st;
+
+	if (fstat(d->fd, &st) < 0) {
+		snprintf(err, errlen, "%s/" EXTENTS_NAME ": %s", d->path,
+			 strerror(errno));
+		return -errno;
+	}
+	d->grown = st.st_size;
+	if (d->grown > p->per_dir) {
+		if (ftruncate(d->fd, p->per_dir) < 0) {
+			snprintf(err, errlen, "%s/" EXTENTS_NAME ": cannot cut to %llu bytes: %s",
+				 d->path, (unsigned long long)p->per_dir,
+				 strerror(errno));
+			return -errno;
+		}
+		log_info("%s/" EXTENTS_NAME ": cut from %llu to the pool's %llu bytes",
+			 d->path, (unsigned long long)d->grown,
+			 (unsigned long long)p->per_dir);
+		d->grown = p->per_dir;
+	}
+	if (dio_alignment(d->fd) > p->align)
+		p->align = dio_alignment(d->fd);
+	return probe_direct(d, p->align, err, errlen);
 }
 
 /*
@@ -170,10 +295,11 @@ static int probe_direct(struct pool_dir *d, uint32_t align, char *err,
  * dir it ends at must be ours and not group/world writable, and nothing in
  * it is opened through a symlink.
  */
-static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
+static int open_dir(struct pool *p, unsigned i, bool fresh, char *err,
+		    size_t errlen)
 {
 	struct pool_dir *d = &p->dirs[i];
-	char want[128];
+	char have[128];
 	struct statfs sfs;
 	int dfd, ret;
 
@@ -209,9 +335,7 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 	if (ret < 0)
 		goto out_dir;
 	d->marker_fd = ret;
-	snprintf(want, sizeof(want), "goblin-store %s %u/%u\n",
-		 tier_names[p->tier], i + 1, p->ndirs);
-	ret = check_marker(d, want, err, errlen);
+	ret = check_marker(p, i, have, sizeof(have), err, errlen);
 	if (ret < 0)
 		goto out_dir;
 	ret = open_in_dir(d, dfd, EXTENTS_NAME, true, err, errlen);
@@ -219,25 +343,34 @@ static int open_dir(struct pool *p, unsigned i, char *err, size_t errlen)
 		goto out_dir;
 	d->fd = ret;
 	d->dfd = dfd;			/* kept: the journal lives beside */
-	if (ftruncate(d->fd, p->per_dir) < 0 ||
-	    (fallocate(d->fd, 0, 0, p->per_dir) < 0 && errno != EOPNOTSUPP)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s/" EXTENTS_NAME ": cannot preallocate %llu bytes: %s",
-			 d->path, (unsigned long long)p->per_dir, strerror(errno));
+	ret = settle_marker(p, i, have, fresh, err, errlen);
+	if (ret < 0)
 		return ret;
-	}
-	if (dio_alignment(d->fd) > p->align)
-		p->align = dio_alignment(d->fd);
-	return probe_direct(d, p->align, err, errlen);
+	return open_extents(p, i, err, errlen);
 
 out_dir:
 	close(dfd);
 	return ret;
 }
 
+/* Logical bytes [0, n) that every dir's file holds. */
+static uint64_t backed_bytes(const struct pool *p)
+{
+	uint64_t m = UINT64_MAX, cap = p->units * p->align;
+
+	for (unsigned i = 0; i < p->ndirs; i++)
+		if (p->dirs[i].grown < m)
+			m = p->dirs[i].grown;
+	if (p->ndirs > 1)
+		m = (m - m % p->stripe) * p->ndirs;
+	else
+		m -= m % p->align;
+	return m < cap ? m : cap;
+}
+
 int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	      unsigned ndirs, uint64_t size, uint64_t stripe,
-	      uint64_t min_size, char *err, size_t errlen)
+	      uint64_t min_size, bool fresh, char *err, size_t errlen)
 {
 	int ret;
 
@@ -269,7 +402,7 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 		}
 	}
 	for (unsigned i = 0; i < ndirs; i++) {
-		ret = open_dir(p, i, err, errlen);
+		ret = open_dir(p, i, fresh, err, errlen);
 		if (ret < 0)
 			goto out_close;
 	}
@@ -285,9 +418,20 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 		ret = -ENOMEM;
 		goto out_close;
 	}
-	log_info("%s pool: %u dir(s), %llu bytes, alignment %u%s",
-		 tier_names[tier], ndirs, (unsigned long long)p->size, p->align,
-		 ndirs > 1 ? ", striped" : "");
+	/* a growth is a step of every dir's file: at least one largest chunk,
+	 * whole stripes, so that the files cover [0, backed) */
+	p->step = p->per_dir / 16 < GROW_STEP_MAX ? p->per_dir / 16 :
+		  GROW_STEP_MAX;
+	if (p->step < GS_HDD_CHUNK)
+		p->step = GS_HDD_CHUNK;
+	p->step = round_up(p->step, ndirs > 1 ? p->stripe : p->align);
+	if (p->step > p->per_dir)
+		p->step = p->per_dir;
+	p->backed = backed_bytes(p);
+	log_info("%s pool: %u dir(s), %llu bytes (%llu in its files, growing by %llu per dir), alignment %u%s",
+		 tier_names[tier], ndirs, (unsigned long long)p->size,
+		 (unsigned long long)p->backed, (unsigned long long)p->step,
+		 p->align, ndirs > 1 ? ", striped" : "");
 	return 0;
 
 out_close:
@@ -325,22 +469,87 @@ static void mark(struct pool *p, uint64_t first, uint64_t n, bool used)
 	}
 }
 
-int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
+static bool unit_used(const struct pool *p, uint64_t u)
 {
-	uint64_t n = round_up(len, p->align) / p->align;
+	return p->usedmap[u / 64] >> (u % 64) & 1;
+}
+
+/* Grows dir <d>'s file to <size> bytes: 0 or -errno, <d->grown> what it
+ * holds after. */
+static int grow_file(struct pool_dir *d, uint64_t size)
+{
+	struct stat st;
+	int ret;
+
+	if (fallocate(d->fd, 0, d->grown, size - d->grown) == 0 ||
+	    (errno == EOPNOTSUPP && ftruncate(d->fd, size) == 0)) {
+		d->grown = size;
+		return 0;
+	}
+	ret = -errno;
+	/* a failed fallocate may have kept part of the range */
+	if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size > d->grown)
+		d->grown = (uint64_t)st.st_size < size ?
+			   (uint64_t)st.st_size : size;
+	return ret;
+}
+
+/*
+ * Grows the files in steps until they hold [0, <need>).  A failure is
+ * logged once until a growth succeeds again; the pool then only reuses what
+ * its files hold, as a full pool does.
+ */
+static int grow(struct pool *p, uint64_t need)
+{
+	uint64_t cap = p->units * p->align, step = p->step * p->ndirs;
+	uint64_t to, per;
+	int ret = 0;
+	unsigned i;
+
+	if (need > cap)
+		return -ENOSPC;
+	to = p->backed + round_up(need - p->backed, step);
+	if (to > cap)
+		to = cap;
+	per = p->ndirs > 1 ? to / p->ndirs : to;
+	for (i = 0; i < p->ndirs && ret == 0; i++)
+		if (p->dirs[i].grown < per)
+			ret = grow_file(&p->dirs[i], per);
+	p->backed = backed_bytes(p);
+	if (ret == 0) {
+		if (p->grow_failed)
+			log_info("%s pool: its files grow again", tier_names[p->tier]);
+		p->grow_failed = false;
+		return 0;
+	}
+	if (!p->grow_failed)
+		log_warn("%s pool: %s/" EXTENTS_NAME ": cannot grow to %llu bytes: %s%s",
+			 tier_names[p->tier], p->dirs[i - 1].path,
+			 (unsigned long long)per, strerror(-ret),
+			 ret == -ENOSPC || ret == -EDQUOT ?
+			 " (its file system is full): the pool is full at its current size" :
+			 ": the pool is full at its current size");
+	p->grow_failed = true;
+	return -ENOSPC;
+}
+
+/* Next-fit: the first run of <n> free units from the cursor on, within
+ * [0, <lim>). */
+static int find_run(struct pool *p, uint64_t n, uint64_t lim, uint64_t *first)
+{
 	uint64_t u = p->cursor, scanned = 0, run = 0;
 
-	if (n == 0 || n > p->units)
+	if (n > lim)
 		return -ENOSPC;
-	while (scanned < p->units + n) {
+	while (scanned < lim + n) {
 		uint64_t w;
 
-		if (u >= p->units) {
+		if (u >= lim) {
 			u = 0;
 			run = 0;
 		}
 		w = p->usedmap[u / 64];
-		if (u % 64 == 0 && u + 64 <= p->units &&
+		if (u % 64 == 0 && u + 64 <= lim &&
 		    (w == ~0ull || (w == 0 && run + 64 < n))) {
 			run = w ? 0 : run + 64;
 			u += 64;
@@ -350,18 +559,36 @@ int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
 		if (w >> (u % 64) & 1) {
 			run = 0;
 		} else if (++run == n) {
-			uint64_t first = u + 1 - n;
-
-			mark(p, first, n, true);
-			p->cursor = u + 1;
-			p->used += n * p->align;
-			*addr = first * p->align;
+			*first = u + 1 - n;
 			return 0;
 		}
 		u++;
 		scanned++;
 	}
 	return -ENOSPC;
+}
+
+int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
+{
+	uint64_t n = round_up(len, p->align) / p->align;
+	uint64_t lim = p->backed / p->align, first, tail = 0;
+
+	if (n == 0 || n > p->units)
+		return -ENOSPC;
+	if (find_run(p, n, lim, &first) < 0) {
+		/* units past what the files hold are free: a free run at
+		 * their end goes on into the growth */
+		while (tail < n && tail < lim && !unit_used(p, lim - 1 - tail))
+			tail++;
+		if (grow(p, (lim - tail + n) * p->align) < 0)
+			return -ENOSPC;
+		first = lim - tail;
+	}
+	mark(p, first, n, true);
+	p->cursor = first + n;
+	p->used += n * p->align;
+	*addr = first * p->align;
+	return 0;
 }
 
 int pool_claim(struct pool *p, uint64_t addr, uint64_t len)
@@ -372,8 +599,11 @@ int pool_claim(struct pool *p, uint64_t addr, uint64_t len)
 	if (!len || addr % p->align || first >= p->units || n > p->units - first)
 		return -EINVAL;
 	for (uint64_t u = first; u < first + n; u++)
-		if (p->usedmap[u / 64] >> (u % 64) & 1)
+		if (unit_used(p, u))
 			return -EINVAL;
+	if ((first + n) * p->align > p->backed &&
+	    grow(p, (first + n) * p->align) < 0)
+		return -ENOSPC;
 	mark(p, first, n, true);
 	p->used += n * p->align;
 	return 0;

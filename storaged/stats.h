@@ -64,6 +64,7 @@
 	ACTION(store_no_memory, "values refused for lack of room")	\
 	ACTION(aborted_values, "values cut short by a closed connection")	\
 	ACTION(aborted_responses, "responses cut short by a broken object, a closed connection or no memory for the reply") \
+	ACTION(get_unreadable, "gets answered as a miss: the object's head could not be read from disk (it was dropped)") \
 	ACTION(idle_timeouts, "connections closed idle between commands past --idle-timeout") \
 	ACTION(read_timeouts, "connections closed stalled inside a command line or value past --read-timeout") \
 	ACTION(send_timeouts, "connections closed taking none of their reply for --send-timeout") \

@@ -240,7 +240,7 @@ static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
 			res = -EIO;
 		}
 	} else if (res == 0) {
-		res = -EIO;		/* past the end of a preallocated file */
+		res = -EIO;		/* past the end of the extents file */
 	}
 	if (res < 0 && op->res == 0)
 		op->res = res;

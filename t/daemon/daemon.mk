@@ -12,3 +12,6 @@ build/t/failmalloc.so: t/lib/failmalloc.c
 	@$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
 
 all: build/t/failmalloc.so
+
+# pools.test: pool files that grow in steps, the marker's format version
+# and stripe unit, --fresh; nothing to build or install beyond the daemon.

@@ -1,16 +1,20 @@
 /*
  * Disk pools: extents aligned to the device alignment and never rounded to
  * powers of two, next-fit allocation that finds holes, exact accounting,
- * stripe segmentation across dirs, the marker rules, and the trust rules of
- * pool dirs: no symlink inside followed, nothing another user owns or may
- * write used, what we create private.
+ * stripe segmentation across dirs, files that grow in steps as space is
+ * handed out (and a full file system or a file size limit that stops them),
+ * the marker rules (format version, stripe unit, --fresh), and the trust
+ * rules of pool dirs: no symlink inside followed, nothing another user owns
+ * or may write used, what we create private.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,8 +34,8 @@ static void extents(void)
 	uint64_t a, b, c, x;
 
 	snprintf(d, sizeof(d), "%s/one", tmp);
-	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 1, 1 << 20, 1 << 20, 0, err,
-			sizeof(err)) == 0, "%s", err);
+	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 1, 1 << 20, 1 << 20, 0, false,
+			err, sizeof(err)) == 0, "%s", err);
 	CHECK(p.align >= 512 && p.align % 512 == 0, "align %u", p.align);
 	CHECK(pool_alloc(&p, 5000, &a) == 0 && a % p.align == 0, "a");
 	CHECK(p.used == 8192 || p.used == (uint64_t)round_up(5000, p.align),
@@ -60,8 +64,8 @@ static void stripes(void)
 
 	snprintf(d0, sizeof(d0), "%s/s0", tmp);
 	snprintf(d1, sizeof(d1), "%s/s1", tmp);
-	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 4 << 20, 64 << 10, 0, err,
-			sizeof(err)) == 0, "%s", err);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 4 << 20, 64 << 10, 0, false,
+			err, sizeof(err)) == 0, "%s", err);
 	CHECK(p.size == 4 << 20 && p.per_dir == 2 << 20, "geometry");
 	n = pool_segments(&p, 60 << 10, 136 << 10, segs, 8);
 	CHECK(n == 4, "segments %d", n);
@@ -76,14 +80,14 @@ static void stripes(void)
 	pool_close(&p);
 
 	/* the same dirs as another tier, or as one dir of a different stripe */
-	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 2, 4 << 20, 64 << 10, 0, err,
-			sizeof(err)) == -EEXIST && strstr(err, "belongs to another pool"),
+	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 2, 4 << 20, 64 << 10, 0, false,
+			err, sizeof(err)) == -EEXIST && strstr(err, "belongs to another pool"),
 	      "tier change refused: %s", err);
-	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 1, 4 << 20, 64 << 10, 0, err,
-			sizeof(err)) == -EEXIST, "geometry change refused: %s", err);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 1, 4 << 20, 64 << 10, 0, false,
+			err, sizeof(err)) == -EEXIST, "geometry change refused: %s", err);
 	/* while open, a second open of the same dirs is refused */
-	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 4 << 20, 64 << 10, 0, err,
-			sizeof(err)) == 0, "reopen: %s", err);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 4 << 20, 64 << 10, 0, false,
+			err, sizeof(err)) == 0, "reopen: %s", err);
 	pool_close(&p);
 }
 
@@ -109,6 +113,346 @@ static void large(void)
 	      segs[1].dir == 1 && segs[1].off == 3ull << 30, "striped past 4 GiB");
 }
 
+#define MIB	(1ull << 20)
+
+static long long extents_size(const char *dir)
+{
+	char path[500];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/extents", dir);
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static int open1(struct pool *p, enum gs_tier tier, const char *dir,
+		 uint64_t size, bool fresh, char *err, size_t errlen)
+{
+	const char *dirs[1] = { dir };
+
+	return pool_open(p, tier, dirs, 1, size, MIB, 0, fresh, err, errlen);
+}
+
+/* Files start empty, grow a step at a time as allocation passes what they
+ * hold (never past the pool's share), reuse what they hold first, and keep
+ * their size across a restart. */
+static void growth(void)
+{
+	char d[300], err[256];
+	struct pool p;
+	uint64_t a, x;
+	int i, ret;
+
+	snprintf(d, sizeof(d), "%s/grow", tmp);
+	CHECK(open1(&p, GS_TIER_HDD, d, 64 * MIB, false, err, sizeof(err)) == 0,
+	      "%s", err);
+	CHECK(p.step == 4 * MIB, "step %llu: 1/16 of the pool",
+	      (unsigned long long)p.step);
+	CHECK(extents_size(d) == 0 && p.backed == 0, "starts empty: %lld",
+	      extents_size(d));
+	for (i = 0; (ret = pool_alloc(&p, MIB, &a)) == 0; i++) {
+		CHECK(a == i * MIB, "chunk %d at %llu", i, (unsigned long long)a);
+		CHECK(extents_size(d) == (long long)round_up((i + 1) * MIB, 4 * MIB),
+		      "chunk %d: file %lld bytes", i, extents_size(d));
+	}
+	CHECK(ret == -ENOSPC && i == 64 && extents_size(d) == 64 << 20,
+	      "full at %d chunks, file %lld", i, extents_size(d));
+	pool_free(&p, 5 * MIB, MIB);
+	CHECK(pool_alloc(&p, MIB / 2, &x) == 0 && x == 5 * MIB, "hole");
+	pool_close(&p);
+
+	/* next-fit: the hole and the end of the file before a growth */
+	CHECK(open1(&p, GS_TIER_HDD, d, 64 * MIB, true, err, sizeof(err)) == 0 &&
+	      extents_size(d) == 0, "fresh: %s %lld", err, extents_size(d));
+	CHECK(pool_alloc(&p, MIB, &a) == 0 && pool_alloc(&p, MIB, &x) == 0,
+	      "two chunks");
+	pool_free(&p, a, MIB);
+	CHECK(pool_alloc(&p, 2 * MIB, &x) == 0 && x == 2 * MIB, "the end: %llu",
+	      (unsigned long long)x);
+	CHECK(pool_alloc(&p, MIB, &x) == 0 && x == a, "the hole: %llu",
+	      (unsigned long long)x);
+	CHECK(extents_size(d) == 4 << 20, "no growth: %lld", extents_size(d));
+	CHECK(pool_alloc(&p, MIB, &x) == 0 && x == 4 * MIB &&
+	      extents_size(d) == 8 << 20, "then a step: %lld", extents_size(d));
+	pool_close(&p);
+
+	/* a run bigger than a step, started in the free end of the file */
+	CHECK(open1(&p, GS_TIER_HDD, d, 16 * MIB, true, err, sizeof(err)) == 0 &&
+	      p.step == MIB, "1 MiB steps: %s", err);
+	CHECK(pool_alloc(&p, MIB / 2, &a) == 0 && extents_size(d) == 1 << 20, "a");
+	CHECK(pool_alloc(&p, 3 * MIB, &x) == 0 && x == MIB / 2 &&
+	      extents_size(d) == 4 << 20, "3 MiB at %llu, file %lld",
+	      (unsigned long long)x, extents_size(d));
+	pool_close(&p);
+
+	/* a restart counts what the file holds; a claim past it grows it */
+	CHECK(open1(&p, GS_TIER_HDD, d, 16 * MIB, false, err, sizeof(err)) == 0 &&
+	      p.backed == 4 * MIB && extents_size(d) == 4 << 20, "restart: %s",
+	      err);
+	CHECK(pool_claim(&p, MIB / 2, 3 * MIB) == 0, "claim inside");
+	CHECK(pool_claim(&p, 6 * MIB, MIB) == 0 && extents_size(d) == 7 << 20,
+	      "claim past the file: %lld", extents_size(d));
+	CHECK(pool_claim(&p, 15 * MIB, 2 * MIB) == -EINVAL &&
+	      extents_size(d) == 7 << 20, "claim past the pool");
+	CHECK(pool_alloc(&p, MIB, &x) == 0 && x == 3 * MIB + MIB / 2 &&
+	      extents_size(d) == 7 << 20, "between claims");
+	pool_close(&p);
+
+	/* a smaller pool cuts its file to its share */
+	CHECK(open1(&p, GS_TIER_HDD, d, 2 * MIB, false, err, sizeof(err)) == 0 &&
+	      extents_size(d) == 2 << 20 && p.backed == 2 * MIB, "cut: %lld",
+	      extents_size(d));
+	pool_close(&p);
+}
+
+/* Striped: every dir's file grows by a step at once. */
+static void striped_growth(void)
+{
+	char d0[300], d1[300], err[256];
+	const char *dirs[2] = { d0, d1 };
+	struct pool p;
+	uint64_t a;
+	int i;
+
+	snprintf(d0, sizeof(d0), "%s/g0", tmp);
+	snprintf(d1, sizeof(d1), "%s/g1", tmp);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 8 * MIB, 64 << 10, 0, false,
+			err, sizeof(err)) == 0, "%s", err);
+	CHECK(extents_size(d0) == 0 && extents_size(d1) == 0, "start empty");
+	CHECK(pool_alloc(&p, 64 << 10, &a) == 0 && p.backed == 2 * MIB &&
+	      extents_size(d0) == 1 << 20 && extents_size(d1) == 1 << 20,
+	      "a step each: %lld %lld", extents_size(d0), extents_size(d1));
+	for (i = 0; pool_alloc(&p, MIB, &a) == 0; i++)
+		CHECK(a + MIB <= p.backed && p.backed <= 8 * MIB, "chunk %d", i);
+	CHECK(i == 7 && extents_size(d0) == 4 << 20 &&
+	      extents_size(d1) == 4 << 20, "full at %d: %lld %lld", i,
+	      extents_size(d0), extents_size(d1));
+	pool_close(&p);
+}
+
+static void put_file(const char *dir, const char *name, const char *text,
+		     size_t len)
+{
+	char path[400];
+	int fd;
+
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, text, len) == (ssize_t)len, "%s", path);
+	close(fd);
+}
+
+static bool marker_is(const char *dir, const char *want)
+{
+	char path[400], buf[200];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/goblin-pool", dir);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return !strcmp(buf, want);
+}
+
+/* The marker's format and stripe unit: another is refused with its reason,
+ * and --fresh wipes the pool and writes the marker anew; --fresh never
+ * touches a dir that is not one of this pool's. */
+static void markers(void)
+{
+	static char data[8192];
+	char d[300], d0[300], d1[300], err[256];
+	const char *dirs[2] = { d0, d1 };
+	struct pool p;
+	uint64_t a;
+
+	memset(data, 0x5a, sizeof(data));
+	snprintf(d, sizeof(d), "%s/old", tmp);
+	put_file(d, "goblin-pool", "goblin-store ssd 1/1\n", 21);
+	put_file(d, "extents", data, sizeof(data));
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, false, err, sizeof(err)) == -EEXIST &&
+	      strstr(err, ": pool format 1, this goblin-store reads format 2: start with `fresh` to wipe it"),
+	      "format 1 refused: %s", err);
+	CHECK(extents_size(d) == sizeof(data), "refused: extents untouched");
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, true, err, sizeof(err)) == 0,
+	      "fresh: %s", err);
+	CHECK(extents_size(d) == 0 && marker_is(d, "goblin-store ssd 1/1 format 2\n"),
+	      "fresh: wiped, marker rewritten");
+	CHECK(pool_alloc(&p, MIB, &a) == 0 && extents_size(d) == 1 << 20, "grows");
+	pool_close(&p);
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, false, err, sizeof(err)) == 0 &&
+	      extents_size(d) == 1 << 20, "format 2 kept: %s", err);
+	pool_close(&p);
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, true, err, sizeof(err)) == 0 &&
+	      extents_size(d) == 0, "fresh wipes a current pool too: %s", err);
+	pool_close(&p);
+
+	put_file(d, "goblin-pool", "goblin-store ssd 1/1 format 3\n", 30);
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, false, err, sizeof(err)) == -EEXIST &&
+	      strstr(err, "pool format 3, this goblin-store reads format 2"),
+	      "format 3 refused: %s", err);
+	put_file(d, "goblin-pool", "goblin-store ssd 1/1 format 2 junk\n", 35);
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, false, err, sizeof(err)) == -EEXIST &&
+	      strstr(err, "unreadable marker \"goblin-store ssd 1/1 format 2 junk\""),
+	      "junk refused: %s", err);
+
+	/* the stripe unit */
+	snprintf(d0, sizeof(d0), "%s/m0", tmp);
+	snprintf(d1, sizeof(d1), "%s/m1", tmp);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 8 * MIB, 64 << 10, 0, false,
+			err, sizeof(err)) == 0, "%s", err);
+	CHECK(marker_is(d1, "goblin-store hdd 2/2 format 2 stripe 65536\n"),
+	      "striped marker");
+	CHECK(pool_alloc(&p, MIB, &a) == 0, "alloc");
+	pool_close(&p);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 8 * MIB, 128 << 10, 0, false,
+			err, sizeof(err)) == -EEXIST &&
+	      strstr(err, "pool striped by 65536 bytes, `stripe_unit` is 131072: start with `fresh`"),
+	      "stripe change refused: %s", err);
+	CHECK(extents_size(d0) == 1 << 20, "refused: untouched");
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 8 * MIB, 128 << 10, 0, true,
+			err, sizeof(err)) == 0, "fresh: %s", err);
+	CHECK(extents_size(d0) == 0 && extents_size(d1) == 0 &&
+	      marker_is(d0, "goblin-store hdd 1/2 format 2 stripe 131072\n"),
+	      "fresh: wiped, new stripe");
+	pool_close(&p);
+
+	/* never wiped: a foreign dir, another tier's pool */
+	snprintf(d, sizeof(d), "%s/foreign", tmp);
+	put_file(d, "precious", data, sizeof(data));
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, true, err, sizeof(err)) == -EEXIST &&
+	      strstr(err, "not empty and has no goblin-store marker"),
+	      "fresh, foreign dir: %s", err);
+	CHECK(extents_size(d) == -1, "foreign dir: no extents made");
+	snprintf(d, sizeof(d), "%s/other-tier", tmp);
+	put_file(d, "goblin-pool", "goblin-store hdd 1/1 format 2\n", 30);
+	put_file(d, "extents", data, sizeof(data));
+	CHECK(open1(&p, GS_TIER_SSD, d, 4 * MIB, true, err, sizeof(err)) == -EEXIST &&
+	      strstr(err, "belongs to another pool"), "fresh, other tier: %s", err);
+	CHECK(extents_size(d) == sizeof(data) &&
+	      marker_is(d, "goblin-store hdd 1/1 format 2\n"), "other tier untouched");
+}
+
+/* stderr into a file while <fn> runs; how many lines hold <what>. */
+static int saved_stderr = -1;
+static char capture_path[300];
+
+static void capture_start(void)
+{
+	int fd;
+
+	snprintf(capture_path, sizeof(capture_path), "%s/stderr", tmp);
+	fd = open(capture_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	dup2(fd, 2);
+	close(fd);
+}
+
+static int capture_end(const char *what, char *last, size_t len)
+{
+	char line[512];
+	FILE *f;
+	int n = 0;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	f = fopen(capture_path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, what)) {
+			n++;
+			snprintf(last, len, "%s", line);
+		}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* A file system that fills up stops the growth: -ENOSPC, logged once,
+ * and what the file holds is still handed out. */
+static void disk_full(void)
+{
+	char img[300], mnt[300], d[400], cmd[1700], err[256], line[512] = "";
+	struct pool p;
+	uint64_t a, b = UINT64_MAX;
+	int ok = 0, late = 0, logged;
+
+	snprintf(img, sizeof(img), "%s/fs.img", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/fs", tmp);
+	snprintf(cmd, sizeof(cmd), "truncate -s 8M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mkdir -p %s && mount -o loop %s %s 2>/dev/null",
+		 img, img, mnt, img, mnt);
+	if (geteuid() != 0 || system(cmd) != 0) {
+		fprintf(stderr, "disk full: skipped (needs root, mkfs.ext4 and a loop device)\n");
+		return;
+	}
+	snprintf(d, sizeof(d), "%s/pool", mnt);
+	CHECK(open1(&p, GS_TIER_SSD, d, 64 * MIB, false, err, sizeof(err)) == 0,
+	      "%s", err);
+	capture_start();
+	while (pool_alloc(&p, MIB, &a) == 0 && ok < 64) {
+		CHECK((long long)(a + MIB) <= extents_size(d), "%llu past the file",
+		      (unsigned long long)a);
+		b = a;
+		ok++;
+	}
+	for (int i = 0; i < 5; i++)
+		if (pool_alloc(&p, MIB, &a) == 0) {
+			CHECK((long long)(a + MIB) <= extents_size(d), "late %llu",
+			      (unsigned long long)a);
+			late++;
+		}
+	CHECK(pool_alloc(&p, MIB, &a) == -ENOSPC, "full stays full");
+	logged = capture_end("cannot grow", line, sizeof(line));
+	CHECK(ok >= 4 && ok + late <= 7 && extents_size(d) <= 8 << 20,
+	      "%d+%d chunks on an 8 MiB file system, file %lld", ok, late,
+	      extents_size(d));
+	CHECK(logged == 1 && strstr(line, "file system is full"),
+	      "logged %d times: %s", logged, line);
+	pool_free(&p, b, MIB);
+	CHECK(pool_alloc(&p, MIB, &a) == 0 && a == b, "reuse after a full disk");
+	pool_close(&p);
+	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
+	CHECK(system(cmd) == 0, "umount");
+}
+
+/* Any other growth failure (here a file size limit: EFBIG) is -ENOSPC
+ * with its reason logged; the pool grows again once it can. */
+static void file_limit(void)
+{
+	char d[300], err[256], line[512] = "";
+	struct rlimit old, lim;
+	struct pool p;
+	uint64_t a;
+	int logged;
+
+	snprintf(d, sizeof(d), "%s/fsize", tmp);
+	CHECK(open1(&p, GS_TIER_SSD, d, 16 * MIB, false, err, sizeof(err)) == 0,
+	      "%s", err);
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "getrlimit");
+	lim = (struct rlimit){ .rlim_cur = 2 * MIB, .rlim_max = old.rlim_max };
+	capture_start();
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+	CHECK(pool_alloc(&p, MIB, &a) == 0 && pool_alloc(&p, MIB, &a) == 0,
+	      "two steps fit the limit");
+	CHECK(pool_alloc(&p, MIB, &a) == -ENOSPC && pool_alloc(&p, 1, &a) == -ENOSPC,
+	      "the third does not");
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0, "setrlimit back");
+	logged = capture_end("cannot grow", line, sizeof(line));
+	CHECK(logged == 1 && strstr(line, strerror(EFBIG)), "logged %d: %s",
+	      logged, line);
+	CHECK(extents_size(d) == 2 << 20, "file %lld", extents_size(d));
+	CHECK(pool_alloc(&p, MIB, &a) == 0 && a == 2 * MIB &&
+	      extents_size(d) == 3 << 20, "grows again");
+	pool_close(&p);
+	signal(SIGXFSZ, SIG_DFL);
+}
+
 static void too_small(void)
 {
 	char d[300], err[256];
@@ -116,8 +460,8 @@ static void too_small(void)
 	struct pool p;
 
 	snprintf(d, sizeof(d), "%s/small", tmp);
-	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 1, 1 << 20, 1 << 20, 2 << 20, err,
-			sizeof(err)) == -EINVAL && strstr(err, "smaller than one object"),
+	CHECK(pool_open(&p, GS_TIER_SSD, dirs, 1, 1 << 20, 1 << 20, 2 << 20, false,
+			err, sizeof(err)) == -EINVAL && strstr(err, "smaller than one object"),
 	      "%s", err);
 }
 
@@ -265,8 +609,13 @@ int main(void)
 	stripes();
 	large();
 	too_small();
+	growth();
+	striped_growth();
+	markers();
+	disk_full();
+	file_limit();
 	pool_dirs();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	snprintf(cmd, sizeof(cmd), "umount %s/fs 2>/dev/null; rm -rf %s", tmp, tmp);
 	if (system(cmd))
 		failures++;
 	return check_result();
