@@ -156,7 +156,7 @@ class Rig:
 
 
 DEV_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "seeks",
-                "late", "overshoot_us")
+                "fsyncs", "late", "overshoot_us")
 
 
 def device_delta(before, after, seconds):
