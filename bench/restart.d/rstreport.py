@@ -264,8 +264,12 @@ def restart_md(r, rt):
              "head_hits / head_misses deltas over the pass. First byte is "
              "the reply's first byte (the VALUE line), first payload the "
              "object's first byte. Right after the restart no head is in "
-             "RAM (pass 1: misses, each head read from the SSD); pass 2 "
-             "reads them again; by pass 3 they are cached.\n")
+             "RAM: pass 1 reads each head from the SSD (and caches it while "
+             "RAM has free slots); passes 2 and 3 read the same keys again, "
+             "their kind column says whether the heads were then in RAM. A p99 is the "
+             "%dth slowest of %d GETs and moves with other work on this "
+             "machine: two passes of one kind show its spread.\n"
+             % (max(1, r["window"] // 100), r["window"]))
     L += table(["pass", "keys", "kind", "head hits / misses",
                 "first byte p50 / p99", "first payload p50 / p99",
                 "complete p50 / p99"], pass_rows(r))
