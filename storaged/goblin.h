@@ -45,10 +45,10 @@
 enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
 
 struct gs_config {
-	uint64_t memory;		/* RAM-head budget, bytes */
+	uint64_t memory;		/* RAM for heads (the hot-head cache), bytes */
 	uint64_t sub_memory;		/* budget for objects smaller than ram_head */
 	uint64_t block;			/* RAM allocation / promotion unit */
-	uint64_t ram_head;		/* bytes of each object kept in RAM */
+	uint64_t ram_head;		/* bytes of an object's start RAM caches */
 	uint64_t ssd_prefix;		/* bytes after the head kept on SSD */
 	const char *ssd_dirs[GS_MAX_DIRS];
 	unsigned n_ssd_dirs;
@@ -333,7 +333,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(recovered_objects, "objects recovered from the pools at start") \
 	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
 	ACTION(journal_bytes, "bytes in the index journal now")		\
-	ACTION(journal_records, "records appended to the index journal")	\
+	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
 	ACTION(checkpoints, "index checkpoints written")			\
 	ACTION(syncs, "group-committed fdatasyncs")
 

@@ -63,9 +63,9 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
  * without a journal. */
 uint64_t journal_last(const struct gs_engine *e);
 /* With --sync-interval: the highest sequence number such that every record
- * filed up to it is on stable storage; without, the last one filed (the
- * page cache survives a process crash); UINT64_MAX without a journal.
- * Lock-free. */
+ * filed up to it is on stable storage (each advance calls
+ * engine_wake_synced()); without, the last one filed (the page cache
+ * survives a process crash); UINT64_MAX without a journal.  Lock-free. */
 uint64_t journal_synced(const struct gs_engine *e);
 /* Blocks until journal_synced() >= <seq> (about one sync interval); returns
  * at once without --sync-interval or when the journal is closing.  Call it

@@ -23,13 +23,13 @@
 
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
-	       "RAM-head budget: heads of objects live here")		\
+	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects over half --ram-head")		\
 	OPTION(sub_memory, "sub-memory", SIZE, "64M", 0, 0,		\
 	       "RAM budget for objects smaller than --ram-head")		\
 	OPTION(block, "block", SIZE, "2M", 0, 0,			\
 	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
 	OPTION(ram_head, "ram-head", SIZE, "256K", 0, 0,		\
-	       "bytes of each object kept in RAM (multiple of 4K)")		\
+	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M", 0, 0,		\
 	       "bytes after the head kept on the SSD pool when there is an HDD pool") \
 	OPTION(ssd_dir, "ssd-dir", DIRS, "", 0, 0,			\

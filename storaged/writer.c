@@ -157,15 +157,13 @@ void writer_sync_drain(struct gs_io *io)
 	writer_sync_check(io);
 }
 
+/* Called from the sync thread: every loop is kicked, since its waiters
+ * list is its own thread's to read. */
 void engine_wake_synced(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
-	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
-		struct gs_io *io = list_entry(n, struct gs_io, engine_node);
-
-		if (!list_empty(&io->sync_waiters))
-			kick(io);
-	}
+	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next)
+		kick(list_entry(n, struct gs_io, engine_node));
 	pthread_mutex_unlock(&e->io_lock);
 }
 
