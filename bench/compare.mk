@@ -22,3 +22,16 @@ bench: deps
 	@$(MAKE) --no-print-directory build/goblin-store build/goblin-bench \
 		build/goblin-devmodel
 	bench/compare $(BENCH_ARGS)
+
+# bench/restart: warm restart of 100,000 objects (kill -9 and clean stop:
+# time to serve, objects recovered, head-miss vs head-hit TTFB) and the
+# cost of --sync-interval, in the emulated rig (issue 10), into
+# bench/results/<date>-restart.{json,md}; RESTART_ARGS=--quick for a
+# smoke run (10,000 objects, into bench/results/tmp/quick/).  Needs root.
+RESTART_ARGS ?=
+
+.PHONY: bench-restart
+bench-restart: deps
+	@$(MAKE) --no-print-directory build/goblin-store build/goblin-bench \
+		build/goblin-devmodel
+	bench/restart $(RESTART_ARGS)

@@ -19,8 +19,11 @@ class Failure(Exception):
     """A peer, the rig or the client misbehaved: the run must stop."""
 
 
+LOG_PREFIX = "compare"      # the script's name on its log lines
+
+
 def log(msg):
-    print("compare: " + msg, file=sys.stderr, flush=True)
+    print("%s: %s" % (LOG_PREFIX, msg), file=sys.stderr, flush=True)
 
 
 def human(n):
@@ -153,7 +156,7 @@ class Rig:
 
 
 DEV_COUNTERS = ("reads", "writes", "read_bytes", "write_bytes", "seeks",
-                "late", "overshoot_us")
+                "fsyncs", "late", "overshoot_us")
 
 
 def device_delta(before, after, seconds):

@@ -5,7 +5,7 @@ import json
 import os
 import subprocess
 
-from cmplib import GIB, MIB, Failure, human
+from cmplib import GIB, MIB, TOP, Failure, human
 
 SEED = {  # what the seed document reported, quoted beside each verdict
     "memory-sized": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses",
@@ -16,10 +16,44 @@ SEED = {  # what the seed document reported, quoted beside each verdict
 }
 
 
-def measured(p):
+def measured_phase(p):
     """The peer's measured phase: 'run', or 'read-back' for durability."""
     ph = p["phases"]
-    return (ph.get("run") or ph["read-back"])["run"]
+    return ph.get("run") or ph["read-back"]
+
+
+def measured(p):
+    return measured_phase(p)["run"]
+
+
+# `stats goblin` counters taken around each goblin-store phase
+HEAD_COUNTERS = ("head_hits", "head_misses", "head_admissions",
+                 "head_evictions", "evictions", "disk_evictions", "disk_reads",
+                 "disk_read_bytes")
+
+
+def head_delta(before, after):
+    """The head cache over one phase: counter deltas, the heads and objects
+    held at its end, and the head hit ratio (lookups of on-disk objects
+    whose head was in RAM; None without such lookups)."""
+    out = {k: after[k] - before[k] for k in HEAD_COUNTERS}
+    out["ram_heads"], out["objects"] = after["ram_heads"], after["objects"]
+    looks = out["head_hits"] + out["head_misses"]
+    out["head_hit_ratio"] = round(out["head_hits"] / looks, 4) if looks else None
+    return out
+
+
+def heads_text(p):
+    """One line on goblin-store's head cache in its measured phase."""
+    h = measured_phase(p).get("heads")
+    if not h:
+        return "no head counters"
+    hr = h["head_hit_ratio"]
+    return ("head hits %d, misses %d (hit ratio %s); admitted %d, dropped %d; "
+            "%d heads in RAM for %d objects" % (
+                h["head_hits"], h["head_misses"],
+                "n/a" if hr is None else "%.3f" % hr, h["head_admissions"],
+                h["head_evictions"], h["ram_heads"], h["objects"]))
 
 
 def lat(p, which, pct):
@@ -179,6 +213,8 @@ def evaluate(scen, res):
             claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
                   "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
         ]
+    h = measured_phase(gob).get("heads") or {}
+    r["goblin_head_hit_ratio"] = h.get("head_hit_ratio")
     res["ratios"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
     res["claims"] = claims
     res["seed_reported"] = SEED[scen]
@@ -203,10 +239,51 @@ def ratio_lines(scen, res):
                    peer["peer"], r["qps_goblin_over_peer"],
                    r["complete_p50_goblin_over_peer"], r["complete_p99_goblin_over_peer"],
                    r["ttfb_p50_goblin_over_peer"], peer["peer"], r["ram_peer_over_goblin"]))
+    sc = res["scale"]
+    out.append("   goblin-store --memory %s, --ram-head %s%s: %s" % (
+        human(sc["goblin_memory_bytes"]), human(sc.get("goblin_ram_head_bytes", 0)),
+        ", hot set keys [%d, +%d)" % (sc["hot_start"], sc["hot_keys"])
+        if "hot_keys" in sc else "", heads_text(gob)))
+    for row in beside_rows(res):
+        out.append("   %-34s this run %-16s last published %s" % tuple(row[:3]))
     for c in res["claims"]:
         out.append("   %-9s %s: %s" % ("HOLDS" if c["holds"] else "NOT MET",
                                        c["claim"], c["measured"]))
     return out
+
+
+def beside_rows(res):
+    """[figure, this run, last published, file] rows: the ratios, each
+    peer's QPS and RAM, goblin-store's head settings."""
+    last = res.get("last_published")
+    if not last:
+        return []
+    peer, gob = res["peers"]
+    lp, lg = last["peers"].get(peer["kind"], {}), last["peers"].get("goblin-store", {})
+    r, lr, sc, ls = res["ratios"], last["ratios"], res["scale"], last["scale"]
+
+    def f(v, fmt):
+        return "-" if v is None else fmt % v
+    rows = []
+    for key, name in (("qps_goblin_over_peer", "QPS goblin-store/%s" % peer["peer"]),
+                      ("ram_peer_over_goblin", "RAM %s/goblin-store" % peer["peer"])):
+        rows.append([name, f(r[key], "%.3gx"), f(lr.get(key), "%.3gx")])
+    for kind, now, then in ((peer["peer"], peer, lp), ("goblin-store", gob, lg)):
+        rows.append(["%s req/s" % kind, "%.1f" % measured(now)["qps"],
+                     f(then.get("qps"), "%.1f")])
+        rows.append(["%s RAM" % kind, human(now["ram"]["usage_bytes"]),
+                     "-" if then.get("ram_bytes") is None else human(then["ram_bytes"])])
+        if "durability" in now:
+            rows.append(["%s missing" % kind, str(now["durability"]["missing"]),
+                         f(then.get("missing"), "%d")])
+    rows.append(["goblin-store --memory / --ram-head", "%s / %s" % (
+        human(sc["goblin_memory_bytes"]), human(sc["goblin_ram_head_bytes"])),
+        "%s / %s" % (human(ls["goblin_memory_bytes"]),
+                     human(ls["goblin_ram_head_bytes"]) if "goblin_ram_head_bytes"
+                     in ls else "default")])
+    rows.append(["goblin-store head hit ratio", f(r.get("goblin_head_hit_ratio"), "%.3f"),
+                 f(lr.get("goblin_head_hit_ratio"), "%.3f")])
+    return [row + [last["file"]] for row in rows]
 
 
 def claim_lines(results):
@@ -220,20 +297,21 @@ def claim_lines(results):
 
 # ---- files ----
 
-def publish(results, out_dir, date, meta, work):
-    """Writes the JSON, plots and summary into <out_dir>; returns paths."""
+def publish(results, out_dir, stem, meta, work):
+    """Writes the JSON, plots and summary into <out_dir>, named <stem>-...
+    (the date, and the label if any); returns paths."""
     files = []
     for scen, res in results.items():
-        path = os.path.join(out_dir, "%s-%s.json" % (date, scen))
+        path = os.path.join(out_dir, "%s-%s.json" % (stem, scen))
         with open(path + ".new", "w") as f:
             json.dump(res, f, indent=1, sort_keys=True)
             f.write("\n")
         os.replace(path + ".new", path)
         files.append(path)
-    files += plots(results, out_dir, date, work)
-    path = os.path.join(out_dir, "%s-summary.md" % date)
+    files += plots(results, out_dir, stem, work)
+    path = os.path.join(out_dir, "%s-summary.md" % stem)
     with open(path, "w") as f:
-        f.write(summary(results, date, meta, out_dir))
+        f.write(summary(results, stem, meta, out_dir))
     files.append(path)
     return files
 
@@ -249,10 +327,10 @@ COLORS = {"memcached": "#1f77b4", "memcached+extstore": "#1f77b4",
           "goblin-store": "#d62728"}
 
 
-def plots(results, out_dir, date, work):
+def plots(results, out_dir, stem, work):
     files = []
     for scen, res in results.items():
-        png = os.path.join(out_dir, "%s-%s-cdf.png" % (date, scen))
+        png = os.path.join(out_dir, "%s-%s-cdf.png" % (stem, scen))
         lines = []
         for i, p in enumerate(res["peers"]):
             for which, dash in (("complete", 1), ("ttfb", 2)):
@@ -272,18 +350,18 @@ def plots(results, out_dir, date, work):
                     png, scen, res["scale"]["dist"], res["scale"]["keys"],
                     res["scale"]["conns"], ", \\\n  ".join(lines)), work)
         files.append(png)
-    files.append(bars(results, out_dir, date, work, "throughput",
+    files.append(bars(results, out_dir, stem, work, "throughput",
                       lambda scen, p: (100.0 * p["durability"]["missing"] / p["durability"]["keys"]
                                        if scen == "durability" else measured(p)["qps"]),
                       lambda scen: "% of keys missing" if scen == "durability" else "req/s"))
-    files.append(bars(results, out_dir, date, work, "ram",
+    files.append(bars(results, out_dir, stem, work, "ram",
                       lambda scen, p: p["ram"]["usage_bytes"] / MIB,
                       lambda scen: "server RAM, MiB (cgroup)"))
     return files
 
 
-def bars(results, out_dir, date, work, name, value, unit):
-    png = os.path.join(out_dir, "%s-%s.png" % (date, name))
+def bars(results, out_dir, stem, work, name, value, unit):
+    png = os.path.join(out_dir, "%s-%s.png" % (stem, name))
     n = len(results)
     script = ["set terminal pngcairo size %d,420 font ',10'" % (400 * n),
               "set output '%s'" % png, "set style fill solid 0.8 border -1",
@@ -291,7 +369,7 @@ def bars(results, out_dir, date, work, name, value, unit):
               "set offsets 0, 0, graph 0.12, 0",
               "unset key", "set multiplot layout 1,%d title '%s by scenario "
               "(%s)'" % (n, "Throughput" if name == "throughput" else "Server RAM",
-                         date)]
+                         stem)]
     for scen, res in results.items():
         dat = os.path.join(work, "%s-%s.dat" % (name, scen))
         with open(dat, "w") as f:
@@ -318,10 +396,10 @@ def fmt_us(us):
     return "%.2f ms" % (us / 1000) if us >= 1000 else "%.0f us" % us
 
 
-def summary(results, date, meta, out_dir):
+def summary(results, stem, meta, out_dir):
     L = []
-    L.append("# goblin-store vs memcached and memcached+extstore: %s (%s run)\n" % (
-        date, meta["mode"]))
+    L.append("# goblin-store vs memcached and memcached+extstore: %s (%s run%s)\n" % (
+        meta["date"], meta["mode"], ", " + meta["label"] if meta.get("label") else ""))
     L.append("Made by `%s` (`make bench` for the full run) at git %s on %s "
              "(%d cpus, kernel %s); %s, %s, %s.\n" % (
                  meta["command"], meta["git_head"][:12], meta["host"], meta["cpus"],
@@ -376,6 +454,20 @@ def summary(results, date, meta, out_dir):
                 p["peer"], " ".join(os.path.basename(a) if i == 0 else a
                                     for i, a in enumerate(p["argv"])),
                 pop["sets"], pop["set_errors"], pop["payload_mb_per_s"]))
+        L.append("- goblin-store's head cache in the measured phase (`stats "
+                 "goblin` deltas), --memory %s, --ram-head %s%s: %s" % (
+                     human(sc["goblin_memory_bytes"]), human(sc["goblin_ram_head_bytes"]),
+                     "; hot set: keys [%d, %d), one in %d, read uniformly" % (
+                         sc["hot_start"], sc["hot_start"] + sc["hot_keys"],
+                         round(sc["keys"] / sc["hot_keys"])) if "hot_keys" in sc else "",
+                     heads_text(res["peers"][1])))
+        rows = beside_rows(res)
+        if rows:
+            L.append("\nBeside the last published run ([%s](%s), %s run at git %s):\n" % (
+                os.path.basename(rows[0][3]), os.path.relpath(
+                    os.path.join(TOP, rows[0][3]), out_dir),
+                res["last_published"]["mode"], res["last_published"]["git_head"][:12]))
+            L += table(["figure", "this run", "last published"], [r[:3] for r in rows])
         if scen == "disk-sized":
             L.append("")
             L += table(["peer", "RAM", "SSD", "HDD", "stored", "$/month",
@@ -414,10 +506,10 @@ def summary(results, date, meta, out_dir):
                          d["hdd"]["read_mb_per_s"], d["ssd"]["reads"],
                          d["ssd"]["seeks"], d["ssd"]["read_mb_per_s"],
                          d["hdd"]["late"] + d["ssd"]["late"]))
-        L.append("\n![%s latency CDF](%s-%s-cdf.png)\n" % (scen, date, scen))
+        L.append("\n![%s latency CDF](%s-%s-cdf.png)\n" % (scen, stem, scen))
     L.append("## Throughput and RAM\n")
-    L.append("![throughput](%s-throughput.png)\n" % date)
-    L.append("![server RAM](%s-ram.png)\n" % date)
+    L.append("![throughput](%s-throughput.png)\n" % stem)
+    L.append("![server RAM](%s-ram.png)\n" % stem)
     L.append("## The rig's fio check\n")
     fio = meta["fio_check"]
     L.append("fio on each emulated device (direct, read-only), measured against "
