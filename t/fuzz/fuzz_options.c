@@ -94,6 +94,26 @@ static void settings_free(struct settings *s)
 }
 
 /* The accepted <o> as --flag=value arguments (directories one by one). */
+
+/* The table's BOOL flags, from the table itself. */
+#define FLAG_IF_BOOL_SIZE(flag)
+#define FLAG_IF_BOOL_UINT(flag)
+#define FLAG_IF_BOOL_INT(flag)
+#define FLAG_IF_BOOL_STR(flag)
+#define FLAG_IF_BOOL_DIRS(flag)
+#define FLAG_IF_BOOL_TIME(flag)
+#define FLAG_IF_BOOL_BOOL(flag) flag,
+#define FLAG_IF_BOOL(name, flag, kind, def, min, max, desc) FLAG_IF_BOOL_##kind(flag)
+static const char *const bool_flags[] = { OPTIONS(FLAG_IF_BOOL) NULL };
+
+static bool is_bool_flag(const char *name)
+{
+	for (int i = 0; bool_flags[i]; i++)
+		if (!strcmp(bool_flags[i], name))
+			return true;
+	return false;
+}
+
 static int to_args(const struct options *o, const struct settings *s,
 		   char **out)
 {
@@ -115,9 +135,8 @@ static int to_args(const struct options *o, const struct settings *s,
 					abort();
 			continue;
 		}
-		/* BOOL: the table's flags without a value are all no-<x> */
-		if (!strncmp(s->name[i], "no-", 3) &&
-		    (!strcmp(v, "yes") || !strcmp(v, "no"))) {
+		/* BOOL: a flag without a value, printed yes or no */
+		if (is_bool_flag(s->name[i])) {
 			if (!strcmp(v, "yes"))
 				if (asprintf(&out[n++], "--%s", s->name[i]) < 0)
 					abort();
