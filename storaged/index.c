@@ -374,8 +374,8 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 		ret = seq ? 0 : -EIO;
 	}
 	pthread_mutex_unlock(&e->lock);
-	if (seq)
-		journal_wait_synced(e, seq);
+	if (seq && journal_wait_synced(e, seq) < 0)
+		ret = -EIO;		/* deleted, not known to be durable */
 	return ret;
 }
 

@@ -196,8 +196,13 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 	}
 	j->end += len;
 	j->records++;
-	__atomic_store_n(&j->last, seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&j->last, seq, __ATOMIC_SEQ_CST);
 	publish_stats(e, j);
+	if (j->syncing && __atomic_load_n(&j->idle, __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&j->sync_lock);
+		pthread_cond_signal(&j->tick);
+		pthread_mutex_unlock(&j->sync_lock);
+	}
 	if (j->end >= j->next_check)
 		journal_weigh(e);
 	return 0;
@@ -511,10 +516,13 @@ static void sync_once(struct gs_engine *e, struct journal *j)
 		close(fd);
 	}
 	if (ret < 0) {
-		log_err("%s: fdatasync: %s", j->path, strerror(-ret));
-		return;
+		/* what it covered is answered SERVER_ERROR, never hung */
+		log_err("%s: fdatasync: %s: stores and deletes up to now fail",
+			j->path, strerror(-ret));
+		__atomic_store_n(&j->failed, seq, __ATOMIC_RELEASE);
+	} else {
+		STAT_ADD(e, syncs, 1);
 	}
-	STAT_ADD(e, syncs, 1);
 	publish_synced(e, j, seq);
 }
 
@@ -525,6 +533,9 @@ static void *sync_main(void *arg)
 	uint64_t ns = e->cfg.sync_interval_ms * 1000000ull;
 	struct timespec at;
 
+	/* one sync per interval at most; after an idle interval the next
+	 * append is synced at once, so a lone store waits one sync, not an
+	 * interval and a sync */
 	pthread_mutex_lock(&j->sync_lock);
 	while (!j->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &at);
@@ -534,6 +545,18 @@ static void *sync_main(void *arg)
 		       pthread_cond_timedwait(&j->tick, &j->sync_lock, &at) !=
 		       ETIMEDOUT)
 			;
+		/* idle is set before last is read, as an append stores last
+		 * before it reads idle: one of the two sees the other */
+		for (;;) {
+			__atomic_store_n(&j->idle, true, __ATOMIC_SEQ_CST);
+			if (j->stop || __atomic_load_n(&j->last, __ATOMIC_SEQ_CST) >
+			    __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE))
+				break;
+			clock_gettime(CLOCK_MONOTONIC, &at);
+			at.tv_sec += 1;		/* a missed signal costs 1 s */
+			pthread_cond_timedwait(&j->tick, &j->sync_lock, &at);
+		}
+		__atomic_store_n(&j->idle, false, __ATOMIC_RELEASE);
 		if (j->stop)
 			break;
 		pthread_mutex_unlock(&j->sync_lock);
@@ -555,16 +578,26 @@ uint64_t journal_synced(const struct gs_engine *e)
 	return __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE);
 }
 
-void journal_wait_synced(struct gs_engine *e, uint64_t seq)
+int journal_sync_result(const struct gs_engine *e, uint64_t seq)
+{
+	const struct journal *j = e->journal;
+
+	if (!j || !j->syncing)
+		return 0;
+	return seq <= __atomic_load_n(&j->failed, __ATOMIC_ACQUIRE) ? -EIO : 0;
+}
+
+int journal_wait_synced(struct gs_engine *e, uint64_t seq)
 {
 	struct journal *j = e->journal;
 
 	if (!j || !j->syncing)
-		return;
+		return 0;
 	pthread_mutex_lock(&j->sync_lock);
 	while (j->synced < seq && !j->stop)
 		pthread_cond_wait(&j->synced_cond, &j->sync_lock);
 	pthread_mutex_unlock(&j->sync_lock);
+	return journal_sync_result(e, seq);
 }
 
 /* ---- open and close ---- */

@@ -69,8 +69,11 @@ uint64_t journal_last(const struct gs_engine *e);
 uint64_t journal_synced(const struct gs_engine *e);
 /* Blocks until journal_synced() >= <seq> (about one sync interval); returns
  * at once without --sync-interval or when the journal is closing.  Call it
- * without e->lock. */
-void journal_wait_synced(struct gs_engine *e, uint64_t seq);
+ * without e->lock.  Returns journal_sync_result(). */
+int journal_wait_synced(struct gs_engine *e, uint64_t seq);
+/* For a <seq> journal_synced() covers: 0, or -EIO when the fdatasync that
+ * covered it failed (it may not survive a power loss). */
+int journal_sync_result(const struct gs_engine *e, uint64_t seq);
 
 /* ---- between journal.c and journal_replay.c (and the unit test) ---- */
 
@@ -153,6 +156,8 @@ struct journal {
 	bool syncing;			/* the thread runs */
 	bool stop;
 	uint64_t synced;
+	uint64_t failed;		/* highest seq a failed sync covered */
+	bool idle;			/* the thread waits for an append */
 	pthread_t thread;
 	pthread_mutex_t sync_lock;	/* stop, synced and the conds */
 	pthread_cond_t tick, synced_cond;

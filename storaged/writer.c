@@ -135,7 +135,8 @@ void writer_sync_check(struct gs_io *io)
 		if (w->stored.cas > synced)
 			continue;
 		list_del(&w->sync_node);
-		w->done(w->arg, 0, &w->stored);
+		w->done(w->arg, journal_sync_result(io->e, w->stored.cas),
+			&w->stored);
 		writer_free(w);
 	}
 }
@@ -197,6 +198,8 @@ static void writer_commit(void *arg, int res)
 		list_add_tail(&w->io->sync_waiters, &w->sync_node);
 		return;
 	}
+	if (res == 0)
+		res = journal_sync_result(e, stored.cas);
 	w->done(w->arg, res, &stored);
 	writer_free(w);
 }

@@ -29,6 +29,7 @@ unsigned fault_malloc_n, fault_calloc_n, fault_realloc_n, fault_submit_n;
 int fault_submit_err;
 size_t fault_alloc_bytes;
 unsigned fault_preads;
+unsigned fault_fdatasync_n;
 
 static bool fire(unsigned *n)
 {
@@ -68,6 +69,15 @@ ssize_t fault_pread(int fd, void *buf, size_t n, off_t off)
 {
 	fault_preads++;
 	return (pread)(fd, buf, n, off);
+}
+
+int fault_fdatasync(int fd)
+{
+	if (__atomic_load_n(&fault_fdatasync_n, __ATOMIC_ACQUIRE)) {
+		errno = EIO;
+		return -1;
+	}
+	return (fdatasync)(fd);
 }
 
 static char tmp[] = "/var/tmp/goblin-test-hardening.XXXXXX";
@@ -642,6 +652,38 @@ static void concat_bounded(void)
 	free(data);
 }
 
+/* --sync-interval: a store or delete whose group commit fails is answered
+ * -EIO (SERVER_ERROR), never hung and never acknowledged; once syncs
+ * work again so are the answers. */
+static void sync_failure(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	char *val = malloc(600 << 10);
+
+	small_config(&cfg);
+	cfg.sync_interval_ms = 5;
+	e = open_engine(&cfg, "syncfail", 1);
+	if (!e || !val) {
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	memset(val, 'S', 600 << 10);
+	CHECK(put(io, "a", val, 600 << 10, 0) == 0, "sync: a stored");
+	__atomic_store_n(&fault_fdatasync_n, 1, __ATOMIC_RELEASE);
+	CHECK(put(io, "b", val, 600 << 10, 0) == -EIO,
+	      "sync: a store whose sync failed is not acknowledged");
+	CHECK(gs_delete(e, "a", 1) == -EIO,
+	      "sync: a delete whose sync failed is not acknowledged");
+	__atomic_store_n(&fault_fdatasync_n, 0, __ATOMIC_RELEASE);
+	CHECK(put(io, "c", val, 600 << 10, 0) == 0, "sync: syncs work again");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
 int main(void)
 {
 	char cmd[400];
@@ -657,6 +699,7 @@ int main(void)
 	reclaim_churn();
 	unfed_set();
 	concat_bounded();
+	sync_failure();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd))
 		failures++;
