@@ -315,6 +315,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
 	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
+	ACTION(early_reads, "first chunks read for a request still waiting for a read-ahead window") \
 	ACTION(disk_reads, "disk chunk reads completed")			\
 	ACTION(disk_read_bytes, "bytes read from the pools")		\
 	ACTION(disk_writes, "disk chunk writes completed")		\

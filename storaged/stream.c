@@ -103,6 +103,7 @@ enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
 struct stream_slot {
 	uint8_t state;
 	bool head_copied;		/* its bytes of the head are in head_slot */
+	bool early;			/* read into s->early, not the window */
 	int8_t win;			/* window buffer holding it, -1 none */
 	uint8_t slices;			/* its slices in that buffer */
 	uint32_t boff;			/* where it starts in that buffer */
@@ -131,6 +132,8 @@ struct gs_stream {
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
 	struct stream_buf *window;	/* held until close or reclaim */
+	char *early;			/* the first chunk, read while waiting */
+	size_t early_len;		/*   for a window (early_start) */
 	unsigned window_size, window_max;
 	bool have_window;
 	bool caller_bufs;		/* the window is the caller's, for good */
@@ -210,10 +213,21 @@ static void head_load_chunk(struct gs_stream *s, uint32_t c, const char *data)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* Frees the early buffer once its read is over. */
+static void early_put(struct gs_stream *s)
+{
+	if (!s->early)
+		return;
+	free(s->early);
+	s->early = NULL;
+	s->io->early_bufs--;
+}
+
 static void stream_free(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 
+	early_put(s);
 	head_load_cancel(s);
 	window_put(s);
 	waiter_del(&s->waiter);
@@ -278,6 +292,9 @@ static void stream_reclaim(struct gs_stream *s)
 		if (s->obj->chunks[c].tier == GS_TIER_RAM)
 			continue;
 		put_slices(s, sl);
+		if (sl->early)
+			early_put(s);
+		sl->early = false;
 		sl->state = CH_IDLE;
 	}
 	s->norder = read_order(s->obj, s->cur, s->last, s->window_max > 1,
@@ -374,7 +391,7 @@ static void put_slices(struct gs_stream *s, struct stream_slot *sl)
 
 static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
 {
-	return s->window[sl->win].mem + sl->boff;
+	return sl->early ? s->early : s->window[sl->win].mem + sl->boff;
 }
 
 static void stream_read_done(struct io_op *op)
@@ -401,14 +418,53 @@ static void stream_read_done(struct io_op *op)
 		s->wake(s->arg);
 }
 
+static void stream_read_done(struct io_op *op);
+
+/*
+ * A stream that has to wait for a window still reads the chunk its client
+ * waits for first (a head not in RAM, or the bytes after a RAM head) into
+ * a buffer of its own, so that read is armed at arrival.  At most
+ * io_streams such buffers per gs_io; freed once the chunk is sent.
+ */
+static void early_start(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+	uint32_t c = s->norder ? s->order[0] : 0;
+	const struct chunk *ch = &s->obj->chunks[c];
+	struct stream_slot *sl;
+
+	if (s->caller_bufs || s->next_submit || !s->norder || c != s->cur ||
+	    io->early_bufs >= io->e->cfg.io_streams)
+		return;
+	sl = &s->slots[c - s->first];
+	s->early_len = round_up(ch->len, tier_align(io->e, ch->tier));
+	s->early = aligned_alloc(4096, s->early_len);
+	if (!s->early)
+		return;
+	io->early_bufs++;
+	if (uring_op_start(io, s->obj, c, false, s->early, -1,
+			   stream_read_done, s) < 0) {
+		early_put(s);
+		return;
+	}
+	sl->early = true;
+	sl->state = CH_INFLIGHT;
+	s->inflight++;
+	s->next_submit = 1;
+	STAT_ADD(io->e, early_reads, 1);
+	uring_submit(io);
+}
+
 static void stream_refill(struct gs_stream *s)
 {
 	struct gs_engine *e = s->io->e;
 
 	if (s->closed || s->error || s->next_submit == s->norder)
 		return;
-	if (!take_window(s))
+	if (!take_window(s)) {
+		early_start(s);
 		return;
+	}
 	while (s->next_submit < s->norder) {
 		uint32_t c = s->order[s->next_submit];
 		struct stream_slot *sl = &s->slots[c - s->first];
@@ -648,6 +704,9 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
 			break;
 		put_slices(s, sl);
+		if (sl->early)
+			early_put(s);
+		sl->early = false;
 		sl->state = CH_DONE;
 		s->cur++;
 	}

@@ -94,6 +94,8 @@ struct gs_io {
 	struct __kernel_timespec timer_ts;
 	char *sink;			/* SINK_LEN bytes nobody reads */
 	unsigned inflight;
+	unsigned early_bufs;		/* streams' first chunks read before
+					 * they had a window (stream.c) */
 	struct list engine_node;	/* on e->io_list */
 };
 

@@ -203,6 +203,68 @@ static void own_window(struct gs_engine *e, struct gs_io *io, char *val)
 	      (unsigned long long)st.readahead_reclaims);
 }
 
+/* Reads what is left of <s>, byte by byte against <want>. */
+static int drain(struct gs_io *io, struct gs_stream *s, const char *want)
+{
+	uint64_t pos = 0;
+	const void *p;
+	size_t n;
+	int ret;
+
+	while ((ret = gs_stream_peek(s, &p, &n)) == -EAGAIN || (!ret && n)) {
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (memcmp(p, want + pos, n))
+			return -EBADMSG;
+		gs_stream_consume(s, n);
+		pos += n;
+	}
+	return ret ? ret : gs_stream_left(s) ? -EPIPE : 0;
+}
+
+/* Streams waiting for a window (io_streams 1: one holds them all) still
+ * read their first chunk at once, one such early buffer per io_streams;
+ * the rest follows once the window comes free, byte-exact. */
+static void early_first_chunk(struct gs_engine *e, struct gs_io *io, char *val)
+{
+	uint64_t size = (9u << 20) + 7;
+	struct gs_stream *held, *s, *third;
+	struct gs_obj *obj;
+	struct gs_stats before, st;
+	const void *p;
+	size_t n;
+
+	fill(val, size, 12);		/* sizes[11] again */
+	gs_stats(e, &before);
+	CHECK(gs_lookup(e, "obj-9437191", 11, &obj) == 0, "lookup");
+	CHECK(gs_stream_open(io, obj, DISK, UINT64_MAX, on_wake, NULL, &held) == 0,
+	      "the stream holding the window");
+	while (gs_stream_peek(held, &p, &n) == -EAGAIN)
+		gs_io_run(io, true);
+	CHECK(gs_stream_open(io, obj, HEAD, UINT64_MAX, on_wake, NULL, &s) == 0 &&
+	      gs_stream_open(io, obj, DISK, UINT64_MAX, on_wake, NULL, &third) == 0,
+	      "two streams that wait for it");
+	while (gs_stream_peek(s, &p, &n) == -EAGAIN)
+		gs_io_run(io, true);
+	CHECK(n && !memcmp(p, val + HEAD, n),
+	      "the waiting stream's first chunk came, byte-exact");
+	CHECK(gs_stream_peek(third, &p, &n) == -EAGAIN,
+	      "the third one waits: one early buffer per io_streams");
+	gs_stats(e, &st);
+	CHECK(st.early_reads == before.early_reads + 1, "early_reads %llu",
+	      (unsigned long long)(st.early_reads - before.early_reads));
+	gs_stream_close(&held);
+	CHECK(drain(io, s, val + HEAD) == 0, "the rest once the window came");
+	gs_stream_close(&s);
+	CHECK(drain(io, third, val + DISK) == 0, "the third stream, whole");
+	gs_stream_close(&third);
+	gs_obj_put(e, &obj);
+	while (gs_io_pending(io))
+		gs_io_run(io, true);
+}
+
 static void bad_args(struct gs_engine *e, struct gs_io *io)
 {
 	struct gs_stream *s = NULL;
@@ -261,6 +323,7 @@ int main(void)
 	CHECK(gs_io_create(e, &io) == 0, "io");
 	byte_exact(e, io, val);
 	own_window(e, io, val);
+	early_first_chunk(e, io, val);
 	bad_args(e, io);
 	gs_stats(e, &st);
 	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
