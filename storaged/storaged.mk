@@ -2,7 +2,8 @@
 
 LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
                   storaged/region.c storaged/pool.c storaged/dirtrust.c \
-                  storaged/uring.c storaged/stream.c storaged/writer.c \
+                  storaged/uring.c storaged/stream.c storaged/read_into.c \
+                  storaged/writer.c \
                   storaged/mc_concat.c storaged/mc_items.c storaged/heads.c \
                   storaged/journal.c storaged/journal_replay.c \
                   shared/log.c

@@ -1,6 +1,6 @@
 /*
  * Reads: streams that read an object's disk chunks ahead of the sender
- * (tail first), and whole-object reads into caller memory.
+ * (tail first); whole-object reads into caller memory are in read_into.c.
  *
  * A stream takes its whole read-ahead window (up to io_buffers buffers of
  * io->stream_bufs, cut into SSD-chunk slices) at once and recycles it until
@@ -25,8 +25,8 @@
 /* ---- checks shared by streams and read_into ---- */
 
 /* Verifies a landed chunk; on failure counts it and drops the object. */
-static int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
-		       const char *data, int res)
+int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		const char *data, int res)
 {
 	struct gs_engine *e = io->e;
 	const struct chunk *c = &obj->chunks[ci];
@@ -46,7 +46,7 @@ static int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-static void pin(struct gs_engine *e, struct gs_obj *obj)
+void stream_pin(struct gs_engine *e, struct gs_obj *obj)
 {
 	pthread_mutex_lock(&e->lock);
 	obj->refs++;
@@ -59,8 +59,8 @@ static void pin(struct gs_engine *e, struct gs_obj *obj)
  * the bytes right after it), then with <lead_tail> the first HDD chunk
  * (the longest wait), then offset order.  A window of one buffer must not
  * lead: the chunk holding it could not be sent before the ones it jumped. */
-static uint32_t read_order(const struct gs_obj *obj, uint32_t first,
-			   uint32_t last, bool lead_tail, uint32_t *order)
+uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
+		    bool lead_tail, uint32_t *order)
 {
 	uint32_t n = 0, lead = UINT32_MAX, c;
 
@@ -731,87 +731,3 @@ void gs_stream_close(struct gs_stream **sp)
 	if (!s->inflight)
 		stream_end(s);
 }
-
-/* ---- whole-object reads into caller memory ---- */
-
-struct read_into {
-	struct deferred def;
-	struct gs_io *io;
-	struct gs_obj *obj;
-	unsigned pending;
-	int res;
-	gs_done_fn done;
-	void *arg;
-};
-
-static void read_into_finish(struct read_into *r)
-{
-	gs_obj_put(r->io->e, &r->obj);
-	r->done(r->arg, r->res);
-	free(r);
-}
-
-static void read_into_chunk_done(struct io_op *op)
-{
-	struct read_into *r = op->owner;
-	int res = chunk_check(r->io, r->obj, op->chunk, op->buf, op->res);
-
-	if (res < 0 && !r->res)
-		r->res = res;
-	if (--r->pending == 0)
-		read_into_finish(r);
-}
-
-static void read_into_deferred(void *arg, int res)
-{
-	(void)res;
-	read_into_finish(arg);
-}
-
-size_t gs_read_size(const struct gs_obj *obj)
-{
-	return round_up(obj->meta.size ? obj->meta.size : 1, 65536);
-}
-
-int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
-		 gs_done_fn done, void *arg)
-{
-	struct read_into *r = calloc(1, sizeof(*r));
-	uint32_t *order = calloc(obj->nchunks + 1, sizeof(*order));
-	uint32_t n;
-	int ret = 0;
-
-	if (!r || !order) {
-		free(r);
-		free(order);
-		return -ENOMEM;
-	}
-	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
-	pin(io->e, obj);
-	n = read_order(obj, 0, obj->nchunks, true, order);
-	r->pending = 1;			/* held until every read is armed */
-	for (uint32_t i = 0; i < n && ret == 0; i++) {
-		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
-
-		r->pending++;
-		ret = uring_op_start(io, obj, order[i], false, dst, -1,
-			       read_into_chunk_done, r);
-		if (ret < 0) {
-			r->pending--;
-			r->res = ret;
-		}
-	}
-	free(order);
-	uring_submit(io);		/* the disk starts while we copy */
-	if (!obj->on_disk && obj->meta.head_len)
-		memcpy(buf, obj->head, obj->meta.head_len);
-	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (obj->chunks[c].tier == GS_TIER_RAM)
-			memcpy((char *)buf + engine_chunk_start(obj, c),
-			       (char *)io->e->region.base + obj->chunks[c].addr,
-			       obj->chunks[c].len);
-	if (--r->pending == 0)
-		defer(io, &r->def, read_into_deferred, r, 0);
-	return 0;
-}
-

@@ -188,6 +188,20 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
  * completion does. */
 void uring_arm_timer(struct gs_io *io, long long ns);
 
+/* ---- stream.c, for read_into.c ---- */
+
+/* Verifies a landed chunk (<res> is its read's result); on failure counts
+ * it and drops the object.  0, -EBADMSG or -EIO. */
+int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		const char *data, int res);
+/* Takes a pin on <obj>. */
+void stream_pin(struct gs_engine *e, struct gs_obj *obj);
+/* Fills <order> with the disk chunks of [first, last) in the order to
+ * submit them (the first one, then with <lead_tail> the first HDD chunk,
+ * then offset order); returns how many. */
+uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
+		    bool lead_tail, uint32_t *order);
+
 /* ---- stream.c, for gs_io_run() ---- */
 
 /* Frees window buffers for the streams waiting for one by reclaiming

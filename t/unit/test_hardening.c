@@ -431,6 +431,18 @@ static void stalled_reader(void)
 	b.pos += n;
 	ret = reader_peek(&b, &p, &n);
 	CHECK(ret == -EAGAIN, "stall: b got a window at once (%d)", ret);
+	/* its first disk chunk comes without a window (early_reads) */
+	b.woke = false;
+	CHECK(run_for(io, &b.woke, 5000), "stall: b's first chunk never came");
+	ret = reader_peek(&b, &p, &n);
+	CHECK(ret == 0 && n && !memcmp(p, vb + b.pos, n), "stall: b's first chunk");
+	gs_stream_consume(b.s, n);
+	b.pos += n;
+	gs_stats(e, &st);
+	CHECK(st.early_reads == 1, "stall: early_reads %llu",
+	      (unsigned long long)st.early_reads);
+	ret = reader_peek(&b, &p, &n);
+	CHECK(ret == -EAGAIN, "stall: b got a window at once (%d)", ret);
 	b.woke = false;
 	CHECK(run_for(io, &b.woke, 5000), "stall: b never got a window");
 	gs_stats(e, &st);
