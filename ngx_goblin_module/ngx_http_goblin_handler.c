@@ -17,6 +17,7 @@
 
 
 static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
+static ngx_int_t ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk);
 static ngx_int_t ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
@@ -127,9 +128,28 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /* Sends the response header; NGX_OK to go on with the body, else the
- * request is finalized. */
+ * request is finalized (ctx may be gone). */
 static ngx_int_t
 ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_goblin_header_out(ctx);
+
+    if (rc != NGX_OK) {
+        ngx_http_goblin_finalize(ctx, rc == NGX_DONE ? NGX_OK : rc);
+        return NGX_DONE;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Sends the response header; NGX_OK to go on with the body, else the code
+ * to finalize the request with, NGX_DONE standing for NGX_OK (the caller
+ * finalizes, when it is done with ctx). */
+static ngx_int_t
+ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_int_t            rc;
     ngx_http_request_t  *r;
@@ -140,8 +160,7 @@ ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx)
     rc = ngx_http_send_header(r);
 
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        ngx_http_goblin_finalize(ctx, rc);
-        return NGX_DONE;
+        return rc == NGX_OK ? NGX_DONE : rc;
     }
 
     ctx->header_sent = 1;
@@ -411,6 +430,7 @@ ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx)
 void
 ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
+    ngx_int_t                rc;
     ngx_buf_t               *b;
     ngx_chain_t             *cl, **ll;
     ngx_http_request_t      *r;
@@ -430,9 +450,15 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         return;
     }
 
-    if (ctx->header_deferred && ngx_http_goblin_send_header(ctx) != NGX_OK) {
-        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
-        return;
+    if (ctx->header_deferred) {
+        rc = ngx_http_goblin_header_out(ctx);
+
+        if (rc != NGX_OK) {
+            /* the buffer goes back before finalizing may free ctx */
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+            ngx_http_goblin_finalize(ctx, rc == NGX_DONE ? NGX_OK : rc);
+            return;
+        }
     }
 
     cl = ngx_http_goblin_chain(ctx);
