@@ -266,6 +266,9 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 
 /* ---- heads.c: the head cache of on-disk objects ---- */
 
+/* Bytes of <obj> a cached head holds: min(size, ram_head). */
+uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj);
+
 /* A head slot: 0 and <*off>, or -ENOMEM; with <drop>, cached heads are
  * dropped for it (layout.c). */
 int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off);

@@ -13,7 +13,7 @@
 
 #include "engine.h"
 
-static uint64_t head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
+uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
 {
 	return obj->meta.size < e->cfg.ram_head ? obj->meta.size : e->cfg.ram_head;
 }
@@ -99,7 +99,7 @@ void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 
 void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 {
-	uint64_t len = head_bytes(e, obj);
+	uint64_t len = engine_head_bytes(e, obj);
 
 	obj->head_loading = false;
 	if (!obj->linked || obj->head) {

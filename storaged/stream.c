@@ -195,8 +195,7 @@ static void head_load_chunk(struct gs_stream *s, uint32_t c, const char *data)
 {
 	struct gs_engine *e = s->io->e;
 	struct stream_slot *sl = &s->slots[c - s->first];
-	uint64_t hb = e->cfg.ram_head < s->obj->meta.size ?
-		      e->cfg.ram_head : s->obj->meta.size;
+	uint64_t hb = engine_head_bytes(e, s->obj);
 	uint64_t n;
 
 	if (!s->head_loading || sl->head_copied || sl->off >= hb)

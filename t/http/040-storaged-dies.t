@@ -96,16 +96,6 @@ sub server_read ($$) {
     return 0;
 }
 
-sub wait_for (&$) {
-    my ($cond, $secs) = @_;
-    my $deadline = time + $secs;
-    while (time < $deadline) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
-
 # 1. killed mid-transfer
 my ($s, $head, $body) = start_download('/obj/big', 262144);
 like($head, qr{^HTTP/1\.1 200 .*Content-Length: $Size}s,

@@ -80,16 +80,6 @@ sub around (&) {
     return (\%d, @r);
 }
 
-sub wait_for (&$) {
-    my ($cond, $secs) = @_;
-    my $deadline = time + $secs;
-    while (time < $deadline) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
-
 # 1. a head-miss GET, then the same object until its head is admitted
 my ($d, $st, $h, $body) = around { http_request($port, 'GET', '/obj/o4') };
 ok($st == 200 && $body eq $Obj{o4}, 'a head-miss GET is byte-exact');

@@ -33,7 +33,7 @@ our @EXPORT = qw(
     goblin_start goblin_stop goblin_kill goblin_pid goblin_log
     goblin_defaults goblin_plan goblin_stats goblin_module
     goblin_store_binary
-    mc_set mc_get mc_delete http_request payload nginx_workers
+    mc_set mc_get mc_delete http_request payload nginx_workers wait_for
 );
 
 our $Top = getcwd();
@@ -225,6 +225,17 @@ sub goblin_defaults () {
         my $block = shift;
         wait_attached() if $block->{goblin_attach} && goblin_pid();
     }) if Test::Nginx::Socket->can('add_post_start_handler');
+}
+
+# Polls <cond> every 50 ms for up to <secs> seconds; whether it held.
+sub wait_for (&$) {
+    my ($cond, $secs) = @_;
+    my $deadline = time + $secs;
+    while (time < $deadline) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    return 0;
 }
 
 # Waits (up to 20 s) until every worker of the nginx under test logged
