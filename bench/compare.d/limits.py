@@ -12,8 +12,10 @@ run time (1.0 = busy all of it), computed from counters taken around it.
           and the device is as busy as the busier of the two (one channel:
           the same).  I/O booked in the phase may finish just after it, so a
           saturated device can read slightly above 1.
-  link    payload bytes each way x 8 / T / the link's rate (headers are not
-          counted: a lower bound); none on loopback.
+  link    payload bytes each way x 8 / T / what the link carries of payload
+          (TCP's goodput at the shaped rate, rate x MSS / (MSS + 90), as
+          bench/rig/net-check measures it); the busier direction; protocol
+          lines are not counted.  None on loopback.
   CPU     utime + stime of the process over T, per core it may use.
 """
 import os

@@ -477,7 +477,10 @@ def net_text(network):
     """A network as the rig measured it: every figure net_info gave."""
     parts = []
     for k, v in sorted(network.items()):
-        if k == "name" or isinstance(v, (dict, list)):
+        if isinstance(v, dict):     # {"p50": ..} or a direction's {"goodput_bps": ..}
+            k, v = next(((k + (" " + sub if sub != "p50" else ""), v[sub])
+                         for sub in ("p50", "goodput_bps") if sub in v), (k, None))
+        if k == "name" or v is None or isinstance(v, (dict, list)):
             continue
         if k.endswith("_bps") and isinstance(v, (int, float)):
             v = "%.3g Gbit/s" % (v / 1e9)
@@ -553,8 +556,10 @@ def summary_head(results):
              "phase (in bold) and how busy each resource was over it: the emulated "
              "HDD and SSD (seeks x access time + bytes / bandwidth, per channel, "
              "over the run time; MB read per HDD seek), the link (payload bytes / "
-             "run time / link rate, the busier direction), the server's core and "
-             "the client's (CPU time / run time).\n")
+             "run time / the link's TCP goodput, the busier direction), the "
+             "server's core and the client's (CPU time / run time). A saturated "
+             "device can read a little above 100%: I/O booked in the run may end "
+             "just after it.\n")
     return L
 
 
