@@ -474,20 +474,19 @@ def fmt_us(us):
 
 
 def net_text(network):
-    """A network as the rig measured it: every figure net_info gave."""
-    parts = []
-    for k, v in sorted(network.items()):
-        if isinstance(v, dict):     # {"p50": ..} or a direction's {"goodput_bps": ..}
-            k, v = next(((k + (" " + sub if sub != "p50" else ""), v[sub])
-                         for sub in ("p50", "goodput_bps") if sub in v), (k, None))
-        if k == "name" or v is None or isinstance(v, (dict, list)):
-            continue
-        if k.endswith("_bps") and isinstance(v, (int, float)):
-            v = "%.3g Gbit/s" % (v / 1e9)
-        elif k.endswith("_us") and isinstance(v, (int, float)):
-            v = "%.0f us" % v
-        parts.append("%s %s" % (k, v))
-    return "; ".join(parts) or "-"
+    """A network as the rig measured it (bench/rig/net-check's figures)."""
+    if "rate_bps" not in network:
+        return "no link (%s)" % network["name"]
+    rtt = network.get("rtt_us")
+    rtt = rtt.get("p50") if isinstance(rtt, dict) else rtt
+    return ("%.3g Gbit/s, RTT %s us (target %s us); TCP goodput client to server "
+            "%.3g, server to client %.3g Gbit/s (target %.3g)%s" % (
+                network["rate_bps"] / 1e9, "-" if rtt is None else "%.0f" % rtt,
+                network.get("target_rtt_us", "-"), network.get("c2s_bps", 0) / 1e9,
+                network.get("s2c_bps", 0) / 1e9,
+                network.get("target_goodput_bps", 0) / 1e9,
+                "" if network.get("ok", True) else "; **check failed**: " +
+                "; ".join(network.get("problems", []))))
 
 
 def network_rows(by_net):
