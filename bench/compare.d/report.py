@@ -11,6 +11,10 @@ from limits import limit_text, pct
 
 JUDGED_NET = "1g"       # the memory-sized QPS and latency claims: the seed's regime
 HDD_BUSY_GOAL = 0.95    # disk-sized: goblin-store keeps the spindle this busy
+# ... judged where the link can carry what an HDD-bound goblin-store serves
+# (~3x the HDD's bytes, the rest from RAM and SSD): not at 1g, whose ~118
+# MB/s binds first (the limit row shows it)
+HDD_LINK_BOUND_NETS = ("1g",)
 
 SEED = {  # what the seed document reported, quoted beside each verdict
     "memory-sized": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses",
@@ -215,8 +219,9 @@ def evaluate(scen, res):
                   mp["misses"] <= 0.004 * mp["gets"],
                   "misses: extstore %d of %d gets, goblin-store %d of %d" % (
                       mp["misses"], mp["gets"], mg["misses"], mg["gets"])),
-            hdd_busy_claim(gob),
         ]
+        if net_name(res) not in HDD_LINK_BOUND_NETS:
+            claims.append(hdd_busy_claim(gob))
     elif scen == "durability":
         for p in (peer, gob):
             pop = p["phases"]["populate"]["populate"]
