@@ -49,14 +49,17 @@ rig_net_params() {
 }
 
 # Configures TAP <dev> in namespace <netns> ("": this one): address
-# <addr>/30, MTU, TSO batch size, and tbf at the network's rate on its
-# egress.  Each frame is charged 24 bytes more (preamble, FCS, gap) as on
-# Ethernet; the queue holds 10 ms at the rate.
+# <addr>/30, MTU, TSO batch size, and tbf on its egress.  tbf counts a TSO
+# batch as its segments with their headers (no preamble, FCS, gap: 24
+# bytes a frame on Ethernet; tc's stab could add them, but only once per
+# batch), so its rate is the link's times (MTU + 14) / (MTU + 38): full
+# frames take their Ethernet wire time.  The queue holds 10 ms.
 rig_net_link() {
 	local ns=() dev=$2 addr=$3
 	[ -z "$1" ] || ns=(-n "$1")
 	ip "${ns[@]}" link set dev "$dev" mtu "$net_mtu" gso_max_size "$net_gso" up
 	ip "${ns[@]}" addr add "$addr/30" dev "$dev"
-	tc "${ns[@]}" qdisc replace dev "$dev" root stab overhead 24 linklayer ethernet \
-		tbf rate "${net_rate_bps}bit" burst "$net_burst" limit $((net_rate_bps / 800))
+	tc "${ns[@]}" qdisc replace dev "$dev" root tbf \
+		rate "$((net_rate_bps * (net_mtu + 14) / (net_mtu + 38)))bit" \
+		burst "$net_burst" limit $((net_rate_bps / 800))
 }
