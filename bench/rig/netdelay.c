@@ -276,7 +276,6 @@ static void write_stats(const char *path, struct line *lines)
 {
 	char tmp[4096];
 	FILE *f = stderr;
-	int64_t delay_ns = lines[0].delay_ns;
 	int i;
 
 	if (path) {
@@ -285,7 +284,7 @@ static void write_stats(const char *path, struct line *lines)
 		if (!f)
 			die(tmp);
 	}
-	fprintf(f, "delay_us %.3f\n", LOAD(delay_ns) / 1e3);
+	fprintf(f, "delay_us %.3f\n", LOAD(lines[0].delay_ns) / 1e3);
 	for (i = 0; i < 2; i++) {
 		struct line *l = &lines[i];
 
