@@ -3,7 +3,6 @@
  * index lives in index.c, the object layout and its space in layout.c.
  */
 #include <errno.h>
-#include <numa.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,12 +68,6 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 	    c->stripe_unit < GS_MIN_STRIPE) {
 		snprintf(err, errlen, "`stripe_unit` must be at least 64K with more than one dir in a tier (a chunk may span at most %u stripes)",
 			 GS_MAX_SEGS);
-		return -EINVAL;
-	}
-	if (c->numa_node >= 0 &&
-	    (numa_available() < 0 || c->numa_node > numa_max_node())) {
-		snprintf(err, errlen, "`numa_node` %d: no such NUMA node (this machine has %d)",
-			 c->numa_node, numa_available() < 0 ? 0 : numa_max_node() + 1);
 		return -EINVAL;
 	}
 	return 0;

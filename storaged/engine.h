@@ -14,6 +14,7 @@
 
 #include "goblin.h"
 #include "list.h"
+#include "numa_topo.h"
 
 #define STAT_ADD(e, name, n) \
 	__atomic_fetch_add(&(e)->st.name, (n), __ATOMIC_RELAXED)
@@ -67,6 +68,7 @@ struct region {
 	int nclasses;
 	struct region_class cls[REGION_CLASSES];
 	uint64_t used;
+	struct numa_topo numa;		/* --numa: per-node arenas */
 };
 
 int region_open(struct region *r, const struct gs_config *cfg,
@@ -80,6 +82,8 @@ void region_free(struct region *r, uint64_t off);
 uint64_t region_slot_size(const struct region *r, uint64_t off);
 /* Whether slots of class <cls> come out of the heads' budget (--memory). */
 bool region_shares_heads(const struct region *r, int cls);
+/* With --numa: counts a lookup served from the slot at <off>. */
+void region_hit(struct region *r, uint64_t off);
 
 /* ---- disk pools: one per tier, dirs striped ---- */
 

@@ -65,6 +65,7 @@ struct gs_config {
 	uint64_t admission_bytes;	/* bytes accepted but not yet on disk */
 	bool no_evict;			/* fail sets instead of evicting */
 	int numa_node;			/* -1: no binding */
+	bool numa_perverse;		/* region zero on the farthest node */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
 	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */

@@ -322,6 +322,8 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 		} else if (obj->on_disk) {
 			STAT_ADD(e, head_misses, 1);
 		}
+		if (obj->head)
+			region_hit(&e->region, obj->meta.head_off);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!obj) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "numa_topo.h"
 #include "options.h"
 #include "link.h"
 #include "server.h"
@@ -41,7 +42,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		return ret == -EINVAL ? 2 : 1;
 	}
-	if (opt.numa >= 0 && numa_run_on_node(opt.numa) < 0) {
+	if (opt.numa >= 0 && numa_topo_cpu_node(opt.numa) >= 0 &&
+	    numa_run_on_node(numa_topo_cpu_node(opt.numa)) < 0) {
 		fprintf(stderr, "goblin-store: --numa %d: %s\n", (int)opt.numa,
 			strerror(errno));
 		goto out_engine;

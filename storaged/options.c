@@ -239,6 +239,7 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->admission_bytes = o->admission_bytes;
 	cfg->no_evict = o->no_evict;
 	cfg->numa_node = o->numa;
+	cfg->numa_perverse = o->perverse;
 	cfg->fresh = o->fresh;
 	cfg->sync_interval_ms = o->sync_interval;
 }
@@ -254,6 +255,7 @@ void options_config_defaults(struct gs_config *cfg)
 /* gs_config fields whose flag is not their name with '-' for '_'. */
 static const struct { const char *field, *flag; } field_flags[] = {
 	{ "mlock", "no-mlock" }, { "numa_node", "numa" },
+	{ "numa_perverse", "perverse" },
 	{ "ssd_dirs", "ssd-dir" }, { "hdd_dirs", "hdd-dir" },
 	{ "sync_interval_ms", "sync-interval" },
 };

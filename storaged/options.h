@@ -77,7 +77,9 @@
 	OPTION(no_evict, "no-evict", BOOL, "false", 0, 0,		\
 	       "fail sets with SERVER_ERROR out of memory instead of evicting") \
 	OPTION(numa, "numa", INT, "-1", -1, INT_MAX,			\
-	       "bind serving threads and head memory to this NUMA node (-1: none)") \
+	       "serving threads on this NUMA node; one head arena of --memory per node, filled from this node's (-1: none)") \
+	OPTION(perverse, "perverse", BOOL, "false", 0, 0,		\
+	       "with --numa: the first head arena on the farthest node (a remote-memory control)") \
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
 	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\

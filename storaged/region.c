@@ -91,14 +91,53 @@ static void setup_classes(struct region *r, uint64_t ram_head)
 	}
 }
 
+/*
+ * With --numa, binds each region's arena, and the small blocks after them,
+ * to its real node (numa_topo.h); else the whole region to numa_node, if
+ * any.
+ */
+static void bind_region(struct region *r, const struct gs_config *cfg)
+{
+	const struct numa_topo *t = &r->numa;
+	uint64_t arena = (uint64_t)t->arena_blocks * r->block;
+
+	if (!t->nnodes) {
+		if (cfg->numa_node >= 0)
+			numa_tonode_memory(r->base, r->size, cfg->numa_node);
+		return;
+	}
+	for (int i = 0; i < t->nnodes; i++)
+		if (t->real[i] >= 0)
+			numa_tonode_memory((char *)r->base + i * arena, arena,
+					   t->real[i]);
+	if (r->small_blocks_max && t->real[0] >= 0)
+		numa_tonode_memory((char *)r->base + t->nnodes * arena,
+				   (uint64_t)r->small_blocks_max * r->block,
+				   t->real[0]);
+	log_info("NUMA: %d %snodes, region zero on node %d (serving node %d): %d arenas of %llu bytes",
+		 t->nnodes, t->simulated ? "simulated " : "", t->order[0],
+		 t->local, t->nnodes, (unsigned long long)arena);
+}
+
 int region_open(struct region *r, const struct gs_config *cfg,
 		char *err, size_t errlen)
 {
 	int ret;
 
 	memset(r, 0, sizeof(*r));
+	ret = numa_topo_setup(&r->numa, cfg, err, errlen);
+	if (ret < 0)
+		return ret;
 	r->block = cfg->block;
 	r->head_blocks_max = cfg->memory / cfg->block;
+	if (r->numa.nnodes) {
+		if (r->head_blocks_max == 0) {
+			snprintf(err, errlen, "`memory` must hold at least one `block` per NUMA node");
+			return -EINVAL;
+		}
+		r->numa.arena_blocks = r->head_blocks_max;
+		r->head_blocks_max *= r->numa.nnodes;
+	}
 	r->small_blocks_max = cfg->sub_memory / cfg->block;
 	r->nblocks = r->head_blocks_max + r->small_blocks_max;
 	r->size = (uint64_t)r->nblocks * r->block;
@@ -123,8 +162,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		}
 		madvise(r->base, r->size, MADV_HUGEPAGE);
 	}
-	if (cfg->numa_node >= 0)
-		numa_tonode_memory(r->base, r->size, cfg->numa_node);
+	bind_region(r, cfg);
 	if (cfg->mlock && mlock(r->base, r->size) < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "mlock of the %llu-byte RAM region: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
@@ -194,6 +232,29 @@ static void partial_remove(struct region *r, uint32_t b)
 	blk->on_partial = false;
 }
 
+/* A free block, the first from the hint on: UINT32_MAX when none. */
+static uint32_t any_block(const struct region *r)
+{
+	for (uint32_t b = 0; b < r->nblocks; b++)
+		if (r->blocks[(r->free_block + b) % r->nblocks].cls < 0)
+			return (r->free_block + b) % r->nblocks;
+	return UINT32_MAX;
+}
+
+/* With --numa: the lowest free block of the arenas (population order:
+ * region zero first), or of the small blocks after them when <small>;
+ * UINT32_MAX when none. */
+static uint32_t numa_block(const struct region *r, bool small)
+{
+	uint32_t b = small ? r->head_blocks_max : 0;
+	uint32_t end = small ? r->nblocks : r->head_blocks_max;
+
+	for (; b < end; b++)
+		if (r->blocks[b].cls < 0)
+			return b;
+	return UINT32_MAX;
+}
+
 static int block_take(struct region *r, int cls)
 {
 	struct region_class *c = &r->cls[cls];
@@ -206,12 +267,12 @@ static int block_take(struct region *r, int cls)
 
 	if (*count >= max)
 		return -ENOMEM;
-	for (b = 0; b < r->nblocks; b++)
-		if (r->blocks[(r->free_block + b) % r->nblocks].cls < 0)
-			break;
-	if (b == r->nblocks)
+	if (r->numa.nnodes)
+		b = numa_block(r, small);
+	else
+		b = any_block(r);
+	if (b == UINT32_MAX)
 		return -ENOMEM;
-	b = (r->free_block + b) % r->nblocks;
 	blk = &r->blocks[b];
 	blk->freemap = calloc(words, sizeof(uint64_t));
 	if (!blk->freemap)
@@ -285,4 +346,17 @@ bool region_shares_heads(const struct region *r, int cls)
 uint64_t region_slot_size(const struct region *r, uint64_t off)
 {
 	return r->cls[r->blocks[off / r->block].cls].slot;
+}
+
+void region_hit(struct region *r, uint64_t off)
+{
+	struct numa_topo *t = &r->numa;
+	uint32_t i;
+
+	if (!t->nnodes)
+		return;
+	i = off / r->block / t->arena_blocks;
+	if (i >= (uint32_t)t->nnodes)
+		i = 0;			/* a small block: on region zero's node */
+	t->hits[i]++;
 }

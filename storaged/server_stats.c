@@ -17,6 +17,7 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 #undef SERVER_STAT_LOAD
 	s->accepting_conns = !__atomic_load_n(&srv->listen_off, __ATOMIC_RELAXED);
 	gs_stats(srv->e, &s->engine);
+	gs_numa_stats(srv->e, &s->numa);
 	pthread_mutex_lock(&srv->reset_lock);
 	s->engine_base = srv->base;
 	pthread_mutex_unlock(&srv->reset_lock);

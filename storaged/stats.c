@@ -38,6 +38,28 @@ static void emit_TIMEVAL(const struct stats_sink *sink, const char *name,
 	sink->emit(sink->arg, name, buf, desc);
 }
 
+/* The NUMA_STATS lines of <n>; <markdown>: one row per stat, node N. */
+static void emit_numa(const struct stats_sink *sink,
+		      const struct gs_numa_stats *n, bool markdown)
+{
+	char name[64];
+
+#define EMIT_NUMA(stat, desc) emit_U64(sink, "numa_" #stat, n->stat, desc);
+	NUMA_STATS(EMIT_NUMA)
+#undef EMIT_NUMA
+	for (uint64_t i = 0; i < (markdown ? 1 : n->nodes); i++) {
+#define EMIT_NODE(stat, desc)						\
+		if (markdown)						\
+			snprintf(name, sizeof(name), "numa_nodeN_" #stat); \
+		else							\
+			snprintf(name, sizeof(name), "numa_node%llu_" #stat, \
+				 (unsigned long long)i);		\
+		emit_U64(sink, name, n->stat[i], desc);
+		NUMA_NODE_STATS(EMIT_NODE)
+#undef EMIT_NODE
+	}
+}
+
 void stats_emit(unsigned tables, const struct stats_snapshot *s,
 		const struct stats_sink *sink)
 {
@@ -63,6 +85,8 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	}
 	if (tables & STATS_POOLS) {
 		POOL_STATS(EMIT_FIELD)
+		if (s->numa.nodes)
+			emit_numa(sink, &s->numa, false);
 	}
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
@@ -168,12 +192,25 @@ static void markdown_table(unsigned tables)
 	markdown_flush(&m);
 }
 
+static void markdown_numa(void)
+{
+	static const struct gs_numa_stats none;
+	struct markdown_rows m = { 0 };
+	struct stats_sink sink = { markdown_emit, &m };
+
+	printf("| stat | meaning |\n|---|---|\n");
+	emit_numa(&sink, &none, true);
+	markdown_flush(&m);
+}
+
 void stats_markdown(void)
 {
 	printf("`stats` (memcached's general fields plus the front end's counters):\n\n");
 	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY);
 	printf("\n`stats goblin` (the engine):\n\n");
 	markdown_table(STATS_ENGINE | STATS_POOLS);
+	printf("\nWith `--numa`, `stats goblin` goes on (N: each node by id):\n\n");
+	markdown_numa();
 	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
 	markdown_table(STATS_LINK);
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"

@@ -20,6 +20,7 @@
 #include <sys/time.h>
 
 #include "goblin.h"
+#include "numa_topo.h"
 
 #define STATS_AS_MEMCACHED	"as in memcached"
 #define STATS_AS_GOBLIN		"engine counters, as in `stats goblin`"
@@ -92,6 +93,18 @@
 	ACTION(ssd_dirs, STATS_PER_POOL)				\
 	ACTION(hdd_dirs, STATS_PER_POOL)
 
+/* NUMA_STAT(name, description): `stats goblin` after POOL_STATS, with
+ * --numa only; NUMA_NODE_STAT(name, description): then numa_node<N>_<name>
+ * for each node N by id. */
+#define NUMA_STATS(ACTION)						\
+	ACTION(nodes, "NUMA nodes with a head arena (simulated ones under GOBLIN_TEST_NUMA)") \
+	ACTION(region0_node, "the node whose arena fills first: --numa's, the farthest with --perverse") \
+	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their arena's node (move_pages)")
+#define NUMA_NODE_STATS(ACTION)						\
+	ACTION(bytes, "RAM region bytes allocated in node N's arena")	\
+	ACTION(blocks, "--block blocks in use in node N's arena")		\
+	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
+
 /* SLAB_STAT(name, description): `stats slabs` (no slab classes). */
 #define SLAB_STATS(ACTION)						\
 	ACTION(active_slabs, "always 0")				\
@@ -153,6 +166,7 @@ struct stats_snapshot {
 	struct gs_stats engine;
 	struct gs_stats engine_base;	/* engine at the last stats reset */
 	uint64_t index_bytes_per_object, ssd_dirs, hdd_dirs;
+	struct gs_numa_stats numa;	/* .nodes 0: no NUMA lines */
 	uint64_t active_slabs, total_malloced;
 	uint64_t link[ST_MAX];
 };

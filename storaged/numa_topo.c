@@ -1,0 +1,185 @@
+/*
+ * The NUMA topology behind the head arenas (numa_topo.h): which nodes
+ * exist, how far each is, the order regions take them in, and where the
+ * kernel really put each block.
+ */
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "numa_topo.h"
+
+/* Parses GOBLIN_TEST_NUMA's distance row <spec> into <row>: the count of
+ * nodes, or -EINVAL unless it has 2 to GS_NUMA_MAX_NODES distances, the
+ * first 10 (a node to itself) and the others above it. */
+static int parse_row(const char *spec, int *row)
+{
+	int n = 0;
+
+	while (*spec) {
+		char *end;
+		long d;
+
+		if (*spec == ' ') {
+			spec++;
+			continue;
+		}
+		if (n == GS_NUMA_MAX_NODES)
+			return -EINVAL;
+		errno = 0;
+		d = strtol(spec, &end, 10);
+		if (end == spec || errno || d < 10 || d > 255 ||
+		    (*end && *end != ' ') || (n == 0) != (d == 10))
+			return -EINVAL;
+		row[n++] = d;
+		spec = end;
+	}
+	return n >= 2 ? n : -EINVAL;
+}
+
+static int real_nodes(void)
+{
+	return numa_available() < 0 ? 0 : numa_max_node() + 1;
+}
+
+int numa_topo_cpu_node(int node)
+{
+	int n = real_nodes();
+
+	if (!getenv(GS_NUMA_ENV))
+		return node;
+	return n ? node % n : -1;
+}
+
+/* Region order: <t>->local first, the others from it up by node id,
+ * wrapping; <perverse> swaps region zero with the farthest node's region
+ * (the first of the farthest in that order). */
+static void set_order(struct numa_topo *t, const int *dist_from_local,
+		      bool perverse)
+{
+	int far = 0;
+
+	for (int i = 0; i < t->nnodes; i++) {
+		t->order[i] = (t->local + i) % t->nnodes;
+		if (dist_from_local[t->order[i]] >
+		    dist_from_local[t->order[far]])
+			far = i;
+	}
+	if (perverse) {
+		t->order[far] = t->order[0];
+		t->order[0] = (t->local + far) % t->nnodes;
+	}
+}
+
+int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
+		    char *err, size_t errlen)
+{
+	const char *spec = getenv(GS_NUMA_ENV);
+	int row[GS_NUMA_MAX_NODES], dist[GS_NUMA_MAX_NODES];
+	int n;
+
+	memset(t, 0, sizeof(*t));
+	if (cfg->numa_node < 0) {
+		if (cfg->numa_perverse) {
+			snprintf(err, errlen, "`numa_perverse` needs `numa_node`");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	n = spec ? parse_row(spec, row) : real_nodes();
+	if (n < 0) {
+		snprintf(err, errlen, "%s=\"%s\": want a distance row of 2 to %d nodes, 10 first, the others above 10 (e.g. \"10 20 30 20\")",
+			 GS_NUMA_ENV, spec, GS_NUMA_MAX_NODES);
+		return -EINVAL;
+	}
+	if (n > GS_NUMA_MAX_NODES) {
+		snprintf(err, errlen, "`numa_node`: %d NUMA nodes, at most %d supported",
+			 n, GS_NUMA_MAX_NODES);
+		return -EINVAL;
+	}
+	if (cfg->numa_node >= n) {
+		snprintf(err, errlen, "`numa_node` %d: no such NUMA node (this machine has %d%s)",
+			 cfg->numa_node, n, spec ? ", simulated" : "");
+		return -EINVAL;
+	}
+	t->nnodes = n;
+	t->simulated = spec != NULL;
+	t->local = cfg->numa_node;
+	for (int j = 0; j < n; j++)
+		dist[j] = spec ? row[(j - t->local + n) % n] :
+			  numa_distance(t->local, j);
+	set_order(t, dist, cfg->numa_perverse);
+	for (int i = 0; i < n; i++)
+		t->real[i] = spec ? numa_topo_cpu_node(t->local) : t->order[i];
+	return 0;
+}
+
+/* Counts the blocks in use of <r> whose first page is not on the real node
+ * of their region (pages never touched are not counted). */
+static uint64_t misplaced(const struct region *r)
+{
+	const struct numa_topo *t = &r->numa;
+	uint32_t nused = 0;
+	uint64_t bad = 0;
+	void **pages;
+	int *status;
+	uint32_t *idx;
+
+	pages = calloc(r->nblocks, sizeof(*pages));
+	status = calloc(r->nblocks, sizeof(*status));
+	idx = calloc(r->nblocks, sizeof(*idx));
+	if (!pages || !status || !idx)
+		goto out;
+	for (uint32_t b = 0; b < r->nblocks; b++) {
+		if (r->blocks[b].cls < 0)
+			continue;
+		pages[nused] = (char *)r->base + (uint64_t)b * r->block;
+		idx[nused++] = b;
+	}
+	if (nused && move_pages(0, nused, pages, NULL, status, 0) == 0) {
+		for (uint32_t k = 0; k < nused; k++) {
+			int want = t->real[idx[k] / t->arena_blocks < (uint32_t)t->nnodes ?
+					   idx[k] / t->arena_blocks : 0];
+
+			if (want >= 0 && status[k] >= 0 && status[k] != want)
+				bad++;
+		}
+	}
+out:
+	free(pages);
+	free(status);
+	free(idx);
+	return bad;
+}
+
+void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st)
+{
+	struct region *r = &e->region;
+	const struct numa_topo *t = &r->numa;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&e->lock);
+	if (!t->nnodes)
+		goto out;
+	st->nodes = t->nnodes;
+	st->region0_node = t->order[0];
+	for (uint32_t b = 0; b < r->head_blocks_max; b++) {
+		const struct region_block *blk = &r->blocks[b];
+		int node = numa_topo_node(t, b / t->arena_blocks);
+
+		if (blk->cls < 0)
+			continue;
+		st->blocks[node]++;
+		st->bytes[node] += (uint64_t)(r->cls[blk->cls].nslots - blk->nfree) *
+				   r->cls[blk->cls].slot;
+	}
+	for (int i = 0; i < t->nnodes; i++)
+		st->hits[t->order[i]] = t->hits[i];
+	st->misplaced_blocks = misplaced(r);
+out:
+	pthread_mutex_unlock(&e->lock);
+}

@@ -1,0 +1,80 @@
+/*
+ * NUMA head arenas (--numa NODE): one arena of --memory bytes per node,
+ * each a contiguous run of blocks in the one RAM region memfd, bound to its
+ * node with mbind.  Regions are numbered in population order: region zero
+ * is NODE's arena (the farthest node's with --perverse), then the others by
+ * node id from NODE up, wrapping.  Blocks are taken lowest first, so keys
+ * fill region zero, then region one, in the order they are stored.
+ *
+ *   region memfd:  | region 0 | region 1 | ... | region n-1 | small blocks |
+ *                    node L     node L+1          node L-1     as region 0
+ *
+ * One region, one fd and one mapping keep gs_meta.head_off meaningful to
+ * nginx workers, which map the same memfd read-only.
+ *
+ * A test-only topology, GOBLIN_TEST_NUMA="10 20 30 20" (node 0's distance
+ * row; node i's row is it rotated right by i), simulates that many nodes:
+ * each simulated node gets its own arena, placed on the real node that
+ * --numa NODE binds to (NODE modulo the real nodes), so every placement
+ * decision runs as on a multi-node host.
+ */
+#ifndef GOBLIN_NUMA_TOPO_H
+#define GOBLIN_NUMA_TOPO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "goblin.h"
+
+#define GS_NUMA_MAX_NODES 64
+#define GS_NUMA_ENV "GOBLIN_TEST_NUMA"
+
+struct numa_topo {
+	int nnodes;			/* 0: no --numa */
+	bool simulated;			/* GOBLIN_TEST_NUMA */
+	int local;			/* --numa NODE */
+	int order[GS_NUMA_MAX_NODES];	/* region i's node */
+	int real[GS_NUMA_MAX_NODES];	/* region i's real node, -1: unbound */
+	uint32_t arena_blocks;		/* blocks in one region */
+	uint64_t hits[GS_NUMA_MAX_NODES];	/* lookups per region */
+};
+
+/* What `stats goblin` reports with --numa, per node (by node id). */
+struct gs_numa_stats {
+	uint64_t nodes;			/* 0: no --numa (nothing reported) */
+	uint64_t region0_node;
+	uint64_t misplaced_blocks;	/* blocks in use not on their node */
+	uint64_t bytes[GS_NUMA_MAX_NODES];
+	uint64_t blocks[GS_NUMA_MAX_NODES];
+	uint64_t hits[GS_NUMA_MAX_NODES];
+};
+
+/*
+ * Reads the topology for <cfg> (numa_node, numa_perverse) into <t>: the
+ * real one from libnuma, or the simulated one from GOBLIN_TEST_NUMA.
+ * Returns 0, or -EINVAL with a reason in <err> for a node that does not
+ * exist (numa_alloc_onnode would not say) or a bad GOBLIN_TEST_NUMA.
+ */
+int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
+		    char *err, size_t errlen);
+
+/* The real node serving threads of --numa <node> run on, or -1 when the
+ * topology is simulated and libnuma sees no node. */
+int numa_topo_cpu_node(int node);
+
+/* The node of region <i> (i >= nnodes: the small blocks, which share
+ * region zero's node). */
+static inline int numa_topo_node(const struct numa_topo *t, uint32_t i)
+{
+	return i < (uint32_t)t->nnodes ? t->order[i] : t->order[0];
+}
+
+struct gs_engine;
+
+/* Fills <st> from <e>'s region (takes the engine lock); st->nodes is 0
+ * without --numa.  Asks the kernel (move_pages) where each block in use
+ * lies for misplaced_blocks. */
+void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st);
+
+#endif /* GOBLIN_NUMA_TOPO_H */
