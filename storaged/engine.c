@@ -134,6 +134,9 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	ret = journal_recover(e, err, errlen);
 	if (ret < 0)
 		goto out_journal;
+	ret = numa_promotion_start(e, err, errlen);
+	if (ret < 0)
+		goto out_journal;
 	*ep = e;
 	return 0;
 
@@ -162,6 +165,7 @@ void gs_engine_close(struct gs_engine **ep)
 
 	if (!e)
 		return;
+	numa_promotion_stop(e);
 	journal_close(e);		/* a checkpoint of what the pools hold */
 	pthread_mutex_lock(&e->lock);
 	engine_unlink_all(e);

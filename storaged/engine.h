@@ -43,6 +43,7 @@ struct region_block {
 	bool on_partial;
 	bool small;			/* charged to sub_memory */
 	uint64_t *freemap;		/* bit set = slot free */
+	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 };
 
 struct region_class {
@@ -84,6 +85,10 @@ uint64_t region_slot_size(const struct region *r, uint64_t off);
 bool region_shares_heads(const struct region *r, int cls);
 /* With --numa: counts a lookup served from the slot at <off>. */
 void region_hit(struct region *r, uint64_t off);
+/* Exchanges blocks <a> and <b>, bytes and slot tables (<b> may be free,
+ * <a> not); the caller moves every offset into them.  Returns the bytes
+ * copied. */
+uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b);
 
 /* ---- disk pools: one per tier, dirs striped ---- */
 

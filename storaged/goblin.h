@@ -66,6 +66,7 @@ struct gs_config {
 	bool no_evict;			/* fail sets instead of evicting */
 	int numa_node;			/* -1: no binding */
 	bool numa_perverse;		/* region zero on the farthest node */
+	bool no_numa_promotion;		/* freeze head placement */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
 	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */

@@ -180,6 +180,7 @@ void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st)
 	for (int i = 0; i < t->nnodes; i++)
 		st->hits[t->order[i]] = t->hits[i];
 	st->misplaced_blocks = misplaced(r);
+	st->prom = t->prom;
 out:
 	pthread_mutex_unlock(&e->lock);
 }

@@ -21,6 +21,7 @@
 #ifndef GOBLIN_NUMA_TOPO_H
 #define GOBLIN_NUMA_TOPO_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,15 @@
 #define GS_NUMA_MAX_NODES 64
 #define GS_NUMA_ENV "GOBLIN_TEST_NUMA"
 
+/* What promotion did (`stats goblin` numa_promotion*). */
+struct numa_promotion_stats {
+	uint64_t promotions;		/* blocks moved to region zero */
+	uint64_t bytes;			/* logical copy traffic, both ways */
+	uint64_t time_us, max_us;
+	uint64_t pinned;		/* hot blocks skipped: a pin in them */
+	uint64_t rounds;
+};
+
 struct numa_topo {
 	int nnodes;			/* 0: no --numa */
 	bool simulated;			/* GOBLIN_TEST_NUMA */
@@ -38,6 +48,11 @@ struct numa_topo {
 	int real[GS_NUMA_MAX_NODES];	/* region i's real node, -1: unbound */
 	uint32_t arena_blocks;		/* blocks in one region */
 	uint64_t hits[GS_NUMA_MAX_NODES];	/* lookups per region */
+	void *swap_buf;			/* one block, for swaps */
+	struct numa_promotion_stats prom;
+	pthread_t thread;		/* the promotion thread */
+	bool running, stop;
+	pthread_cond_t wake;		/* with the engine lock: stop */
 };
 
 /* What `stats goblin` reports with --numa, per node (by node id). */
@@ -45,6 +60,7 @@ struct gs_numa_stats {
 	uint64_t nodes;			/* 0: no --numa (nothing reported) */
 	uint64_t region0_node;
 	uint64_t misplaced_blocks;	/* blocks in use not on their node */
+	struct numa_promotion_stats prom;
 	uint64_t bytes[GS_NUMA_MAX_NODES];
 	uint64_t blocks[GS_NUMA_MAX_NODES];
 	uint64_t hits[GS_NUMA_MAX_NODES];
@@ -71,6 +87,34 @@ static inline int numa_topo_node(const struct numa_topo *t, uint32_t i)
 }
 
 struct gs_engine;
+
+/*
+ * The promotion thread (numa_promote.c).  Every round (GS_NUMA_ROUND_MS),
+ * with the engine lock held, foreign head blocks are taken hottest first
+ * (lookups, decayed each round: NUMA_HIT_WEIGHT) and moved into region
+ * zero: into a free block there (slack first), else swapped with its
+ * coldest block when that is less than half as hot; every offset into the two
+ * blocks is moved with them.  A block is moved only when every slot in use
+ * in it belongs to a linked, unpinned object: readers (memcache sends,
+ * nginx workers) read a head only while they pin it, and pins are taken
+ * under the engine lock, so nobody reads a block while it moves; a block
+ * with a pin is skipped and retried next round.
+ */
+#define GS_NUMA_ROUND_MS 100
+/* A block's heat: NUMA_HIT_WEIGHT per lookup, an eighth (rounded up) off
+ * each round, so a block read now and then stays warm for about two
+ * seconds; a used block of region zero is evicted only for a block more
+ * than twice as hot. */
+#define NUMA_HIT_WEIGHT 16
+
+/* Starts the promotion thread of <e> when it has --numa over two or more
+ * nodes and not no_numa_promotion.  Returns 0 or -errno (reason in <err>). */
+int numa_promotion_start(struct gs_engine *e, char *err, size_t errlen);
+/* Stops it (waits for it) if it runs. */
+void numa_promotion_stop(struct gs_engine *e);
+/* One round; called with the engine lock held.  Returns the blocks moved,
+ * or -ENOMEM. */
+int numa_promote_round(struct gs_engine *e);
 
 /* Fills <st> from <e>'s region (takes the engine lock); st->nodes is 0
  * without --numa.  Asks the kernel (move_pages) where each block in use

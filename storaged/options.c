@@ -240,6 +240,7 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->no_evict = o->no_evict;
 	cfg->numa_node = o->numa;
 	cfg->numa_perverse = o->perverse;
+	cfg->no_numa_promotion = o->no_numa_promotion;
 	cfg->fresh = o->fresh;
 	cfg->sync_interval_ms = o->sync_interval;
 }

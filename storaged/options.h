@@ -80,6 +80,8 @@
 	       "serving threads on this NUMA node; one head arena of --memory per node, filled from this node's (-1: none)") \
 	OPTION(perverse, "perverse", BOOL, "false", 0, 0,		\
 	       "with --numa: the first head arena on the farthest node (a remote-memory control)") \
+	OPTION(no_numa_promotion, "no-numa-promotion", BOOL, "false", 0, 0, \
+	       "with --numa: no promotion thread, head blocks stay where they were stored") \
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
 	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\

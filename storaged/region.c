@@ -192,6 +192,8 @@ out_unmap:
 
 void region_close(struct region *r)
 {
+	free(r->numa.swap_buf);
+	r->numa.swap_buf = NULL;
 	if (!r->blocks)
 		return;
 	for (uint32_t i = 0; i < r->nblocks; i++)
@@ -280,6 +282,7 @@ static int block_take(struct region *r, int cls)
 	for (uint32_t s = 0; s < c->nslots; s++)
 		blk->freemap[s / 64] |= 1ull << (s % 64);
 	blk->cls = cls;
+	blk->hits = 0;
 	blk->small = small;
 	blk->nfree = c->nslots;
 	(*count)++;
@@ -359,4 +362,34 @@ void region_hit(struct region *r, uint64_t off)
 	if (i >= (uint32_t)t->nnodes)
 		i = 0;			/* a small block: on region zero's node */
 	t->hits[i]++;
+	if (r->blocks[off / r->block].hits < UINT32_MAX - NUMA_HIT_WEIGHT)
+		r->blocks[off / r->block].hits += NUMA_HIT_WEIGHT;
+}
+
+uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b)
+{
+	struct region_block *ba = &r->blocks[a], *bb = &r->blocks[b], tmp;
+	char *pa = (char *)r->base + (uint64_t)a * r->block;
+	char *pb = (char *)r->base + (uint64_t)b * r->block;
+	bool free_b = bb->cls < 0;
+
+	if (ba->on_partial)
+		partial_remove(r, a);
+	if (bb->on_partial)
+		partial_remove(r, b);
+	if (free_b) {
+		memcpy(pb, pa, r->block);
+	} else {
+		memcpy(r->numa.swap_buf, pb, r->block);
+		memcpy(pb, pa, r->block);
+		memcpy(pa, r->numa.swap_buf, r->block);
+	}
+	tmp = *ba;
+	*ba = *bb;
+	*bb = tmp;
+	if (ba->cls >= 0 && ba->nfree)
+		partial_push(r, a);
+	if (bb->cls >= 0 && bb->nfree)
+		partial_push(r, b);
+	return free_b ? r->block : 2 * r->block;
 }

@@ -47,6 +47,10 @@ static void emit_numa(const struct stats_sink *sink,
 #define EMIT_NUMA(stat, desc) emit_U64(sink, "numa_" #stat, n->stat, desc);
 	NUMA_STATS(EMIT_NUMA)
 #undef EMIT_NUMA
+#define EMIT_PROMOTION(stat, field, desc)				\
+	emit_U64(sink, "numa_" #stat, n->prom.field, desc);
+	NUMA_PROMOTION_STATS(EMIT_PROMOTION)
+#undef EMIT_PROMOTION
 	for (uint64_t i = 0; i < (markdown ? 1 : n->nodes); i++) {
 #define EMIT_NODE(stat, desc)						\
 		if (markdown)						\

@@ -5,7 +5,7 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
                   storaged/uring.c storaged/stream.c storaged/read_into.c \
                   storaged/writer.c \
                   storaged/mc_concat.c storaged/mc_items.c storaged/heads.c \
-                  storaged/numa_topo.c \
+                  storaged/numa_topo.c storaged/numa_promote.c \
                   storaged/journal.c storaged/journal_replay.c \
                   shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
