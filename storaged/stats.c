@@ -86,11 +86,11 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	}
 	if (tables & STATS_ENGINE) {
 		GS_STATS(EMIT_ENGINE)
+		if (s->numa.nodes)
+			emit_numa(sink, &s->numa, false);
 	}
 	if (tables & STATS_POOLS) {
 		POOL_STATS(EMIT_FIELD)
-		if (s->numa.nodes)
-			emit_numa(sink, &s->numa, false);
 	}
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
@@ -213,7 +213,7 @@ void stats_markdown(void)
 	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY);
 	printf("\n`stats goblin` (the engine):\n\n");
 	markdown_table(STATS_ENGINE | STATS_POOLS);
-	printf("\nWith `--numa`, `stats goblin` goes on (N: each node by id):\n\n");
+	printf("\nWith `--numa`, `stats goblin` and the nginx link's engine counters add, after the engine's (N: each node by id):\n\n");
 	markdown_numa();
 	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
 	markdown_table(STATS_LINK);

@@ -93,9 +93,10 @@
 	ACTION(ssd_dirs, STATS_PER_POOL)				\
 	ACTION(hdd_dirs, STATS_PER_POOL)
 
-/* NUMA_STAT(name, description): `stats goblin` after POOL_STATS, with
- * --numa only, then NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name,
- * description): then numa_node<N>_<name> for each node N by id. */
+/* NUMA_STAT(name, description): after GS_STATS (`stats goblin`, the
+ * link's STATS) when the snapshot's numa.nodes is not 0 (--numa), then
+ * NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name, description): then
+ * numa_node<N>_<name> for each node N by id. */
 #define NUMA_STATS(ACTION)						\
 	ACTION(nodes, "NUMA nodes with a head arena (simulated ones under GOBLIN_TEST_NUMA)") \
 	ACTION(region0_node, "the node whose arena fills first: --numa's, the farthest with --perverse") \
