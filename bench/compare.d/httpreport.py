@@ -137,7 +137,8 @@ def disk_lines(res):
          "after the other, each alone in the emptied cgroup:\n" % (
              p["keys"], human(res["set_bytes"]), human(p["server_ram"]),
              res["rig"]["server_cpu"], res["rig"]["client_cpu"])]
-    L += ["- **%s**: %s;" % (t, PEER_WORDS[t]) for t in res["targets"]]
+    L += ["- **%s**: %s%s" % (t, PEER_WORDS[t], ";" if t != res["targets"][-1]
+                               else ".") for t in res["targets"]]
     if peers:
         L += ["", "The caches are filled by one sweep through them from an "
               "origin (nginx serving the files from the host's disk, outside "
@@ -198,6 +199,9 @@ def summary(results, meta, png):
              meta["goblin_bench"], "".join(
                  ", " + v for v in meta.get("peers", {}).values())),
          "![throughput and TTFB](%s)\n" % png]
+    if meta.get("quick"):
+        L.append("**--quick: a development run** (few keys, short runs); "
+                 "not a published measurement.\n")
     if "ram" in results:
         L += ram_lines(results["ram"])
     if "disk" in results:

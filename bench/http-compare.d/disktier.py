@@ -322,7 +322,8 @@ def disk_tier(a, work):
     d = os.path.join(work, "disk")
     os.makedirs(d)
     mb = disk_sizes(a.disk_keys)
-    targets = ["goblin"] + list(STATIC) + list(a.peers)
+    statics = [] if a.no_static else list(STATIC)
+    targets = ["goblin"] + statics + list(a.peers)
     rig = Rig(STATE, a.server_ram, "%dM" % mb["rig_hdd"], "%dM" % mb["rig_ssd"])
     origin = None
     try:
@@ -342,7 +343,7 @@ def disk_tier(a, work):
                 "--seed", str(SEED)]
         out["sessions"]["goblin"], sizes = goblin_session(rig, a, d, env, mb, base)
         out["set_bytes"] = set_bytes = sum(sizes)
-        for tag in STATIC:
+        for tag in statics:
             out["sessions"][tag] = static_session(rig, a, d, env, tag, base,
                                                   set_bytes)
         if a.peers:
