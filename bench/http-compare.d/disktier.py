@@ -23,6 +23,7 @@ from peers import (NGINX, count_requests, nginx_cache_conf, nginx_conf,
 
 STATE = "/var/tmp/goblin-http-compare-rig"
 STATIC = ("static", "static-aio")
+TIMEOUT = 120           # goblin-bench --timeout, seconds
 MODULE = os.path.join(TOP, "build", "ngx_http_goblin_module.so")
 
 
@@ -262,8 +263,10 @@ def varnish_counters(pd):
 
 def peer_session(rig, a, d, env, tag, base, origin, mb, sizes):
     """One cache in the emptied server cgroup: filled by one sweep through
-    it (the origin serves), then the measured sweep and runs, with the
-    origin's requests counted (must stay 0 for a cache that holds the set)."""
+    it (the origin serves), its dirty pages flushed to the HDD (as
+    goblin-store's PUTs are acknowledged only once on disk), then the
+    sweep and the measured runs, with the origin's requests counted (0 for
+    a cache that holds the set)."""
     rig.cg_empty()
     cache_dir = os.path.join(env["GOBLIN_RIG_HDD_DIR"], tag)
     os.makedirs(cache_dir)
@@ -286,6 +289,14 @@ def peer_session(rig, a, d, env, tag, base, origin, mb, sizes):
             raise Failure("%s: the origin served %d requests while filling %d "
                           "keys: not a cache miss each" % (
                               tag, fill["origin_requests"], a.disk_keys))
+        t0 = time.time()
+        res = subprocess.run(["sync", "-f", cache_dir], capture_output=True,
+                             text=True)
+        if res.returncode:
+            raise Failure("sync -f %s: %s" % (cache_dir, res.stderr.strip()))
+        fill["flush_seconds"] = time.time() - t0
+        log("%s: the fill's writes flushed to the HDD in %.1f s"
+            % (tag, fill["flush_seconds"]))
         s = measured(rig, b, a, tag, d, [srv], origin)
         s.update({"argv": argv, "config": files, "ram_budget": budget, "fill": fill})
         status, body, hdrs = http_get(port, "/obj/gb:0", headers=True)
@@ -339,8 +350,11 @@ def disk_tier(a, work):
                           "sizes_mib": mb},
                "rig": {k[len("GOBLIN_RIG_"):].lower(): v for k, v in env.items()},
                "fio_check": fio_check(), "sessions": {}}
+        # a request may go 120 s without progress before it counts as
+        # lost: a cache that stalls while its writes drain (Varnish's
+        # mmap'ed file under the cgroup's limit) shows as slow, not failed
         base = ["--proto", "http", "--dist", "gpd", "--keys", str(a.disk_keys),
-                "--seed", str(SEED)]
+                "--seed", str(SEED), "--timeout", "%ds" % TIMEOUT]
         out["sessions"]["goblin"], sizes = goblin_session(rig, a, d, env, mb, base)
         out["set_bytes"] = set_bytes = sum(sizes)
         for tag in statics:
