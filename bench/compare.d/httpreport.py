@@ -51,7 +51,7 @@ def plot(results, png, work):
                    % title[tier], "set logscale x", "set xrange [*:*]",
                    "set yrange [0:100]", "set offsets 0, 0, 0, 0",
                    "set xlabel 'TTFB (ms, log scale)'", "set ylabel 'percentile'",
-                   "set grid xtics ytics", "set key bottom right",
+                   "set grid xtics ytics", "set key top left",
                    "plot " + ", ".join(lines)]
     script.append("unset multiplot")
     gnuplot("\n".join(script) + "\n", work)
