@@ -1,12 +1,17 @@
 # bench/compare: goblin-store against memcached and memcached+extstore in
 # the emulated rig (issue 3).  `make bench` installs what only the
-# benchmarks need (gnuplot-nox), builds the server, client and device model,
-# and runs the full comparison into bench/results/ (under 30 minutes);
+# benchmarks need (gnuplot-nox, varnish, trafficserver), builds the server,
+# client and device model, and runs the full comparison into bench/results/
+# (under 30 minutes);
 # `make bench BENCH_ARGS=--quick` runs the reduced one into
-# bench/results/tmp/quick/.  Needs root.
+# bench/results/tmp/quick/.  Needs root.  varnish and trafficserver are the
+# caches bench/http-compare --tier disk measures; they run from the
+# benchmark's own work dir, so the services their packages start (where no
+# policy-rc.d denies it) are stopped and disabled right after installing.
 
 BENCH_ARGS     ?=
-BENCH_PACKAGES := gnuplot-nox
+BENCH_PACKAGES := gnuplot-nox varnish trafficserver
+BENCH_SERVICES := varnish varnishncsa trafficserver
 
 bench: deps
 	@missing=""; for p in $(BENCH_PACKAGES); do \
@@ -18,6 +23,9 @@ bench: deps
 		echo "make bench: installing$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends $$missing; \
+		if command -v systemctl >/dev/null; then \
+			systemctl disable --now $(BENCH_SERVICES) 2>/dev/null || true; \
+		fi; \
 	fi
 	@$(MAKE) --no-print-directory build/goblin-store build/goblin-bench \
 		build/goblin-devmodel

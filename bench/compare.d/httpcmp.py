@@ -9,8 +9,9 @@ RAM_HEAD = 256 * KIB                # goblin-store's --ram-head default
 BLOCK = 2 * MIB                     # goblin-store's --block default
 SEED = 1
 GOALS = {"throughput": 0.90, "ttfb_p99": 1.20}
-DISK_TARGETS = ("goblin", "static", "static-aio")
-COLORS = {"goblin": "#d62728", "static": "#1f77b4", "static-aio": "#17becf"}
+DISK_TARGETS = ("goblin", "static", "static-aio", "nginx-cache", "varnish", "ats")
+COLORS = {"goblin": "#d62728", "static": "#1f77b4", "static-aio": "#17becf",
+          "nginx-cache": "#2ca02c", "varnish": "#9467bd", "ats": "#ff7f0e"}
 
 
 def goblin_memory(keys):
@@ -45,6 +46,26 @@ METRICS = ("qps", "mb_per_s", "ttfb_p50_us", "ttfb_p90_us", "ttfb_p99_us",
 
 def medians(runs):
     return {k: statistics.median(r[k] for r in runs) for k in METRICS}
+
+
+SPREAD = ("qps", "mb_per_s", "ttfb_p50_us", "ttfb_p99_us", "complete_p99_us")
+
+
+def quartiles(v):
+    """min, lower quartile, median, upper quartile, max (quartiles by
+    linear interpolation; with one value all five are it)."""
+    v = sorted(v)
+
+    def q(f):
+        i = f * (len(v) - 1)
+        lo = int(i)
+        return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (i - lo)
+    return {"min": v[0], "q1": q(0.25), "median": q(0.5), "q3": q(0.75),
+            "max": v[-1]}
+
+
+def spread(runs):
+    return {k: quartiles([r[k] for r in runs]) for k in SPREAD}
 
 
 def ratios(med, a, b):
