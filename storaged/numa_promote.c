@@ -150,7 +150,18 @@ static void round_free(struct round *rd)
 	free(rd->hot);
 }
 
-/* Moves the hot foreign blocks it can; returns how many. */
+/* Whether region zero has a free block or one less than half as hot as
+ * <hits>, pins and in-flight slots aside. */
+static bool local_room(const struct region *r, uint32_t hits)
+{
+	for (uint32_t b = 0; b < r->numa.arena_blocks; b++)
+		if (r->blocks[b].cls < 0 || 2ull * r->blocks[b].hits < hits)
+			return true;
+	return false;
+}
+
+/* Moves the hot foreign blocks it can, GS_NUMA_ROUND_MOVES at most;
+ * returns how many.  The index is walked only when a move may come. */
 static int promote_hot(struct gs_engine *e, struct round *rd)
 {
 	struct region *r = &e->region;
@@ -158,16 +169,18 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 	uint32_t nhot = 0;
 	int moved = 0;
 
-	for (uint32_t i = 0; i < e->clock_len; i++) {
-		o.pinned = e->clock[i]->refs > 1;
-		each_slot(e->clock[i], count_owner, &o);
-	}
 	for (uint32_t b = r->numa.arena_blocks; b < r->head_blocks_max; b++)
 		if (r->blocks[b].cls >= 0 && r->blocks[b].hits)
 			rd->hot[nhot++] = b;
 	sort_region = r;
 	qsort(rd->hot, nhot, sizeof(*rd->hot), hotter);
-	for (uint32_t i = 0; i < nhot; i++) {
+	if (!nhot || !local_room(r, r->blocks[rd->hot[0]].hits))
+		return 0;
+	for (uint32_t i = 0; i < e->clock_len; i++) {
+		o.pinned = e->clock[i]->refs > 1;
+		each_slot(e->clock[i], count_owner, &o);
+	}
+	for (uint32_t i = 0; i < nhot && moved < GS_NUMA_ROUND_MOVES; i++) {
 		uint32_t f = rd->hot[i], l;
 
 		if (!movable(r, rd, f)) {
@@ -180,9 +193,13 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 		promote(r, rd, f, l);
 		moved++;
 	}
-	if (moved)
-		for (uint32_t i = 0; i < e->clock_len; i++)
-			each_slot(e->clock[i], move_owner, &o);
+	for (uint32_t i = 0; moved && i < e->clock_len; i++) {
+		struct gs_obj *obj = e->clock[i];
+
+		each_slot(obj, move_owner, &o);
+		if (obj->head)		/* the pointer follows the offset */
+			obj->head = (char *)r->base + obj->meta.head_off;
+	}
 	return moved;
 }
 
@@ -200,11 +217,6 @@ int numa_promote_round(struct gs_engine *e)
 		moved = promote_hot(e, &rd);
 	round_free(&rd);
 	if (moved >= 0) {
-		/* the moved objects' head pointers follow their offsets */
-		for (uint32_t i = 0; i < e->clock_len; i++)
-			if (e->clock[i]->head)
-				e->clock[i]->head = (char *)r->base +
-						    e->clock[i]->meta.head_off;
 		for (uint32_t b = 0; b < r->head_blocks_max; b++)
 			r->blocks[b].hits -= (r->blocks[b].hits + 7) / 8;
 		r->numa.prom.rounds++;

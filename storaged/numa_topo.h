@@ -98,7 +98,9 @@ struct gs_engine;
  * in it belongs to a linked, unpinned object: readers (memcache sends,
  * nginx workers) read a head only while they pin it, and pins are taken
  * under the engine lock, so nobody reads a block while it moves; a block
- * with a pin is skipped and retried next round.
+ * with a pin is skipped and retried next round.  A round moves at most
+ * GS_NUMA_ROUND_MOVES blocks and walks the index (every linked object's
+ * slots, to find owners and pins) only when some move may come.
  */
 #define GS_NUMA_ROUND_MS 100
 /* A block's heat: NUMA_HIT_WEIGHT per lookup, an eighth (rounded up) off
@@ -106,6 +108,9 @@ struct gs_engine;
  * seconds; a used block of region zero is evicted only for a block more
  * than twice as hot. */
 #define NUMA_HIT_WEIGHT 16
+/* Moves per round at most: bounds how long a round holds the engine lock
+ * (a swap copies three blocks). */
+#define GS_NUMA_ROUND_MOVES 4
 
 /* Starts the promotion thread of <e> when it has --numa over two or more
  * nodes and not no_numa_promotion.  Returns 0 or -errno (reason in <err>). */
