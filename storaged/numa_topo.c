@@ -167,7 +167,7 @@ void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st)
 		goto out;
 	st->nodes = t->nnodes;
 	st->region0_node = t->order[0];
-	for (uint32_t b = 0; b < r->head_blocks_max; b++) {
+	for (uint32_t b = 0; b < r->nblocks; b++) {
 		const struct region_block *blk = &r->blocks[b];
 		int node = numa_topo_node(t, b / t->arena_blocks);
 

@@ -110,8 +110,8 @@
 	ACTION(promotion_pinned, pinned, "hot blocks left where they were for a round: an object in them was pinned") \
 	ACTION(promotion_rounds, rounds, "promotion rounds run (every 100 ms; none with --no-numa-promotion)")
 #define NUMA_NODE_STATS(ACTION)						\
-	ACTION(bytes, "RAM region bytes allocated in node N's arena")	\
-	ACTION(blocks, "--block blocks in use in node N's arena")		\
+	ACTION(bytes, "RAM region bytes allocated on node N: its arena, and on region zero's node the --sub-memory blocks") \
+	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
 	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
 
 /* SLAB_STAT(name, description): `stats slabs` (no slab classes). */
