@@ -3,6 +3,7 @@
  * into region zero, the serving node's arena, under the engine lock.
  */
 #include <errno.h>
+#include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +230,12 @@ static void *promotion_thread(void *arg)
 	struct gs_engine *e = arg;
 	struct numa_topo *t = &e->region.numa;
 	struct timespec at;
+	int node = numa_topo_cpu_node(t->local);
 
+	pthread_setname_np(pthread_self(), "goblin-numa");
+	if (node >= 0 && numa_run_on_node(node) < 0)	/* copies from there */
+		log_warn("NUMA promotion thread: cannot run on node %d: %s",
+			 node, strerror(errno));
 	pthread_mutex_lock(&e->lock);
 	while (!t->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &at);
