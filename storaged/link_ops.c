@@ -510,12 +510,14 @@ static void op_delete(struct link_conn *c, const struct ring_sqe *sqe)
 	post_cqe(c, &cqe);
 }
 
-/* "name value\n" for every engine and link counter into <buf>. */
+/* "name value\n" for every engine (and, with --numa, numa_*) and link
+ * counter into <buf>. */
 static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 {
 	struct stats_snapshot snap = { 0 };
 
 	gs_stats(srv->e, &snap.engine);
+	gs_numa_stats(srv->e, &snap.numa);
 	memcpy(snap.link, srv->st, sizeof(snap.link));
 	return stats_format(STATS_ENGINE | STATS_LINK, &snap, buf, size);
 }

@@ -10,12 +10,17 @@ goblin_start();
 # RAM-only and no-evict: a third 3 MiB object does not fit
 goblin_start(name => 'full', bare => 1,
              args => ['--no-evict', '--memory', '8M', '--sub-memory', '4M']);
+# --numa on the simulated four-node topology: numa_* in goblin_status
+{
+    local $ENV{GOBLIN_TEST_NUMA} = '10 20 30 20';
+    goblin_start(name => 'numa', args => ['--numa', '0']);
+}
 goblin_defaults();
 
 $ENV{TEST_NGINX_NO_SUCH_SOCKET} = "/var/tmp/goblin-ngx-no-such-$$.sock";
 
 repeat_each(1);
-plan tests => goblin_plan(6);
+plan tests => goblin_plan(7);
 no_shuffle();
 run_tests();
 
@@ -35,6 +40,7 @@ is($st, 200, 'another ETag: 200');
 is($h->{etag}, $etag, 'the ETag is stable');
 
 goblin_stop('full');
+goblin_stop('numa');
 goblin_stop();
 
 __DATA__
@@ -358,7 +364,24 @@ GET /status
 
 
 
-=== TEST 19: goblin_status: the daemon's and the module's counters, JSON
+=== TEST 19: goblin_status with --numa: the engine's numa_* counters
+--- http_config
+    goblin_storaged unix:$TEST_NGINX_GOBLIN_SOCKET_NUMA;
+--- config
+    location = /status {
+        goblin_status;
+    }
+--- request
+GET /status
+--- response_body_like chomp
+"storaged": \{.*"numa_nodes": 4,.*"numa_region0_node": 0,.*"numa_promotions": \d+,.*"numa_promotion_bytes": \d+,.*"numa_node3_hits": \d+
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 20: goblin_status: the daemon's and the module's counters, JSON
 --- config
     location = /status {
         goblin_status;
