@@ -33,8 +33,31 @@ class Failed(Exception):
     pass
 
 
+def number(text):
+    """perf's count: an int, a float (task-clock), else the text as is
+    (<not counted>, <not supported>)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def real_nodes():
     return max(1, len(glob.glob("/sys/devices/system/node/node[0-9]*")))
+
+
+def distances():
+    """The host's real distance rows, by node (numactl --hardware's)."""
+    out = {}
+    for d in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")):
+        try:
+            with open(os.path.join(d, "distance")) as f:
+                out[os.path.basename(d)] = f.read().strip()
+        except OSError:
+            pass
+    return out
 
 
 def server_args(a, variant, port=None, ssd="STATE/ssd"):
@@ -181,7 +204,9 @@ class Bench:
         shutil.rmtree(self.state, ignore_errors=True)
 
     def goblin_bench(self, args, what):
-        argv = [BENCH, "--host", "127.0.0.1", "--port", str(self.a.port),
+        pin = ["taskset", "-c", self.a.client_cpus] if self.a.client_cpus \
+            else []
+        argv = pin + [BENCH, "--host", "127.0.0.1", "--port", str(self.a.port),
                 "--size", SIZE, "--keys", str(KEYS), "--quiet"] + args
         p = subprocess.run(argv, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
@@ -198,14 +223,18 @@ class Bench:
     def warm(self, variant):
         """Bursts of the measured load until numa_promotions stops moving
         (at least two bursts, the same for every variant)."""
-        prev, bursts = None, 0
+        prev, bursts = (None, 0), 0
+        promoting = variant == "promoted"
         while bursts < 60:
             self.goblin_bench(self.load(variant, self.burst), "warm-up")
             bursts += 1
-            p = memcache_stats(self.a.port).get("numa_promotions")
-            if bursts >= 2 and p == prev:
+            st = memcache_stats(self.a.port)
+            p = st.get("numa_promotions")
+            r = st.get("numa_promotion_rounds", 0)
+            if bursts >= 2 and p == prev[0] and (
+                    not promoting or (p > 0 and r >= prev[1] + 3)):
                 return bursts, p
-            prev = p
+            prev = (p, r)
         raise Failed("%s: numa_promotions still moving after 60 bursts"
                      % variant)
 
@@ -228,11 +257,14 @@ class Bench:
         p.send_signal(signal.SIGINT)
         p.wait(30)
         counts = {}
-        with open(out) as f:
-            for line in f:
-                w = line.strip().split(",")
-                if len(w) >= 3 and not line.startswith("#"):
-                    counts[w[2]] = int(w[0]) if w[0].isdigit() else w[0]
+        try:
+            with open(out) as f:
+                for line in f:
+                    w = line.strip().split(",")
+                    if len(w) >= 3 and not line.startswith("#"):
+                        counts[w[2]] = number(w[0])
+        except OSError as e:
+            return "perf stat failed: %s" % e
         return counts
 
     def variant(self, variant, rep, perf):
@@ -290,6 +322,11 @@ def summary(runs):
         for k in ("promotions", "promotion_bytes", "promotion_time_us",
                   "promotion_max_us"):
             s[k] = med([r["numa"].get("numa_" + k, 0) for r in rs])
+        events = sorted({e for r in rs if isinstance(r["perf"], dict)
+                         for e in r["perf"]})
+        s["perf"] = {e: med([r["perf"][e] for r in rs
+                             if isinstance(r["perf"].get(e), (int, float))])
+                     for e in events} or "not available"
         out[v] = s
     return out
 
@@ -359,9 +396,12 @@ def markdown(out):
                          s["complete_p99_us"], s["promotions"],
                          s["promotion_bytes"], s["promotion_time_us"],
                          s["promotion_max_us"]))
-    lines += ["", "perf (remote DRAM): %s" % (
-        ", ".join(out["perf_events"]) if isinstance(out["perf_events"], list)
-        else out["perf_note"]), "", "Checks:", ""]
+    lines += ["", "perf stat on the server (remote DRAM): %s" % (
+        out["perf_note"] if not isinstance(out["perf_events"], list) else
+        "; ".join("%s: %s" % (v, ", ".join(
+            "%s %s" % (e, n) for e, n in s["perf"].items()))
+            for v, s in out["summary"].items()
+            if isinstance(s["perf"], dict))), "", "Checks:", ""]
     lines += ["- %s: %s" % (k, "ok" if ok else "FAILED")
               for k, ok in out["checks"].items()]
     return "\n".join(lines) + "\n"
