@@ -301,22 +301,19 @@ static void held(struct gs_engine *e, struct gs_io *io, char *val)
 	CHECK(!gs_io_pending(io), "a release short of the chunk's end frees nothing");
 	gs_stream_release(s, pos);
 	CHECK(gs_io_pending(io) == 1, "released: the next chunk is read");
-	while ((ret = gs_stream_peek(s, &p, &n)) == 0 && n) {
+	for (;;) {
+		ret = gs_stream_peek(s, &p, &n);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (ret < 0 || !n)
+			break;
 		CHECK(!memcmp(p, val + pos, n), "bytes at %llu",
 		      (unsigned long long)pos);
 		gs_stream_consume(s, n);
 		pos += n;
 		gs_stream_release(s, pos);
-	}
-	while (ret == -EAGAIN) {
-		gs_io_run(io, true);
-		while ((ret = gs_stream_peek(s, &p, &n)) == 0 && n) {
-			CHECK(!memcmp(p, val + pos, n), "bytes at %llu",
-			      (unsigned long long)pos);
-			gs_stream_consume(s, n);
-			pos += n;
-			gs_stream_release(s, pos);
-		}
 	}
 	CHECK(ret == 0 && pos == DISK + (3u << 20), "whole: %d at %llu", ret,
 	      (unsigned long long)pos);
