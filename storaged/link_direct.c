@@ -19,7 +19,8 @@
  *
  * Quads come from the rx buffers only while a quarter of them (at least
  * per_stream) stays free for the copy path, so copying READs always make
- * progress; a READ that finds no quad copies.  The ring stays mapped, and
+ * progress; a READ that finds no quad copies.  With the default 32 rx
+ * buffers that is six quads: four READs at once go direct.  The ring stays mapped, and
  * the worker's memory allocated, until every direct stream of the worker
  * has released its buffers (c->ndirect), even after the worker is gone.
  */
@@ -62,7 +63,9 @@ static void rx_claim(struct link_conn *c, uint32_t b, uint32_t owner)
 	c->rx_owner[b] = owner;
 }
 
-/* Up to DIRECT_QUADS quads for <h>, within the budget; returns how many. */
+/* Up to DIRECT_QUADS quads for <h>, within the budget: a second one only
+ * while two more would still be left for other READs, so that under load
+ * every READ gets one before any gets two.  Returns how many. */
 static unsigned take_quads(struct link_handle *h, struct link_direct *d)
 {
 	struct link_conn *c = h->c;
@@ -73,7 +76,7 @@ static unsigned take_quads(struct link_handle *h, struct link_direct *d)
 	     d->nquads < DIRECT_QUADS; q++) {
 		uint32_t b = q * QUAD_BUFS, i;
 
-		if (c->nrx_free < keep + QUAD_BUFS)
+		if (c->nrx_free < keep + QUAD_BUFS * (d->nquads ? 3 : 1))
 			break;
 		for (i = 0; i < QUAD_BUFS && rx_is_free(c, b + i); i++)
 			;
@@ -142,6 +145,11 @@ int link_direct_open(struct link_handle *h)
 		return ret;
 	}
 	gs_stream_hold(h->s);
+	while (d->nquads > 1 && d->nquads > gs_stream_bufs_used(h->s)) {
+		d->nquads--;		/* its range needs fewer */
+		for (unsigned i = 0; i < QUAD_BUFS; i++)
+			rx_give(c, d->quad[d->nquads] + i);
+	}
 	h->d = d;
 	c->ndirect++;
 	c->srv->st[ST_ring_direct_reads]++;

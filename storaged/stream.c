@@ -744,6 +744,11 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 		stream_refill(s);
 }
 
+unsigned gs_stream_bufs_used(const struct gs_stream *s)
+{
+	return s->caller_bufs ? s->window_size : 0;
+}
+
 uint64_t gs_stream_left(const struct gs_stream *s)
 {
 	return s->end - s->pos;

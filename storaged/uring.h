@@ -250,5 +250,9 @@ void writer_set_credit(struct gs_writer *w, uint64_t credit);
  */
 void gs_stream_hold(struct gs_stream *s);
 void gs_stream_release(struct gs_stream *s, uint64_t off);
+/* How many of the buffers given to gs_stream_open_into() <s> reads into:
+ * its range may need fewer (the first ones); the others are the caller's
+ * again at once.  0 for a stream on the gs_io's windows. */
+unsigned gs_stream_bufs_used(const struct gs_stream *s);
 
 #endif

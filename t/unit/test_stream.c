@@ -318,6 +318,18 @@ static void held(struct gs_engine *e, struct gs_io *io, char *val)
 	CHECK(ret == 0 && pos == DISK + (3u << 20), "whole: %d at %llu", ret,
 	      (unsigned long long)pos);
 	CHECK(close_and_release(io, &s, &released) == 0, "released");
+
+	/* a range of one chunk given five buffers reads into the first only */
+	released = false;
+	CHECK(gs_lookup(e, "obj-9437191", 11, &obj) == 0, "lookup");
+	CHECK(gs_stream_open_into(io, obj, DISK + 5, 100, (void *const *)bufs,
+				  NBUFS, on_wake, set_flag, &released, &s) == 0,
+	      "open into five buffers");
+	gs_obj_put(e, &obj);
+	CHECK(gs_stream_bufs_used(s) == 1, "buffers used: %u",
+	      gs_stream_bufs_used(s));
+	CHECK(drain(io, s, val + DISK + 5) == 0, "its 100 bytes");
+	CHECK(close_and_release(io, &s, &released) == 0, "released");
 }
 
 static void bad_args(struct gs_engine *e, struct gs_io *io)
