@@ -13,6 +13,7 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RIG = os.path.join(TOP, "bench", "rig")
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+NETS = ("loopback", "1g", "10g")     # bench/rig/up --net
 
 
 class Failure(Exception):
@@ -65,13 +66,26 @@ def pid_alive(pid):
 
 
 class Rig:
-    """bench/rig/up at <state>; down() undoes it."""
+    """bench/rig/up at <state> with network <net> (one of NETS); down()
+    undoes it.  After up(): net (the name), server_host (the address
+    servers bind to and clients connect to), client_prefix (argv prefix
+    that runs a command in the client's network namespace; [] on
+    loopback) and net_info (the name, and for a shaped network the target
+    rate and RTT, the delay line's one-way delay and net-check's measured
+    RTT and goodput each way; net_check() measures again)."""
 
-    def __init__(self, state, server_ram, hdd_size, ssd_size):
+    def __init__(self, state, server_ram, hdd_size, ssd_size, net="loopback"):
+        if net not in NETS:
+            raise Failure("unknown network %r (one of %s)" % (net, ", ".join(NETS)))
         self.state = state
+        self.net = net
         self.args = ["--state", state, "--server-ram", str(server_ram),
-                     "--hdd-size", hdd_size, "--ssd-size", ssd_size]
+                     "--hdd-size", hdd_size, "--ssd-size", ssd_size,
+                     "--net", net]
         self.env = None
+        self.server_host = "127.0.0.1"
+        self.client_prefix = []
+        self.net_info = {"name": net}
 
     def up(self):
         if os.path.exists(os.path.join(self.state, "state")):
@@ -87,7 +101,37 @@ class Rig:
                 key, _, value = line[len("export "):].partition("=")
                 env[key] = value.strip("'\"")
         self.env = env
+        self.server_host = env.get("GOBLIN_RIG_SERVER_ADDR") or "127.0.0.1"
+        ns = env.get("GOBLIN_RIG_CLIENT_NETNS")
+        self.client_prefix = ["ip", "netns", "exec", ns] if ns else []
+        self.net_info = {"name": self.net}
+        if self.net != "loopback":
+            self.net_check()
         return env
+
+    def net_check(self, seconds=2):
+        """Runs bench/rig/net-check (report only) and refreshes net_info:
+        rate_bps, target_rtt_us, delay_us (one way), rtt_us (p10/p50/p90/
+        p99), c2s_bps and s2c_bps (goodput), target_goodput_bps, ok and
+        problems (net-check's verdict), warnings, check (its whole JSON)."""
+        res = subprocess.run([os.path.join(RIG, "net-check"), "--state",
+                              self.state, "--seconds", str(seconds),
+                              "--report-only"], capture_output=True, text=True)
+        if res.returncode:
+            raise Failure("bench/rig/net-check failed: " + res.stderr.strip()[-500:])
+        chk = json.loads(res.stdout)
+        for line in res.stderr.strip().splitlines():
+            log(line.removeprefix("net-check: "))
+        self.net_info = {"name": self.net, "rate_bps": chk["rate_bps"],
+                         "target_rtt_us": chk["target_rtt_us"],
+                         "delay_us": chk["delay_us"], "rtt_us": chk["rtt_us"],
+                         "c2s_bps": chk["c2s"]["goodput_bps"],
+                         "s2c_bps": chk["s2c"]["goodput_bps"],
+                         "target_goodput_bps": chk["target_goodput_bps"],
+                         "ok": chk["ok"], "problems": chk["problems"],
+                         "warnings": chk.get("warnings", []),
+                         "check": chk}
+        return self.net_info
 
     def down(self):
         res = subprocess.run([os.path.join(RIG, "down"), "--state", self.state],
@@ -95,6 +139,9 @@ class Rig:
         if res.returncode:
             raise Failure("bench/rig/down failed: " + res.stderr.strip())
         self.env = None
+        self.server_host = "127.0.0.1"
+        self.client_prefix = []
+        self.net_info = {"name": self.net}
 
     # ---- the server's memory cgroup (v1) ----
     def cg(self, name):
@@ -169,9 +216,10 @@ def device_delta(before, after, seconds):
     return out
 
 
-def memcache_stats(port, arg=""):
-    """'stats <arg>' over the memcache text protocol as a dict."""
-    with socket.create_connection(("127.0.0.1", port), 10) as s:
+def memcache_stats(port, arg="", host="127.0.0.1"):
+    """'stats <arg>' over the memcache text protocol as a dict (from this
+    namespace: a server on the rig's server_host answers here unshaped)."""
+    with socket.create_connection((host, port), 10) as s:
         s.sendall(("stats %s\r\n" % arg).strip().encode() + b"\r\n")
         buf = b""
         while not buf.endswith(b"END\r\n"):
@@ -224,7 +272,8 @@ class Server:
                 raise Failure("%s exited with %d before listening: %s" % (
                     self.name, self.proc.returncode, self.log_tail()))
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                socket.create_connection((self.rig.server_host, self.port),
+                                         0.2).close()
                 break
             except OSError:
                 time.sleep(0.05)
@@ -265,14 +314,19 @@ class Server:
 
 
 def goblin_bench(bench, args, json_path, client_cpu, allow_corrupt=False,
-                 timeout=3600):
-    """Runs goblin-bench pinned to the client cpu; returns its JSON.  Fails
-    on connection failures, accounting errors, and (unless <allow_corrupt>)
+                 timeout=3600, rig=None):
+    """Runs goblin-bench pinned to the client cpu; returns its JSON.  With
+    <rig> it runs in the rig's client namespace (rig.client_prefix) and
+    connects to rig.server_host unless <args> name a --host.  Fails on
+    connection failures, accounting errors, and (unless <allow_corrupt>)
     verify errors; exit status 1 is accepted only when verify errors are
     what it reports and <allow_corrupt> is set."""
-    cmd = ["taskset", "-c", str(client_cpu), bench, "--quiet",
-           "--json", json_path] + args
-    log("  $ " + " ".join(cmd[3:]))
+    if rig is not None and "--host" not in args:
+        args = ["--host", rig.server_host] + args
+    prefix = rig.client_prefix if rig is not None else []
+    cmd = prefix + ["taskset", "-c", str(client_cpu), bench, "--quiet",
+                    "--json", json_path] + args
+    log("  $ " + " ".join(cmd[len(prefix) + 3:]))
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if not os.path.exists(json_path):
         raise Failure("goblin-bench exited %d without results: %s"

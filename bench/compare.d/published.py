@@ -1,7 +1,9 @@
 # usage: imported by bench/compare (not run on its own)
-"""The last published result of a scenario, to print beside a new run:
-the newest committed bench/results/*-<scenario>.json (by commit time), or
-the file a --baseline prefix names.  Only figures are taken from it."""
+"""The last published result of a scenario at a network, to print beside a
+new run: the newest committed bench/results/*-<scenario>-<net>.json (by
+commit time; on loopback also *-<scenario>.json, from before the rig had
+networks), or the file a --baseline prefix names.  Only figures are taken
+from it."""
 import glob
 import json
 import os
@@ -19,12 +21,21 @@ def commit_time(path):
     return int(out) if res.returncode == 0 and out else 0
 
 
-def find(scen, results_dir, exclude):
-    """Path of the newest committed results file of <scen> other than
-    <exclude>, or None."""
+def candidates(scen, net, prefix):
+    """Results files of <scen> at <net> named <prefix>-..."""
+    names = ["%s-%s-%s.json" % (prefix, scen, net)]
+    if net == "loopback":
+        names.append("%s-%s.json" % (prefix, scen))
+    return names
+
+
+def find(scen, net, results_dir, exclude):
+    """Path of the newest committed results file of <scen> at <net> other
+    than <exclude>, or None."""
     best, best_t = None, 0
     skip = os.path.realpath(exclude)
-    for path in glob.glob(os.path.join(results_dir, "*-%s.json" % scen)):
+    for path in sorted(set(p for name in candidates(scen, net, "*") for p in
+                           glob.glob(os.path.join(results_dir, name)))):
         if os.path.realpath(path) == skip:
             continue
         t = commit_time(path)
@@ -45,6 +56,7 @@ def summary(path):
             res = json.load(f)
         peer, gob = res["peers"]
         out = {"file": os.path.relpath(path, TOP),
+               "network": (res.get("network") or {}).get("name", "loopback"),
                "mode": res["meta"]["mode"], "git_head": res["meta"]["git_head"],
                "ratios": res["ratios"], "scale": res["scale"], "peers": {}}
         for p in (peer, gob):
@@ -59,11 +71,14 @@ def summary(path):
         raise Failure("cannot read the last published %s: %s" % (path, e))
 
 
-def last_published(scen, results_dir, exclude, prefix=None):
-    """summary() of --baseline's <prefix>-<scen>.json when given (None if
-    that file is missing), else of find(); None when there is none."""
+def last_published(scen, net, results_dir, exclude, prefix=None):
+    """summary() of --baseline's <prefix>-<scen>-<net>.json (loopback: or
+    <prefix>-<scen>.json) when given (None if missing), else of find();
+    None when there is none."""
     if prefix:
-        path = "%s-%s.json" % (prefix, scen)
-        return summary(path) if os.path.exists(path) else None
-    path = find(scen, results_dir, exclude)
+        for path in candidates(scen, net, prefix):
+            if os.path.exists(path):
+                return summary(path)
+        return None
+    path = find(scen, net, results_dir, exclude)
     return summary(path) if path else None

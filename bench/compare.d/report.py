@@ -1,11 +1,20 @@
 # usage: imported by bench/compare (not run on its own)
 """bench/compare's verdicts, ratio lines, results files, markdown summary
-and gnuplot plots.  Every number here comes from the measured results."""
+and gnuplot plots.  Every number here comes from the measured results.
+Results are keyed by (scenario, network); each carries its network's meta."""
 import json
 import os
 import subprocess
 
 from cmplib import GIB, MIB, TOP, Failure, human
+from limits import limit_text, pct
+
+JUDGED_NET = "1g"       # the memory-sized QPS and latency claims: the seed's regime
+HDD_BUSY_GOAL = 0.95    # disk-sized: goblin-store keeps the spindle this busy
+# ... judged where the link can carry what an HDD-bound goblin-store serves
+# (~3x the HDD's bytes, the rest from RAM and SSD): not at 1g, whose ~118
+# MB/s binds first (the limit row shows it)
+HDD_LINK_BOUND_NETS = ("1g",)
 
 SEED = {  # what the seed document reported, quoted beside each verdict
     "memory-sized": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses",
@@ -97,6 +106,59 @@ def claim(text, holds, measured_text):
     return {"claim": text, "holds": bool(holds), "measured": measured_text}
 
 
+def net_name(res):
+    return res["network"]["name"]
+
+
+def open_ratios(r, peer, gob):
+    """goblin-store/peer complete latency in the open-loop phase."""
+    if "open" not in gob["phases"] or "open" not in peer["phases"]:
+        return
+    for pct_ in ("p50", "p99", "p99_9"):
+        r["open_complete_%s_goblin_over_peer" % pct_] = ratio(
+            open_lat(gob, pct_), open_lat(peer, pct_))
+
+
+def open_lat(p, pct_):
+    return p["phases"]["open"]["run"]["latency_us"]["complete"][pct_]
+
+
+def memory_claims(res, r, peer, gob, mp, mg):
+    q, p50, p99 = (r["qps_goblin_over_peer"], r["complete_p50_goblin_over_peer"],
+                   r["complete_p99_goblin_over_peer"])
+    claims = []
+    if net_name(res) == JUDGED_NET:
+        claims += [
+            claim("throughput within 10% of memcached", q >= 0.9,
+                  "goblin-store/memcached QPS = %.2f (%.1f vs %.1f)" % (
+                      q, mg["qps"], mp["qps"])),
+            claim("latency within 10% of memcached (complete p50, p99)",
+                  p50 <= 1.1 and p99 <= 1.1,
+                  "goblin-store/memcached complete p50 = %.2f, p99 = %.2f" % (p50, p99)),
+        ]
+    return claims + [
+        claim("RAM >= 6x less than memcached (seed 7.4x)",
+              r["ram_peer_over_goblin"] >= 6,
+              "memcached/goblin-store RAM = %.2fx (%s vs %s)" % (
+                  r["ram_peer_over_goblin"], human(peer["ram"]["usage_bytes"]),
+                  human(gob["ram"]["usage_bytes"]))),
+        claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
+              "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
+    ]
+
+
+def hdd_busy_claim(gob):
+    lim = measured_phase(gob)["limits"]
+    hdd = lim["hdd"]
+    return claim("goblin-store keeps the HDD busy >= %s of the run" % pct(HDD_BUSY_GOAL),
+                 hdd["busy"] >= HDD_BUSY_GOAL,
+                 "HDD busy %s of %.1f s (%d seeks, %.2f MB read per seek); "
+                 "binding: %s %s" % (
+                     pct(hdd["busy"]), lim["seconds"], hdd["seeks"],
+                     (hdd["read_bytes_per_seek"] or 0) / 1e6, lim["binding"],
+                     pct(lim["binding_busy"])))
+
+
 def evaluate(scen, res):
     """Adds res['ratios'] and res['claims'] (goblin-store vs its peer)."""
     peer, gob = res["peers"]
@@ -107,27 +169,13 @@ def evaluate(scen, res):
          "rss_peer_over_goblin": ratio(peer["ram"]["server_rss_bytes"],
                                        gob["ram"]["server_rss_bytes"])}
     for which in ("ttfb", "complete"):
-        for pct in ("p50", "p99", "p99_9"):
-            r["%s_%s_goblin_over_peer" % (which, pct)] = ratio(
-                lat(gob, which, pct), lat(peer, which, pct))
+        for pct_ in ("p50", "p99", "p99_9"):
+            r["%s_%s_goblin_over_peer" % (which, pct_)] = ratio(
+                lat(gob, which, pct_), lat(peer, which, pct_))
     claims = []
+    open_ratios(r, peer, gob)
     if scen == "memory-sized":
-        q, p50, p99 = (r["qps_goblin_over_peer"], r["complete_p50_goblin_over_peer"],
-                       r["complete_p99_goblin_over_peer"])
-        claims = [
-            claim("throughput within 10% of memcached", q >= 0.9,
-                  "goblin-store/memcached QPS = %.2f" % q),
-            claim("latency within 10% of memcached (complete p50, p99)",
-                  p50 <= 1.1 and p99 <= 1.1,
-                  "goblin-store/memcached complete p50 = %.2f, p99 = %.2f" % (p50, p99)),
-            claim("RAM >= 6x less than memcached (seed 7.4x)",
-                  r["ram_peer_over_goblin"] >= 6,
-                  "memcached/goblin-store RAM = %.2fx (%s vs %s)" % (
-                      r["ram_peer_over_goblin"], human(peer["ram"]["usage_bytes"]),
-                      human(gob["ram"]["usage_bytes"]))),
-            claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
-                  "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
-        ]
+        claims = memory_claims(res, r, peer, gob, mp, mg)
     elif scen == "disk-sized":
         prices = res["scale"]["prices_per_gib_month"]
         for p in (peer, gob):
@@ -172,6 +220,8 @@ def evaluate(scen, res):
                   "misses: extstore %d of %d gets, goblin-store %d of %d" % (
                       mp["misses"], mp["gets"], mg["misses"], mg["gets"])),
         ]
+        if net_name(res) not in HDD_LINK_BOUND_NETS:
+            claims.append(hdd_busy_claim(gob))
     elif scen == "durability":
         for p in (peer, gob):
             pop = p["phases"]["populate"]["populate"]
@@ -216,6 +266,8 @@ def evaluate(scen, res):
     h = measured_phase(gob).get("heads") or {}
     r["goblin_head_hit_ratio"] = h.get("head_hit_ratio")
     res["ratios"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+    for c in claims:
+        c["network"] = net_name(res)
     res["claims"] = claims
     res["seed_reported"] = SEED[scen]
 
@@ -223,8 +275,8 @@ def evaluate(scen, res):
 def ratio_lines(scen, res):
     peer, gob = res["peers"]
     r, sc = res["ratios"], res["scale"]
-    out = ["", "== %s: %d keys (%s, %s set), server RAM %s, %d connections" % (
-        scen, sc["keys"], sc["dist"], human(sc["set_bytes"]),
+    out = ["", "== %s at %s: %d keys (%s, %s set), server RAM %s, %d connections" % (
+        scen, net_name(res), sc["keys"], sc["dist"], human(sc["set_bytes"]),
         human(sc["server_ram_bytes"]), sc["conns"])]
     for p in (peer, gob):
         m = measured(p)
@@ -239,7 +291,16 @@ def ratio_lines(scen, res):
                    peer["peer"], r["qps_goblin_over_peer"],
                    r["complete_p50_goblin_over_peer"], r["complete_p99_goblin_over_peer"],
                    r["ttfb_p50_goblin_over_peer"], peer["peer"], r["ram_peer_over_goblin"]))
-    sc = res["scale"]
+    for p in (peer, gob):
+        out.append("   limit %-14s %s" % (p["peer"], limit_text(measured_phase(p)["limits"])))
+    if "open_loop" in sc:
+        out.append("   open loop, %s arrivals at %.1f/s: complete p50 / p99 / p99.9 %s; "
+                   "%s" % (sc["open_loop"]["arrivals"], sc["open_loop"]["rate_per_s"],
+                           " vs ".join("%s %s" % (p["peer"], open_text(p)) for p in (peer, gob)),
+                           "; ".join("%s queued %d, unissued %d" % (
+                               p["peer"], p["phases"]["open"]["run"]["open_loop"]["queued"],
+                               p["phases"]["open"]["run"]["open_loop"]["unissued"])
+                               for p in (peer, gob))))
     out.append("   goblin-store --memory %s, --ram-head %s%s: %s" % (
         human(sc["goblin_memory_bytes"]), human(sc.get("goblin_ram_head_bytes", 0)),
         ", hot set keys [%d, +%d)" % (sc["hot_start"], sc["hot_keys"])
@@ -250,6 +311,10 @@ def ratio_lines(scen, res):
         out.append("   %-9s %s: %s" % ("HOLDS" if c["holds"] else "NOT MET",
                                        c["claim"], c["measured"]))
     return out
+
+
+def open_text(p):
+    return " / ".join(fmt_us(open_lat(p, x)) for x in ("p50", "p99", "p99_9"))
 
 
 def beside_rows(res):
@@ -288,21 +353,25 @@ def beside_rows(res):
 
 def claim_lines(results):
     out = ["", "claims:"]
-    for scen, res in results.items():
+    for (scen, net), res in results.items():
         for c in res["claims"]:
-            out.append("  %-13s %-8s %s -- %s" % (scen, "holds" if c["holds"]
-                                                  else "NOT MET", c["claim"], c["measured"]))
+            out.append("  %-13s %-8s %-8s %s -- %s" % (
+                scen, net, "holds" if c["holds"] else "NOT MET", c["claim"], c["measured"]))
     return out
 
 
 # ---- files ----
 
-def publish(results, out_dir, stem, meta, work):
+def json_name(stem, scen, net):
+    return "%s-%s-%s.json" % (stem, scen, net)
+
+
+def publish(results, out_dir, stem, work):
     """Writes the JSON, plots and summary into <out_dir>, named <stem>-...
     (the date, and the label if any); returns paths."""
     files = []
-    for scen, res in results.items():
-        path = os.path.join(out_dir, "%s-%s.json" % (stem, scen))
+    for (scen, net), res in results.items():
+        path = os.path.join(out_dir, json_name(stem, scen, net))
         with open(path + ".new", "w") as f:
             json.dump(res, f, indent=1, sort_keys=True)
             f.write("\n")
@@ -311,7 +380,7 @@ def publish(results, out_dir, stem, meta, work):
     files += plots(results, out_dir, stem, work)
     path = os.path.join(out_dir, "%s-summary.md" % stem)
     with open(path, "w") as f:
-        f.write(summary(results, stem, meta, out_dir))
+        f.write(summary(results, stem, out_dir))
     files.append(path)
     return files
 
@@ -327,17 +396,26 @@ COLORS = {"memcached": "#1f77b4", "memcached+extstore": "#1f77b4",
           "goblin-store": "#d62728"}
 
 
+def networks(results):
+    """The networks of <results>, in run order."""
+    return list(dict.fromkeys(net for _, net in results))
+
+
+def scenarios(results):
+    return list(dict.fromkeys(scen for scen, _ in results))
+
+
 def plots(results, out_dir, stem, work):
     files = []
-    for scen, res in results.items():
-        png = os.path.join(out_dir, "%s-%s-cdf.png" % (stem, scen))
+    for (scen, net), res in results.items():
+        png = os.path.join(out_dir, "%s-%s-%s-cdf.png" % (stem, scen, net))
         lines = []
         for i, p in enumerate(res["peers"]):
             for which, dash in (("complete", 1), ("ttfb", 2)):
-                dat = os.path.join(work, "%s-%d-%s.dat" % (scen, i, which))
+                dat = os.path.join(work, "%s-%s-%d-%s.dat" % (scen, net, i, which))
                 with open(dat, "w") as f:
-                    for pct, us in measured(p)["latency_us"][which]["cdf"]:
-                        f.write("%g %g\n" % (max(us, 1) / 1000.0, pct))
+                    for pct_, us in measured(p)["latency_us"][which]["cdf"]:
+                        f.write("%g %g\n" % (max(us, 1) / 1000.0, pct_))
                 lines.append("'%s' using 1:2 with lines lw 2 dt %d lc rgb '%s' "
                              "title '%s %s'" % (dat, dash, COLORS[p["kind"]],
                                                 p["peer"], "complete" if which ==
@@ -346,17 +424,21 @@ def plots(results, out_dir, stem, work):
                 "set output '%s'\nset logscale x\nset grid\n"
                 "set xlabel 'latency (ms, log scale)'\nset ylabel 'percentile'\n"
                 "set yrange [0:100]\nset key bottom right\n"
-                "set title '%s: latency CDF (%s, %d keys, %d conns)'\nplot %s\n" % (
-                    png, scen, res["scale"]["dist"], res["scale"]["keys"],
+                "set title '%s at %s: latency CDF (%s, %d keys, %d conns)'\nplot %s\n" % (
+                    png, scen, net, res["scale"]["dist"], res["scale"]["keys"],
                     res["scale"]["conns"], ", \\\n  ".join(lines)), work)
         files.append(png)
-    files.append(bars(results, out_dir, stem, work, "throughput",
-                      lambda scen, p: (100.0 * p["durability"]["missing"] / p["durability"]["keys"]
-                                       if scen == "durability" else measured(p)["qps"]),
-                      lambda scen: "% of keys missing" if scen == "durability" else "req/s"))
-    files.append(bars(results, out_dir, stem, work, "ram",
-                      lambda scen, p: p["ram"]["usage_bytes"] / MIB,
-                      lambda scen: "server RAM, MiB (cgroup)"))
+    for net in networks(results):
+        sub = {scen: res for (scen, n), res in results.items() if n == net}
+        files.append(bars(sub, out_dir, "%s-%s" % (stem, net), work, "throughput",
+                          lambda scen, p: (100.0 * p["durability"]["missing"] /
+                                           p["durability"]["keys"] if scen == "durability"
+                                           else measured(p)["qps"]),
+                          lambda scen: "% of keys missing" if scen == "durability"
+                          else "req/s"))
+        files.append(bars(sub, out_dir, "%s-%s" % (stem, net), work, "ram",
+                          lambda scen, p: p["ram"]["usage_bytes"] / MIB,
+                          lambda scen: "server RAM, MiB (cgroup)"))
     return files
 
 
@@ -371,7 +453,7 @@ def bars(results, out_dir, stem, work, name, value, unit):
               "(%s)'" % (n, "Throughput" if name == "throughput" else "Server RAM",
                          stem)]
     for scen, res in results.items():
-        dat = os.path.join(work, "%s-%s.dat" % (name, scen))
+        dat = os.path.join(work, "%s-%s-%s.dat" % (stem, name, scen))
         with open(dat, "w") as f:
             for i, p in enumerate(res["peers"]):
                 f.write("%d \"%s\" %g %d\n" % (i, p["peer"], value(scen, p),
@@ -396,10 +478,69 @@ def fmt_us(us):
     return "%.2f ms" % (us / 1000) if us >= 1000 else "%.0f us" % us
 
 
-def summary(results, stem, meta, out_dir):
-    L = []
-    L.append("# goblin-store vs memcached and memcached+extstore: %s (%s run%s)\n" % (
-        meta["date"], meta["mode"], ", " + meta["label"] if meta.get("label") else ""))
+def net_text(network):
+    """A network as the rig measured it (bench/rig/net-check's figures)."""
+    if "rate_bps" not in network:
+        return "no link (%s)" % network["name"]
+    rtt = network.get("rtt_us")
+    rtt = rtt.get("p50") if isinstance(rtt, dict) else rtt
+    return ("%.3g Gbit/s, RTT %s us (target %s us); TCP goodput client to server "
+            "%.3g, server to client %.3g Gbit/s (target %.3g)%s" % (
+                network["rate_bps"] / 1e9, "-" if rtt is None else "%.0f" % rtt,
+                network.get("target_rtt_us", "-"), network.get("c2s_bps", 0) / 1e9,
+                network.get("s2c_bps", 0) / 1e9,
+                network.get("target_goodput_bps", 0) / 1e9,
+                "" if network.get("ok", True) else "; **check failed**: " +
+                "; ".join(network.get("problems", []))))
+
+
+def network_rows(by_net):
+    """The rows of a scenario's side-by-side table: one column per network
+    (<by_net>: net -> results), each figure a row; 'limit' rows last."""
+    first = next(iter(by_net.values()))
+    names = [p["peer"] for p in first["peers"]]
+    peer = names[0]
+
+    def row(label, f):
+        return [label] + [f(res) for res in by_net.values()]
+
+    def each(label, f, fmt="{peer} {label}"):
+        return [row(fmt.format(peer=n, label=label), lambda res, i=i: f(res["peers"][i]))
+                for i, n in enumerate(names)]
+    rows = [row("network, as measured", lambda res: net_text(res["network"]))]
+    rows += each("req/s", lambda p: "%.1f" % measured(p)["qps"])
+    rows += each("complete p50 / p99 / p99.9", lambda p: " / ".join(
+        fmt_us(lat(p, "complete", x)) for x in ("p50", "p99", "p99_9")))
+    rows += each("first byte p50", lambda p: fmt_us(lat(p, "ttfb", "p50")))
+    rows.append(row("QPS goblin-store/%s" % peer,
+                    lambda res: "%.3gx" % res["ratios"]["qps_goblin_over_peer"]))
+    rows.append(row("complete p50, p99 goblin-store/%s" % peer, lambda res: "%.3gx, %.3gx" % (
+        res["ratios"]["complete_p50_goblin_over_peer"],
+        res["ratios"]["complete_p99_goblin_over_peer"])))
+    rows += each("RAM", lambda p: human(p["ram"]["usage_bytes"]))
+    if "durability" in first["peers"][0]:
+        rows += each("missing", lambda p: "%d (%.1f%%)" % (
+            p["durability"]["missing"], 100 * p["durability"]["lost_fraction"]))
+    if "open_loop" in first["scale"]:
+        rows.append(row("open loop: offered rate", lambda res: "%.1f/s, %s arrivals" % (
+            res["scale"]["open_loop"]["rate_per_s"], res["scale"]["open_loop"]["arrivals"])))
+        rows += each("open loop complete p50 / p99 / p99.9", open_text)
+        rows += each("open loop queued / unissued", lambda p: "%d / %d" % (
+            p["phases"]["open"]["run"]["open_loop"]["queued"],
+            p["phases"]["open"]["run"]["open_loop"]["unissued"]))
+    rows += each("limit", lambda p: limit_text(measured_phase(p)["limits"]), "{label}, {peer}")
+    if "open_loop" in first["scale"]:
+        rows += each("limit in the open loop", lambda p: limit_text(
+            p["phases"]["open"]["limits"]), "{label}, {peer}")
+    return rows
+
+
+def summary_head(results):
+    by_net = {net: next(res for (s, n), res in results.items() if n == net)
+              for net in networks(results)}
+    meta = next(iter(by_net.values()))["meta"]
+    L = ["# goblin-store vs memcached and memcached+extstore: %s (%s run%s)\n" % (
+        meta["date"], meta["mode"], ", " + meta["label"] if meta.get("label") else "")]
     L.append("Made by `%s` (`make bench` for the full run) at git %s on %s "
              "(%d cpus, kernel %s); %s, %s, %s.\n" % (
                  meta["command"], meta["git_head"][:12], meta["host"], meta["cpus"],
@@ -410,23 +551,42 @@ def summary(results, stem, meta, out_dir):
              "(limit %s, page cache included) pinned to cpu %s; goblin-bench and "
              "the device models run on cpu %s. Ratios are goblin-store over its "
              "peer unless named otherwise; absolute numbers on this shared 2-core "
-             "machine drift.\n" % (human(int(rig["server_ram"])), rig["server_cpu"],
-                                   rig["client_cpu"]))
+             "machine drift. Each network had its own rig bring-up:\n" % (
+                 human(int(rig["server_ram"])), rig["server_cpu"], rig["client_cpu"]))
+    L += table(["network", "as measured", "wall time (all its scenarios)"],
+               [[net, net_text(res["network"]), "%.0f s" % res["meta"].get("wall_seconds", 0)]
+                for net, res in by_net.items()])
+    L.append("\nThe \"limit\" rows name the resource that bounds each peer's measured "
+             "phase (in bold) and how busy each resource was over it: the emulated "
+             "HDD and SSD (seeks x access time + bytes / bandwidth, per channel, "
+             "over the run time; MB read per HDD seek), the link (payload bytes / "
+             "run time / the link's TCP goodput, the busier direction), the "
+             "server's core and the client's (CPU time / run time). A saturated "
+             "device can read a little above 100%: I/O booked in the run may end "
+             "just after it.\n")
+    return L
+
+
+def summary(results, stem, out_dir):
+    L = summary_head(results)
     L.append("## Claims\n")
-    L += table(["scenario", "claim", "verdict", "measured"],
-               [[scen, c["claim"], "holds" if c["holds"] else "**does not hold**",
-                 c["measured"]] for scen, res in results.items() for c in res["claims"]])
+    in_order = sorted(results.items(), key=lambda kv: scenarios(results).index(kv[0][0]))
+    L += table(["scenario", "network", "claim", "verdict", "measured"],
+               [[scen, net, c["claim"], "holds" if c["holds"] else "**does not hold**",
+                 c["measured"]] for (scen, net), res in in_order for c in res["claims"]])
     L.append("")
-    fails = [(s, c) for s, res in results.items() for c in res["claims"]
+    fails = [(s, n, c) for (s, n), res in in_order for c in res["claims"]
              if not c["holds"]]
     if fails:
         L.append("In plain words, goblin-store falls short here:\n")
-        for scen, c in fails:
-            L.append("- %s: the claim \"%s\" does not hold on this rig -- %s." % (
-                scen, c["claim"], c["measured"]))
+        for scen, net, c in fails:
+            L.append("- %s at %s: the claim \"%s\" does not hold on this rig -- %s." % (
+                scen, net, c["claim"], c["measured"]))
         L.append("")
-    for scen, res in results.items():
-        sc = res["scale"]
+    for scen in scenarios(results):
+        by_net = {n: res for (s, n), res in results.items() if s == scen}
+        first = next(iter(by_net.values()))
+        sc = first["scale"]
         L.append("## %s\n" % scen)
         L.append("%d keys, `--dist %s`, set %s (%s the %s RAM budget), %d "
                  "connections%s. Seed reported: %s.\n" % (
@@ -434,90 +594,114 @@ def summary(results, stem, meta, out_dir):
                      "%.2fx" % (sc["set_bytes"] / sc["server_ram_bytes"]),
                      human(sc["server_ram_bytes"]), sc["conns"],
                      ", %d s measured" % sc["duration_s"] if "duration_s" in sc else "",
-                     res["seed_reported"]))
-        L += table(["peer", "req/s", "MB/s", "first byte p50 / p99",
-                    "complete p50 / p99 / p99.9", "hits", "misses", "errors",
-                    "RAM (cgroup)", "RSS"],
-                   [[p["peer"], "%.1f" % measured(p)["qps"],
-                     "%.1f" % measured(p)["payload_mb_per_s"],
-                     "%s / %s" % (fmt_us(lat(p, "ttfb", "p50")), fmt_us(lat(p, "ttfb", "p99"))),
-                     "%s / %s / %s" % (fmt_us(lat(p, "complete", "p50")),
-                                       fmt_us(lat(p, "complete", "p99")),
-                                       fmt_us(lat(p, "complete", "p99_9"))),
-                     measured(p)["hits"], measured(p)["misses"], measured(p)["errors"],
-                     human(p["ram"]["usage_bytes"]), human(p["ram"]["server_rss_bytes"])]
-                    for p in res["peers"]])
+                     first["seed_reported"]))
+        L += table(["figure"] + list(by_net), network_rows(by_net))
         L.append("")
-        for p in res["peers"]:
-            pop = p["phases"]["populate"]["populate"]
-            L.append("- %s: `%s`; populate %d sets, %d refused, %.1f MB/s" % (
-                p["peer"], " ".join(os.path.basename(a) if i == 0 else a
-                                    for i, a in enumerate(p["argv"])),
-                pop["sets"], pop["set_errors"], pop["payload_mb_per_s"]))
-        L.append("- goblin-store's head cache in the measured phase (`stats "
-                 "goblin` deltas), --memory %s, --ram-head %s%s: %s" % (
-                     human(sc["goblin_memory_bytes"]), human(sc["goblin_ram_head_bytes"]),
-                     "; hot set: keys [%d, %d), one in %d, read uniformly" % (
-                         sc["hot_start"], sc["hot_start"] + sc["hot_keys"],
-                         round(sc["keys"] / sc["hot_keys"])) if "hot_keys" in sc else "",
-                     heads_text(res["peers"][1])))
-        rows = beside_rows(res)
-        if rows:
-            L.append("\nBeside the last published run ([%s](%s), %s run at git %s):\n" % (
-                os.path.basename(rows[0][3]), os.path.relpath(
-                    os.path.join(TOP, rows[0][3]), out_dir),
-                res["last_published"]["mode"], res["last_published"]["git_head"][:12]))
-            L += table(["figure", "this run", "last published"], [r[:3] for r in rows])
-        if scen == "disk-sized":
-            L.append("")
-            L += table(["peer", "RAM", "SSD", "HDD", "stored", "$/month",
-                        "$ per stored GiB-month", "HDD read MB/s in the run"],
-                       [[p["peer"], human(p["cost"]["ram_bytes"]),
-                         human(p["cost"]["ssd_bytes"]), human(p["cost"]["hdd_bytes"]),
-                         human(p["cost"]["stored_bytes"]),
-                         "%.3f" % p["cost"]["dollars_per_month"],
-                         p["cost"]["dollars_per_stored_gib_month"],
-                         "%.1f" % p["phases"]["run"]["devices"]["hdd"]["read_mb_per_s"]]
-                        for p in res["peers"]])
-            L.append("\nPrices per GiB-month: RAM $%g, SSD $%g, HDD $%g; RAM is "
-                     "the cgroup's usage after the run, disk what each peer "
-                     "occupies (goblin-store's allocated extents, extstore's "
-                     "file), stored the set times the run's hit ratio. The "
-                     "HDD's fio 1 MiB sequential rate (best of QD1, QD8): "
-                     "%.1f MB/s." % (
-                         sc["prices_per_gib_month"]["ram"], sc["prices_per_gib_month"]["ssd"],
-                         sc["prices_per_gib_month"]["hdd"], res["ratios"]["hdd_fio_seq_mb_per_s"]))
-        if scen == "durability":
-            L.append("")
-            L += table(["peer", "load MB/s", "acknowledged", "refused", "missing",
-                        "of them acknowledged", "corrupt"],
-                       [[p["peer"], "%.1f" % d["load_mb_per_s"], d["acknowledged"],
-                         d["rejected"], "%d (%.1f%%)" % (d["missing"], 100 * d["lost_fraction"]),
-                         d["missing_acknowledged"], d["corrupt"]]
-                        for p in res["peers"] for d in [p["durability"]]])
-        L.append("")
-        for p in res["peers"]:
-            ph = p["phases"].get("run") or p["phases"]["read-back"]
-            d = ph["devices"]
-            L.append("- %s, measured phase on the emulated devices: HDD %d reads "
-                     "(%d seeks, %.1f MB/s), SSD %d reads (%d seeks, %.1f MB/s); "
-                     "model replies late: %d" % (
-                         p["peer"], d["hdd"]["reads"], d["hdd"]["seeks"],
-                         d["hdd"]["read_mb_per_s"], d["ssd"]["reads"],
-                         d["ssd"]["seeks"], d["ssd"]["read_mb_per_s"],
-                         d["hdd"]["late"] + d["ssd"]["late"]))
-        L.append("\n![%s latency CDF](%s-%s-cdf.png)\n" % (scen, stem, scen))
+        for net, res in by_net.items():
+            L += scenario_detail(scen, net, res, stem, out_dir)
     L.append("## Throughput and RAM\n")
-    L.append("![throughput](%s-throughput.png)\n" % stem)
-    L.append("![server RAM](%s-ram.png)\n" % stem)
+    for net in networks(results):
+        L.append("![throughput at %s](%s-%s-throughput.png)\n" % (net, stem, net))
+        L.append("![server RAM at %s](%s-%s-ram.png)\n" % (net, stem, net))
     L.append("## The rig's fio check\n")
-    fio = meta["fio_check"]
-    L.append("fio on each emulated device (direct, read-only), measured against "
-             "what the model's parameters predict; ok when measured/predicted "
-             "lies in [%g, %g]. All ok: %s.\n" % (
-                 fio["min_ratio"], fio["max_ratio"], "yes" if fio["ok"] else
-                 "**no** -- the device model was slower than its parameters "
-                 "(the machine was busy); disk-bound numbers are pessimistic"))
+    for net in networks(results):
+        res = next(r for (s, n), r in results.items() if n == net)
+        L += fio_table(net, res["meta"]["fio_check"])
+    return "\n".join(L) + "\n"
+
+
+def scenario_detail(scen, net, res, stem, out_dir):
+    """A scenario at one network: each peer's figures, command line, head
+    cache, the last published run beside it, device counters, the CDF."""
+    sc = res["scale"]
+    L = ["### %s at %s\n" % (scen, net)]
+    L += table(["peer", "req/s", "MB/s", "first byte p50 / p99",
+                "complete p50 / p99 / p99.9", "hits", "misses", "errors",
+                "RAM (cgroup)", "RSS"],
+               [[p["peer"], "%.1f" % measured(p)["qps"],
+                 "%.1f" % measured(p)["payload_mb_per_s"],
+                 "%s / %s" % (fmt_us(lat(p, "ttfb", "p50")), fmt_us(lat(p, "ttfb", "p99"))),
+                 "%s / %s / %s" % (fmt_us(lat(p, "complete", "p50")),
+                                   fmt_us(lat(p, "complete", "p99")),
+                                   fmt_us(lat(p, "complete", "p99_9"))),
+                 measured(p)["hits"], measured(p)["misses"], measured(p)["errors"],
+                 human(p["ram"]["usage_bytes"]), human(p["ram"]["server_rss_bytes"])]
+                for p in res["peers"]])
+    L.append("")
+    for p in res["peers"]:
+        pop = p["phases"]["populate"]["populate"]
+        L.append("- %s: `%s`; populate %d sets, %d refused, %.1f MB/s" % (
+            p["peer"], " ".join(os.path.basename(a) if i == 0 else a
+                                for i, a in enumerate(p["argv"])),
+            pop["sets"], pop["set_errors"], pop["payload_mb_per_s"]))
+    L.append("- goblin-store's head cache in the measured phase (`stats "
+             "goblin` deltas), --memory %s, --ram-head %s%s: %s" % (
+                 human(sc["goblin_memory_bytes"]), human(sc["goblin_ram_head_bytes"]),
+                 "; hot set: keys [%d, %d), one in %d, read uniformly" % (
+                     sc["hot_start"], sc["hot_start"] + sc["hot_keys"],
+                     round(sc["keys"] / sc["hot_keys"])) if "hot_keys" in sc else "",
+                 heads_text(res["peers"][1])))
+    rows = beside_rows(res)
+    if rows:
+        L.append("\nBeside the last published run ([%s](%s), %s run at git %s):\n" % (
+            os.path.basename(rows[0][3]), os.path.relpath(
+                os.path.join(TOP, rows[0][3]), out_dir),
+            res["last_published"]["mode"], res["last_published"]["git_head"][:12]))
+        L += table(["figure", "this run", "last published"], [r[:3] for r in rows])
+    if scen == "disk-sized":
+        L += cost_lines(res)
+    if scen == "durability":
+        L.append("")
+        L += table(["peer", "load MB/s", "acknowledged", "refused", "missing",
+                    "of them acknowledged", "corrupt"],
+                   [[p["peer"], "%.1f" % d["load_mb_per_s"], d["acknowledged"],
+                     d["rejected"], "%d (%.1f%%)" % (d["missing"], 100 * d["lost_fraction"]),
+                     d["missing_acknowledged"], d["corrupt"]]
+                    for p in res["peers"] for d in [p["durability"]]])
+    L.append("")
+    for p in res["peers"]:
+        d = measured_phase(p)["devices"]
+        L.append("- %s, measured phase on the emulated devices: HDD %d reads "
+                 "(%d seeks, %.1f MB/s), SSD %d reads (%d seeks, %.1f MB/s); "
+                 "model replies late: %d" % (
+                     p["peer"], d["hdd"]["reads"], d["hdd"]["seeks"],
+                     d["hdd"]["read_mb_per_s"], d["ssd"]["reads"],
+                     d["ssd"]["seeks"], d["ssd"]["read_mb_per_s"],
+                     d["hdd"]["late"] + d["ssd"]["late"]))
+    L.append("\n![%s at %s latency CDF](%s-%s-%s-cdf.png)\n" % (scen, net, stem, scen, net))
+    return L
+
+
+def cost_lines(res):
+    sc = res["scale"]
+    L = [""]
+    L += table(["peer", "RAM", "SSD", "HDD", "stored", "$/month",
+                "$ per stored GiB-month", "HDD read MB/s in the run"],
+               [[p["peer"], human(p["cost"]["ram_bytes"]),
+                 human(p["cost"]["ssd_bytes"]), human(p["cost"]["hdd_bytes"]),
+                 human(p["cost"]["stored_bytes"]),
+                 "%.3f" % p["cost"]["dollars_per_month"],
+                 p["cost"]["dollars_per_stored_gib_month"],
+                 "%.1f" % p["phases"]["run"]["devices"]["hdd"]["read_mb_per_s"]]
+                for p in res["peers"]])
+    L.append("\nPrices per GiB-month: RAM $%g, SSD $%g, HDD $%g; RAM is "
+             "the cgroup's usage after the run, disk what each peer "
+             "occupies (goblin-store's allocated extents, extstore's "
+             "file), stored the set times the run's hit ratio. The "
+             "HDD's fio 1 MiB sequential rate (best of QD1, QD8): "
+             "%.1f MB/s." % (
+                 sc["prices_per_gib_month"]["ram"], sc["prices_per_gib_month"]["ssd"],
+                 sc["prices_per_gib_month"]["hdd"], res["ratios"]["hdd_fio_seq_mb_per_s"]))
+    return L
+
+
+def fio_table(net, fio):
+    L = ["At %s: fio on each emulated device (direct, read-only), measured against "
+         "what the model's parameters predict; ok when measured/predicted "
+         "lies in [%g, %g]. All ok: %s.\n" % (
+             net, fio["min_ratio"], fio["max_ratio"], "yes" if fio["ok"] else
+             "**no** -- the device model was slower than its parameters "
+             "(the machine was busy); disk-bound numbers are pessimistic")]
     L += table(["device", "job", "IOPS", "MB/s", "predicted IOPS", "ratio", "ok"],
                [["%s (%g us, %g MB/s, %d ch)" % (
                    d["device"], d["model"]["access_us"], d["model"]["bandwidth_mbps"],
@@ -525,4 +709,4 @@ def summary(results, stem, meta, out_dir):
                  "%.1f" % j["mbps"], "%.1f" % j["predicted_iops"], "%.3f" % j["ratio"],
                  "ok" if j["ok"] else "OFF"] for d in fio["devices"] for j in d["jobs"]])
     L.append("")
-    return "\n".join(L) + "\n"
+    return L

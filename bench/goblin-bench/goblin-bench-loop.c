@@ -2,6 +2,8 @@
  * goblin-bench event loop: <conns> non-blocking TCP connections on one
  * epoll instance, closed loop (the next request leaves as soon as the
  * previous answer is complete), one request in flight per connection.
+ * --open-loop: the measured phase issues each request at its scheduled
+ * time on a free connection (or when one frees up), and times it from then.
  *
  * Request bytes are generated on the fly into a small buffer, answers are
  * verified as they stream in; no value is ever held whole.  With
@@ -11,9 +13,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -71,10 +70,7 @@ struct bench {
 	const struct gb_sizer *sizer;
 	struct gb_zipf zipf;
 	uint64_t vtag;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	int family;
-	char host_hdr[300];
+	struct gb_addr addr;
 	int epfd;
 	struct conn *conns;
 	unsigned live;
@@ -83,6 +79,8 @@ struct bench {
 	uint64_t next_key, hot_n;
 	bool stopping;
 	uint64_t start, deadline, next_progress;
+	bool open;			/* this phase runs on <sched> */
+	struct gb_sched sched;
 	uint32_t *stored, *issued;
 	uint8_t *setbusy;
 	unsigned printed_verify, printed_err, printed_fail;
@@ -117,76 +115,22 @@ static bool may_print(unsigned *counter)
 	return true;
 }
 
-static int resolve(struct bench *b)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	char port[16];
-	int rc;
-
-	snprintf(port, sizeof(port), "%u", b->o->port);
-	rc = getaddrinfo(b->o->host, port, &hints, &ai);
-	if (rc) {
-		fprintf(stderr, "goblin-bench: cannot resolve %s: %s\n",
-			b->o->host, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(&b->addr, ai->ai_addr, ai->ai_addrlen);
-	b->addrlen = ai->ai_addrlen;
-	b->family = ai->ai_family;
-	freeaddrinfo(ai);
-	if (b->o->port == 80 || strchr(b->o->host, ':'))
-		snprintf(b->host_hdr, sizeof(b->host_hdr), "%s", b->o->host);
-	else
-		snprintf(b->host_hdr, sizeof(b->host_hdr), "%s:%u",
-			 b->o->host, b->o->port);
-	return 0;
-}
-
 /* Connects <c> (bounded by --timeout) and adds it to epoll; 0 or -errno. */
 static int conn_open(struct bench *b, struct conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-	struct pollfd pfd;
-	socklen_t len = sizeof(int);
-	int fd, err = 0, one = 1, rc;
+	int fd = gb_connect(&b->addr, b->o->timeout), err;
 
-	fd = socket(b->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&b->addr, b->addrlen) < 0) {
-		if (errno != EINPROGRESS) {
-			err = -errno;
-			goto out_close;
-		}
-		pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
-		do
-			rc = poll(&pfd, 1, (int)(b->o->timeout * 1000));
-		while (rc < 0 && errno == EINTR);
-		if (rc == 0) {
-			err = -ETIMEDOUT;
-			goto out_close;
-		}
-		if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
-			err = -errno;
-			goto out_close;
-		}
-		if (err) {
-			err = -err;
-			goto out_close;
-		}
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return fd;
 	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		err = -errno;
-		goto out_close;
+		close(fd);
+		return err;
 	}
 	c->fd = fd;
 	c->want_out = false;
 	return 0;
-
-out_close:
-	close(fd);
-	return err;
 }
 
 static void conn_close(struct bench *b, struct conn *c)
@@ -478,7 +422,9 @@ static void issue(struct bench *b, struct conn *c)
 {
 	const struct gb_opts *o = b->o;
 
-	if (b->stopping || c->dead || c->fd < 0 || c->busy || rate_held(b))
+	if (b->stopping || c->dead || c->fd < 0 || c->busy)
+		return;
+	if (b->open ? !gb_sched_due(&b->sched, now_ns()) : rate_held(b))
 		return;
 	if (b->phase == PH_POPULATE) {
 		if (b->next_key >= o->keys) {
@@ -503,7 +449,7 @@ static void issue(struct bench *b, struct conn *c)
 	c->size = gb_size_of(b->sizer, c->key);
 	gb_key_name(c->name, sizeof(c->name), c->key);
 	c->head_len = gb_req_head(c->head, sizeof(c->head), o->proto, c->op,
-				  c->name, c->size, b->host_hdr, o->http_prefix);
+				  c->name, c->size, b->addr.host_hdr, o->http_prefix);
 	c->tail = gb_req_tail(o->proto, c->op);
 	c->tail_len = strlen(c->tail);
 	c->total = c->head_len + (c->op == GB_OP_SET ? c->size : 0) +
@@ -527,6 +473,10 @@ static void issue(struct bench *b, struct conn *c)
 	c->cand = 0;
 	c->t_first = c->t_payload = c->t_done = 0;
 	c->t_issue = c->t_active = now_ns();
+	if (b->open) {
+		c->t_issue = gb_sched_take(&b->sched);
+		gb_hist_record(&b->st->send_lag, c->t_active - c->t_issue);
+	}
 	conn_flush(b, c);
 }
 
@@ -631,6 +581,24 @@ static bool phase_done(struct bench *b)
 	return true;
 }
 
+/* Waits for socket events: with a schedule, no later than the next
+ * intended start (unless requests already wait for a connection). */
+static int wait_events(struct bench *b, struct epoll_event *ev, int max)
+{
+	uint64_t now, next, ns = (uint64_t)TICK_MS * 1000000;
+	struct timespec ts;
+
+	if (!b->open)
+		return epoll_wait(b->epfd, ev, max, b->o->rate > 0 ? 1 : TICK_MS);
+	now = now_ns();
+	next = gb_sched_next(&b->sched);
+	if (next > now && next - now < ns)
+		ns = next - now;
+	ts.tv_sec = (time_t)(ns / NSEC);
+	ts.tv_nsec = (long)(ns % NSEC);
+	return epoll_pwait2(b->epfd, ev, max, &ts, NULL);
+}
+
 static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 {
 	struct epoll_event ev[64];
@@ -643,14 +611,19 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 	gb_hist_reset(&st->payload);
 	gb_hist_reset(&st->complete);
 	gb_hist_reset(&st->set_complete);
+	gb_hist_reset(&st->send_lag);
 	b->start = now_ns();
 	b->deadline = b->start + (uint64_t)(b->o->duration * NSEC);
+	b->open = phase == PH_RUN && b->o->arrivals != GB_ARRIVALS_NONE;
+	if (b->open)
+		gb_sched_init(&b->sched, b->o->arrivals, b->o->rate,
+			      b->o->seed, b->start, b->deadline);
 	b->next_progress = b->start + NSEC;
 	b->next_key = phase == PH_POPULATE ? 0 : b->o->hot_start;
 	for (unsigned i = 0; i < b->o->conns; i++)
 		issue(b, &b->conns[i]);
 	while (!phase_done(b)) {
-		n = epoll_wait(b->epfd, ev, 64, b->o->rate > 0 ? 1 : TICK_MS);
+		n = wait_events(b, ev, 64);
 		for (int i = 0; i < n; i++) {
 			struct conn *c = ev[i].data.ptr;
 
@@ -660,11 +633,22 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 			    c->fd >= 0)
 				conn_read(b, c);
 		}
+		if (b->open)	/* what fell due before the deadline goes out */
+			for (unsigned i = 0; i < b->o->conns; i++)
+				issue(b, &b->conns[i]);
 		tick(b);
 		for (unsigned i = 0; i < b->o->conns; i++)
 			issue(b, &b->conns[i]);
+		if (b->open)
+			gb_sched_note_backlog(&b->sched, now_ns());
 	}
 	st->seconds = (double)(now_ns() - b->start) / NSEC;
+	if (b->open) {
+		st->scheduled = gb_sched_total(&b->sched);
+		st->unissued = st->scheduled - b->sched.issued.n;
+		st->queued = b->sched.queued;
+		st->backlog_max = b->sched.backlog_max;
+	}
 	if (!b->live)
 		fprintf(stderr, "goblin-bench: every connection failed\n");
 }
@@ -716,7 +700,7 @@ static int setup(struct bench *b, const struct gb_opts *o,
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return resolve(b);
+	return gb_resolve(o->host, o->port, &b->addr);
 }
 
 static void teardown(struct bench *b)

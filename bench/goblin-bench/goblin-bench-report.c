@@ -110,6 +110,14 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 			r->set_errors, r->get_failed + r->set_failed);
 		fprintf(f, "          verify errors %" PRIu64 "%s\n",
 			r->verify_errors, o->verify ? "" : " (--no-verify)");
+		if (o->arrivals != GB_ARRIVALS_NONE)
+			fprintf(f, "open loop %s arrivals at %g/s: %" PRIu64
+				" offered, %" PRIu64 " never issued; %" PRIu64
+				" waited for a connection (at most %" PRIu64
+				" at once); latency from intended start\n",
+				gb_arrivals_names[o->arrivals], o->rate,
+				r->scheduled, r->unissued, r->queued,
+				r->backlog_max);
 	}
 	fprintf(f, "          connection failures %" PRIu64 ", reconnects %"
 		PRIu64 "\n", p->conn_failures + r->conn_failures,
@@ -123,6 +131,7 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 		table_row(f, "get first payload", &r->payload);
 		table_row(f, "get complete", &r->complete);
 		table_row(f, "set complete", &r->set_complete);
+		table_row(f, "send lag", &r->send_lag);
 		fprintf(f, "check     gets = hits + misses: %" PRIu64 " = %" PRIu64
 			" + %" PRIu64 ": %s\n", gets, r->hits, r->misses,
 			gets == r->hits + r->misses ? "ok" : "FAILED");
@@ -168,7 +177,9 @@ static void json_hist(FILE *f, const char *name, const struct gb_hist *h,
 	fprintf(f, "]}%s\n", last ? "" : ",");
 }
 
-static void json_counters(FILE *f, const struct gb_stats *st)
+/* <o>: the options when <st> is the measured phase, else NULL. */
+static void json_counters(FILE *f, const struct gb_stats *st,
+			  const struct gb_opts *o)
 {
 	uint64_t gets = gb_gets(st);
 
@@ -196,6 +207,21 @@ static void json_counters(FILE *f, const struct gb_stats *st)
 		gb_mbps(st->get_bytes, st->seconds));
 	fprintf(f, "    \"gets_eq_hits_plus_misses\": %s,\n",
 		gets == st->hits + st->misses ? "true" : "false");
+	if (o && o->arrivals != GB_ARRIVALS_NONE) {
+		fprintf(f, "    \"open_loop\": {\"arrivals\": \"%s\", "
+			"\"rate\": %g, \"scheduled\": %" PRIu64 ", "
+			"\"issued\": %" PRIu64 ", \"unissued\": %" PRIu64 ", "
+			"\"queued\": %" PRIu64 ", \"backlog_max\": %" PRIu64
+			", \"offered_per_s\": %.3f,\n",
+			gb_arrivals_names[o->arrivals], o->rate, st->scheduled,
+			st->scheduled - st->unissued, st->unissued, st->queued,
+			st->backlog_max, o->duration > 0 ?
+			(double)st->scheduled / o->duration : 0);
+		json_hist(f, "send_lag_us", &st->send_lag, true);
+		fprintf(f, "    },\n");
+	} else {
+		fprintf(f, "    \"open_loop\": null,\n");
+	}
 	fprintf(f, "    \"latency_us\": {\n");
 	json_hist(f, "ttfb", &st->ttfb, false);
 	json_hist(f, "first_payload", &st->payload, false);
@@ -227,6 +253,8 @@ static void json_params(FILE *f, const struct gb_opts *o)
 	fprintf(f, "    \"duration_s\": %g,\n", o->duration);
 	fprintf(f, "    \"timeout_s\": %g,\n", o->timeout);
 	fprintf(f, "    \"rate\": %g,\n", o->rate);
+	fprintf(f, "    \"open_loop\": \"%s\",\n",
+		gb_arrivals_names[o->arrivals]);
 	fprintf(f, "    \"populate_only\": %s,\n", o->populate_only ? "true" : "false");
 	fprintf(f, "    \"no_store\": %s,\n", o->no_store ? "true" : "false");
 	fprintf(f, "    \"verify\": %s\n  },\n", o->verify ? "true" : "false");
@@ -249,7 +277,7 @@ int gb_report_json(const char *path, const struct gb_opts *o,
 	fprintf(f, "  \"populate\": ");
 	if (res->populated) {
 		fprintf(f, "{\n    \"keys\": %" PRIu64 ",\n", o->keys);
-		json_counters(f, &res->populate);
+		json_counters(f, &res->populate, NULL);
 		fprintf(f, "  },\n");
 	} else {
 		fprintf(f, "null,\n");
@@ -257,7 +285,7 @@ int gb_report_json(const char *path, const struct gb_opts *o,
 	fprintf(f, "  \"run\": ");
 	if (res->measured) {
 		fprintf(f, "{\n");
-		json_counters(f, &res->run);
+		json_counters(f, &res->run, o);
 		fprintf(f, "  },\n");
 	} else {
 		fprintf(f, "null,\n");

@@ -372,6 +372,61 @@ static void test_requests(void)
 	      == 0, "truncated head not refused");
 }
 
+/* --open-loop schedules: fixed spacing exact, Poisson counts and gaps
+ * within their statistics, the backlog counted once per waiting request. */
+static void test_sched(void)
+{
+	struct gb_sched s, t;
+	uint64_t n = 0, at, prev = 0;
+	double gap, sum = 0, sq = 0, mean, cv;
+	bool exact = true, same = true, rising = true;
+
+	gb_sched_init(&s, GB_ARRIVALS_FIXED, 1000, 1, 0, 1000000000);
+	CHECK(gb_sched_total(&s) == 1000, "fixed 1000/s over 1 s: %" PRIu64
+	      " arrivals", gb_sched_total(&s));
+	CHECK(gb_sched_due(&s, 0), "the first fixed arrival is due at the start");
+	for (uint64_t k = 0; k < 1000; k++)
+		exact &= gb_sched_take(&s) == k * 1000000;
+	CHECK(exact && gb_sched_next(&s) == UINT64_MAX &&
+	      !gb_sched_due(&s, UINT64_MAX - 1),
+	      "fixed arrivals at k ms exactly, none at or after the end");
+
+	gb_sched_init(&s, GB_ARRIVALS_FIXED, 1000, 1, 0, 1000000000);
+	gb_sched_note_backlog(&s, 5500000);	/* arrivals at 0..5 ms */
+	CHECK(s.backlog_max == 6 && s.queued == 6, "backlog after 5.5 ms "
+	      "with nothing issued: %" PRIu64 " (queued %" PRIu64 "), want 6",
+	      s.backlog_max, s.queued);
+	gb_sched_take(&s);
+	gb_sched_take(&s);
+	gb_sched_note_backlog(&s, 5500000);
+	gb_sched_note_backlog(&s, 7500000);	/* two more arrive */
+	CHECK(s.backlog_max == 6 && s.queued == 8 && !gb_sched_due(&s, 1999999)
+	      && gb_sched_due(&s, 2000000), "backlog: each waiting request "
+	      "counted once (queued %" PRIu64 ", want 8), the third due at 2 ms",
+	      s.queued);
+
+	gb_sched_init(&s, GB_ARRIVALS_POISSON, 1000, 7, 0, 100000000000ULL);
+	gb_sched_init(&t, GB_ARRIVALS_POISSON, 1000, 7, 0, 100000000000ULL);
+	while ((at = gb_sched_next(&s)) != UINT64_MAX) {
+		rising &= at >= prev;
+		same &= gb_sched_take(&t) == at;
+		gap = (double)(at - prev);
+		sum += gap;
+		sq += gap * gap;
+		prev = gb_sched_take(&s);
+		n++;
+	}
+	mean = sum / (double)n;
+	cv = sqrt(sq / (double)n - mean * mean) / mean;
+	/* 100 000 expected, standard deviation 316; exponential gaps: cv 1 */
+	CHECK(n > 98500 && n < 101500 && fabs(mean / 1e6 - 1) < 0.02 &&
+	      fabs(cv - 1) < 0.03, "poisson 1000/s over 100 s: %" PRIu64
+	      " arrivals, mean gap %.4f ms, cv %.3f", n, mean / 1e6, cv);
+	gb_sched_init(&t, GB_ARRIVALS_POISSON, 1000, 7, 0, 100000000000ULL);
+	CHECK(rising && same && gb_sched_total(&t) == n,
+	      "poisson arrivals rise and repeat with the seed");
+}
+
 int gb_self_test(void)
 {
 	test_hist();
@@ -380,6 +435,7 @@ int gb_self_test(void)
 	test_zipf();
 	test_parser();
 	test_requests();
+	test_sched();
 	printf("self-test: %d checks, %d failed\n", checks, failed);
 	return failed;
 }

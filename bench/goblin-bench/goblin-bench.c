@@ -24,7 +24,7 @@
 
 static const char usage[] =
 "usage: goblin-bench [options]\n"
-"Closed-loop load generator: populates keys gb:0 .. gb:<keys-1> with sets,\n"
+"Load generator (closed loop, or open with --open-loop): populates keys gb:0 .. gb:<keys-1> with sets,\n"
 "then runs gets (and sets) on a key window for --duration seconds, verifying\n"
 "every byte; values depend only on (seed, key, version), so a later\n"
 "--no-store run verifies what an earlier --populate-only run stored.\n"
@@ -54,6 +54,12 @@ static const char usage[] =
 "  --timeout T         give up on a request without progress for T (10s)\n"
 "  --rate R            issue at most R requests per second, populate and\n"
 "                      measured phase alike (0: as fast as answered) (0)\n"
+"  --open-loop fixed|poisson   the measured phase offers --rate requests per\n"
+"                      second on a schedule (fixed spacing, or Poisson\n"
+"                      arrivals), issued on time whatever is outstanding\n"
+"                      (a free connection each; when all are busy a request\n"
+"                      waits, counted as queued, and the schedule goes on);\n"
+"                      latencies count from each request's intended start\n"
 "  --populate-only     populate all keys, then stop\n"
 "  --no-store          skip populating: keys were stored by an earlier run\n"
 "                      with the same --seed, --size and --dist\n"
@@ -70,7 +76,7 @@ enum {
 	OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_PREFIX, OPT_SIZE, OPT_DIST,
 	OPT_KEYS, OPT_HOT_START, OPT_HOT_KEYS, OPT_KEY_DIST, OPT_THETA,
 	OPT_SEED, OPT_SET_RATIO, OPT_CONNS, OPT_DURATION, OPT_TIMEOUT,
-	OPT_RATE,
+	OPT_RATE, OPT_OPEN_LOOP,
 	OPT_POPULATE_ONLY, OPT_NO_STORE, OPT_VERIFY, OPT_NO_VERIFY, OPT_JSON,
 	OPT_QUIET, OPT_SELF_TEST, OPT_HELP, OPT_VERSION,
 };
@@ -93,6 +99,7 @@ static const struct option longopts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "open-loop", required_argument, NULL, OPT_OPEN_LOOP },
 	{ "populate-only", no_argument, NULL, OPT_POPULATE_ONLY },
 	{ "no-store", no_argument, NULL, OPT_NO_STORE },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
@@ -280,6 +287,13 @@ static bool parse_load_opt(int c, const char *name, struct gb_opts *o)
 		if (o->rate < 0)
 			bad_usage("--%s: %s is negative", name, optarg);
 		return true;
+	case OPT_OPEN_LOOP:
+		o->arrivals = (enum gb_arrivals)pick(name, optarg,
+						     gb_arrivals_names);
+		if (o->arrivals == GB_ARRIVALS_NONE)
+			bad_usage("--%s: '%s' is not fixed or poisson", name,
+				  optarg);
+		return true;
 	}
 	return false;
 }
@@ -343,6 +357,8 @@ static void check_opts(struct gb_opts *o, const struct parse_seen *seen)
 			  "[1, --keys]");
 	if (o->populate_only && o->no_store)
 		bad_usage("--populate-only and --no-store exclude each other");
+	if (o->arrivals != GB_ARRIVALS_NONE && o->rate <= 0)
+		bad_usage("--open-loop needs --rate R > 0 (the offered rate)");
 }
 
 static void parse(int argc, char **argv, struct gb_opts *o)

@@ -6,6 +6,8 @@
  *                    [0, keys))         hot_start+hot_keys))
  *
  * All connections live on one epoll loop, one request in flight each.
+ * With --open-loop the measured phase issues on a schedule instead
+ * (goblin-bench-sched.h), latency counted from each intended start.
  */
 #ifndef GOBLIN_BENCH_H
 #define GOBLIN_BENCH_H
@@ -13,10 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "goblin-bench-gen.h"
 #include "goblin-bench-hist.h"
 #include "goblin-bench-proto.h"
+#include "goblin-bench-sched.h"
 
 #define GB_VERSION	"0.1.0"
 
@@ -44,6 +48,7 @@ struct gb_opts {
 	double duration;	/* seconds */
 	double timeout;		/* seconds without progress on a request */
 	double rate;		/* requests issued per second at most; 0: no cap */
+	enum gb_arrivals arrivals;	/* measured phase: closed or open loop */
 	const char *json;
 	const char *http_prefix;
 	bool populate_only, no_store, verify, quiet;
@@ -58,6 +63,11 @@ struct gb_stats {
 	uint64_t get_bytes, set_bytes;	/* value bytes moved */
 	double seconds;
 	struct gb_hist ttfb, payload, complete, set_complete;
+	/* --open-loop: requests the schedule offered in the phase, those
+	 * that waited for a free connection, the most waiting at once, those
+	 * never issued before the end, and send time minus intended start */
+	uint64_t scheduled, queued, backlog_max, unissued;
+	struct gb_hist send_lag;
 };
 
 /* gets = GETs answered with a hit or a miss (issued minus errors and
@@ -77,6 +87,21 @@ struct gb_result {
 	bool connect_failed;		/* could not connect at all */
 	struct gb_stats populate, run;
 };
+
+/* The server's address and the HTTP Host header naming it. */
+struct gb_addr {
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int family;
+	char host_hdr[300];
+};
+
+/* goblin-bench-conn.c: resolves <host>:<port> into <a>; 0, or -1 with a
+ * message printed. */
+int gb_resolve(const char *host, unsigned port, struct gb_addr *a);
+/* A non-blocking TCP_NODELAY socket connected to <a> within <timeout>
+ * seconds; returns the fd or -errno. */
+int gb_connect(const struct gb_addr *a, double timeout);
 
 /* goblin-bench-loop.c: runs the phases <o> asks for into <res>; returns 0,
  * or -1 when no connection could be made (message printed). */

@@ -32,3 +32,34 @@ rig_load_env() {
 		rig_die "no rig is up at $state (run bench/rig/up)"
 	. "$state/rig.env"
 }
+
+# Sets net_rate_bps, net_rtt_us, net_mtu, net_gso and net_burst for network
+# <name>; fails on an unknown one.  The largest frame (a TSO batch of
+# net_gso bytes) must fit tbf's bucket whole, else tbf cuts it into MTU
+# frames and the delay line pays per frame: 1g keeps batches to 16 KiB
+# (a 32 KiB bucket: 262 us of line time), 10g to 64 KiB (128 KiB: 105 us).
+rig_net_params() {
+	net_mtu=1500
+	case $1 in
+	loopback) net_rate_bps="" net_rtt_us="" net_mtu="" net_gso="" net_burst="";;
+	1g) net_rate_bps=1000000000 net_rtt_us=100 net_gso=16384 net_burst=32k;;
+	10g) net_rate_bps=10000000000 net_rtt_us=50 net_gso=65536 net_burst=128k;;
+	*) return 1;;
+	esac
+}
+
+# Configures TAP <dev> in namespace <netns> ("": this one): address
+# <addr>/30, MTU, TSO batch size, and tbf on its egress.  tbf counts a TSO
+# batch as its segments with their headers (no preamble, FCS, gap: 24
+# bytes a frame on Ethernet; tc's stab could add them, but only once per
+# batch), so its rate is the link's times (MTU + 14) / (MTU + 38): full
+# frames take their Ethernet wire time.  The queue holds 10 ms.
+rig_net_link() {
+	local ns=() dev=$2 addr=$3
+	[ -z "$1" ] || ns=(-n "$1")
+	ip "${ns[@]}" link set dev "$dev" mtu "$net_mtu" gso_max_size "$net_gso" up
+	ip "${ns[@]}" addr add "$addr/30" dev "$dev"
+	tc "${ns[@]}" qdisc replace dev "$dev" root tbf \
+		rate "$((net_rate_bps * (net_mtu + 14) / (net_mtu + 38)))bit" \
+		burst "$net_burst" limit $((net_rate_bps / 800))
+}
