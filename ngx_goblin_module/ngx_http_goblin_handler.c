@@ -426,10 +426,16 @@ ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx)
 }
 
 
-/* Staged disk bytes: the next piece of the body, in order. */
+/*
+ * Staged disk bytes: the next piece of the body, in order.  A buffer the
+ * disk read into in place starts where its chunk does, so it may hold
+ * bytes before the next one the body needs (<off> < ctx->next): they are
+ * skipped.
+ */
 void
 ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
+    off_t                    skip;
     ngx_int_t                rc;
     ngx_buf_t               *b;
     ngx_chain_t             *cl, **ll;
@@ -438,7 +444,9 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
     r = ctx->request;
 
-    if ((off_t) cqe->off != ctx->next || cqe->len == 0
+    skip = ctx->next - (off_t) cqe->off;
+
+    if (skip < 0 || (uint64_t) skip >= cqe->len
         || (off_t) (cqe->off + cqe->len) > ctx->end)
     {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
@@ -473,12 +481,12 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     b->num = (int) cqe->buf;
     b->start = (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf);
     link->rx_held++;
-    b->pos = b->start;
+    b->pos = b->start + skip;
     b->last = b->start + cqe->len;
     b->end = b->last;
 
-    ctx->next += cqe->len;
-    link->stats.staged_bytes += cqe->len;
+    ctx->next += (off_t) cqe->len - skip;
+    link->stats.staged_bytes += cqe->len - skip;
 
     if (ctx->next == ctx->end) {
         b->last_buf = (r == r->main) ? 1 : 0;

@@ -91,7 +91,10 @@ enum ring_op {
 	RING_OP_STATS,		/* -> STATS: "name value\n" lines in an rx buf */
 	RING_OP_MORE,		/* handle, len: the READ may stage len more */
 	/* completion-only opcodes */
-	RING_OP_DATA,		/* buf holds len bytes at object offset off */
+	RING_OP_DATA,		/* buf holds len bytes at object offset off;
+				 * a READ read in place (link_direct.c) starts
+				 * at its chunk, so off may lie before the next
+				 * byte it owes: nginx skips the bytes before */
 	RING_OP_TXDONE,		/* tx buffer buf is free again */
 	RING_OP_MAX
 };

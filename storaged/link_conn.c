@@ -174,7 +174,8 @@ void link_conn_kill(struct link_conn *c, const char *why)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	ring_unmap(&c->ring);
+	if (!c->ndirect)		/* else once their reads are over */
+		ring_unmap(&c->ring);
 }
 
 struct link_conn *link_conn_new(struct link_server *srv, int fd)

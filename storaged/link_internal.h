@@ -56,7 +56,8 @@ _Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");
 
 /* A handle: free, a pinned object (maybe READing), a writer, a STATS. */
 enum handle_kind { H_FREE, H_OBJ, H_WRITER, H_STATS };
-enum rx_state { RX_FREE, RX_FILLING, RX_NGINX };
+/* RX_DIRECT: in a direct READ's quad, the disk may be reading into it. */
+enum rx_state { RX_FREE, RX_FILLING, RX_NGINX, RX_DIRECT };
 
 /* A WDATA waiting to be copied into the writer. */
 struct wdata {
@@ -82,6 +83,7 @@ struct link_handle {
 	/* H_OBJ */
 	struct gs_obj *obj;
 	struct gs_stream *s;
+	struct link_direct *d;		/* s reads into rx buffers, or NULL */
 	uint64_t pos;			/* object offset of the next byte */
 	uint64_t limit;			/* ... and how far nginx lets us stage */
 	uint64_t end;			/* the READ's end */
@@ -130,6 +132,7 @@ struct link_conn {
 	uint32_t *rx_owner;		/* handle id, 0 for STATS */
 	uint8_t *tx_daemon;		/* tx buffer handed to us */
 	uint32_t per_stream;		/* rx buffers one READ may hold */
+	unsigned ndirect;		/* streams that may write into the ring */
 	struct list buf_waiters;
 	struct ring_cqe *over;		/* CQ overflow, a FIFO */
 	uint32_t over_head, over_len, over_cap;
@@ -211,6 +214,25 @@ void link_run_ready(struct link_server *srv);
 
 /* Releases every pin of <c>, aborts its writers; returns the pins. */
 unsigned link_drop_handles(struct link_conn *c);
+
+/* ---- link_direct.c ---- */
+
+/* Opens <h>'s stream straight into rx buffers it takes for it: 0, or
+ * -EAGAIN (no room: copy instead) or -errno. */
+int link_direct_open(struct link_handle *h);
+/* The rx buffer the direct <h>'s stream handed out <data> from, or -1
+ * (bytes from RAM: copy them). */
+int link_direct_buf(const struct link_handle *h, const void *data);
+/* Stages what rx buffer <b> holds from <data> (<len> bytes of the stream,
+ * peeked) and consumes it; false when it may not go yet (past the READ's
+ * window: a MORE brings us back). */
+bool link_direct_stage(struct link_handle *h, int b, const void *data,
+		       size_t len);
+/* nginx gave back rx buffer <b>: true when it is one of the direct <h>'s. */
+bool link_direct_bufrel(struct link_handle *h, uint32_t b);
+/* Closes the direct <h>'s stream; its buffers come free as nginx gives
+ * them back and once its reads are over. */
+void link_direct_close(struct link_handle *h);
 
 /* ---- link_server.c ---- */
 

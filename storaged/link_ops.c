@@ -156,6 +156,8 @@ static void read_end(struct link_handle *h, int res)
 	if (h->fill >= 0)
 		rx_give(h->c, (uint32_t)h->fill);
 	h->fill = -1;
+	if (h->d)
+		link_direct_close(h);
 	gs_stream_close(&h->s);
 	list_del(&h->wait_link);
 	post_cqe(h->c, &cqe);
@@ -166,14 +168,16 @@ static void read_end(struct link_handle *h, int res)
  * is taken only for bytes already there, and what it holds is staged as
  * soon as the stream has to wait: rx buffers are never held idle by a
  * READ that waits for the disk (or for the engine's read-ahead windows,
- * which READs holding buffers may need to give back first).
+ * which READs holding buffers may need to give back first).  A direct
+ * READ (link_direct.c) stages the disk's bytes where they landed and
+ * copies only bytes from RAM.
  */
 static void pump_read(struct link_handle *h)
 {
 	struct link_conn *c = h->c;
 	const void *data;
 	size_t len, n;
-	int ret;
+	int ret, b;
 
 	while (h->s && !c->dead) {
 		if (h->pos >= h->limit && h->pos < h->end) {
@@ -193,6 +197,14 @@ static void pump_read(struct link_handle *h)
 				stage(h);
 			read_end(h, ret);
 			return;
+		}
+		b = h->d ? link_direct_buf(h, data) : -1;
+		if (b >= 0) {
+			if (h->fill_len)
+				stage(h);	/* copied bytes before it go first */
+			if (!link_direct_stage(h, b, data, len))
+				return;
+			continue;
 		}
 		if (h->fill < 0) {
 			/* a BUFREL of one of ours, or any, brings us back */
@@ -239,8 +251,10 @@ static void op_read(struct link_conn *c, const struct ring_sqe *sqe)
 		 size : sqe->off + sqe->len;
 	h->limit = sqe->window && h->pos + sqe->window > h->pos ?
 		   h->pos + sqe->window : UINT64_MAX;
-	cqe.res = gs_stream_open(c->srv->io, h->obj, h->pos, h->end - h->pos,
-				 handle_wake, h, &h->s);
+	cqe.res = link_direct_open(h);
+	if (cqe.res == -EAGAIN)
+		cqe.res = gs_stream_open(c->srv->io, h->obj, h->pos,
+					 h->end - h->pos, handle_wake, h, &h->s);
 	if (cqe.res) {
 		post_cqe(c, &cqe);
 		return;
@@ -251,6 +265,8 @@ static void op_read(struct link_conn *c, const struct ring_sqe *sqe)
 
 static void release_obj(struct link_handle *h)
 {
+	if (h->d)
+		link_direct_close(h);
 	if (h->s)
 		gs_stream_close(&h->s);
 	if (h->fill >= 0)
@@ -286,6 +302,8 @@ static void op_bufrel(struct link_conn *c, const struct ring_sqe *sqe)
 		return;
 	}
 	h = handle_find(c, c->rx_owner[b], H_OBJ);
+	if (h && h->d && link_direct_bufrel(h, b))
+		return;
 	if (h && h->nbufs) {
 		h->nbufs--;
 		if (h->s)

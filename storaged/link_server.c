@@ -143,7 +143,7 @@ static void end_round(struct link_server *srv)
 				link_conn_kill(c, NULL);
 			c->bell = false;
 		}
-		if (c->dead && !c->busy)
+		if (c->dead && !c->busy && !c->ndirect)
 			link_conn_free(c);
 	}
 }

@@ -132,6 +132,8 @@
 	ACTION(ring_busy, "LOOKUPs and WOPENs refused: the worker pins its most objects or holds its most writers") \
 	ACTION(ring_reads, "READs: disk parts streamed to nginx")		\
 	ACTION(ring_read_bytes, "bytes staged in rx buffers")		\
+	ACTION(ring_direct_reads, "READs whose disk chunks were read straight into rx buffers") \
+	ACTION(ring_direct_bytes, "bytes staged in place: read from disk into rx buffers, never copied") \
 	ACTION(ring_buffer_waits, "times a READ waited for an rx buffer")	\
 	ACTION(ring_stores, "PUTs stored")				\
 	ACTION(ring_store_bytes, "PUT bytes taken from tx buffers")	\

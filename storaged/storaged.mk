@@ -13,7 +13,7 @@ STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
                   storaged/conn_input.c storaged/conn_output.c \
                   storaged/proto_text.c storaged/proto_meta.c \
                   storaged/proto_stats.c storaged/proto_parse.c \
-                  storaged/link_conn.c storaged/link_ops.c \
+                  storaged/link_conn.c storaged/link_direct.c storaged/link_ops.c \
                   storaged/link_server.c shared/ring.c shared/size.c
 GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
 

@@ -137,6 +137,8 @@ struct gs_stream {
 	unsigned window_size, window_max;
 	bool have_window;
 	bool caller_bufs;		/* the window is the caller's, for good */
+	bool keep;			/* consumed chunks keep their slices */
+	uint32_t rel;			/*   until gs_stream_release() */
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
 	unsigned inflight;
@@ -702,7 +704,8 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 
 		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
 			break;
-		put_slices(s, sl);
+		if (!s->keep)
+			put_slices(s, sl);
 		if (sl->early)
 			early_put(s);
 		sl->early = false;
@@ -711,6 +714,39 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 	}
 	s->stall_since = now_ns();
 	stream_refill(s);
+}
+
+void gs_stream_hold(struct gs_stream *s)
+{
+	if (s->caller_bufs)
+		s->keep = true;
+	s->rel = s->first;
+}
+
+void gs_stream_release(struct gs_stream *s, uint64_t off)
+{
+	bool freed = false;
+
+	if (!s->keep)
+		return;
+	if (s->rel < s->first)
+		s->rel = s->first;
+	while (s->rel < s->cur) {
+		struct stream_slot *sl = &s->slots[s->rel - s->first];
+
+		if (off < sl->off + s->obj->chunks[s->rel].len)
+			break;
+		put_slices(s, sl);
+		s->rel++;
+		freed = true;
+	}
+	if (freed)
+		stream_refill(s);
+}
+
+unsigned gs_stream_bufs_used(const struct gs_stream *s)
+{
+	return s->caller_bufs ? s->window_size : 0;
 }
 
 uint64_t gs_stream_left(const struct gs_stream *s)

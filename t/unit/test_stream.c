@@ -6,7 +6,8 @@
  * byte compared with what was written and every disk byte handed out from
  * the caller's buffers.  Such a stream never waits for the gs_io's own
  * windows, and tells its caller, from gs_io_run() and only after close,
- * when the kernel is done with the buffers.
+ * when the kernel is done with the buffers.  A held stream (the nginx
+ * link's) leaves consumed bytes in place until released.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "options.h"
+#include "uring.h"			/* gs_stream_hold/release */
 
 #define HEAD	(256u << 10)		/* cfg.ram_head */
 #define PREFIX	(1u << 20)		/* cfg.ssd_prefix */
@@ -265,6 +267,71 @@ static void early_first_chunk(struct gs_engine *e, struct gs_io *io, char *val)
 		gs_io_run(io, true);
 }
 
+/* A held stream through one buffer (one HDD chunk): the consumed chunk's
+ * bytes stay where they landed, nothing is read over them, until
+ * gs_stream_release() passes its end; then the next chunk comes. */
+static void held(struct gs_engine *e, struct gs_io *io, char *val)
+{
+	uint64_t size = (9u << 20) + 7, pos = DISK;
+	struct gs_stream *s;
+	struct gs_obj *obj;
+	bool released = false;
+	const void *p, *first;
+	size_t n;
+	int ret;
+
+	fill(val, size, 12);		/* sizes[11] again */
+	CHECK(gs_lookup(e, "obj-9437191", 11, &obj) == 0, "lookup");
+	CHECK(gs_stream_open_into(io, obj, DISK, 3u << 20, (void *const *)bufs,
+				  1, on_wake, set_flag, &released, &s) == 0,
+	      "open into one buffer");
+	gs_obj_put(e, &obj);
+	gs_stream_hold(s);
+	while ((ret = gs_stream_peek(s, &first, &n)) == -EAGAIN)
+		gs_io_run(io, true);
+	CHECK(ret == 0 && n == GS_HDD_CHUNK && first == bufs[0] &&
+	      !memcmp(first, val + pos, n), "the first HDD chunk, in place");
+	gs_stream_consume(s, n);
+	pos += n;
+	gs_io_run(io, false);
+	CHECK(gs_stream_peek(s, &p, &n) == -EAGAIN && !gs_io_pending(io),
+	      "consumed but held: nothing read into its room");
+	CHECK(!memcmp(first, val + DISK, GS_HDD_CHUNK), "its bytes untouched");
+	gs_stream_release(s, pos - 1);
+	CHECK(!gs_io_pending(io), "a release short of the chunk's end frees nothing");
+	gs_stream_release(s, pos);
+	CHECK(gs_io_pending(io) == 1, "released: the next chunk is read");
+	for (;;) {
+		ret = gs_stream_peek(s, &p, &n);
+		if (ret == -EAGAIN) {
+			gs_io_run(io, true);
+			continue;
+		}
+		if (ret < 0 || !n)
+			break;
+		CHECK(!memcmp(p, val + pos, n), "bytes at %llu",
+		      (unsigned long long)pos);
+		gs_stream_consume(s, n);
+		pos += n;
+		gs_stream_release(s, pos);
+	}
+	CHECK(ret == 0 && pos == DISK + (3u << 20), "whole: %d at %llu", ret,
+	      (unsigned long long)pos);
+	CHECK(close_and_release(io, &s, &released) == 0, "released");
+
+	/* a range of one chunk given five buffers reads into the first only */
+	released = false;
+	CHECK(gs_lookup(e, "obj-9437191", 11, &obj) == 0, "lookup");
+	CHECK(gs_stream_open_into(io, obj, DISK + 5, 100, (void *const *)bufs,
+				  NBUFS, on_wake, set_flag, &released, &s) == 0,
+	      "open into five buffers");
+	gs_obj_put(e, &obj);
+	CHECK(gs_stream_bufs_used(s) == 1, "buffers used: %u",
+	      gs_stream_bufs_used(s));
+	CHECK(drain(io, s, val + DISK + 5) == 0, "its 100 bytes");
+	CHECK(close_and_release(io, &s, &released) == 0, "released");
+}
+
 static void bad_args(struct gs_engine *e, struct gs_io *io)
 {
 	struct gs_stream *s = NULL;
@@ -324,6 +391,7 @@ int main(void)
 	byte_exact(e, io, val);
 	own_window(e, io, val);
 	early_first_chunk(e, io, val);
+	held(e, io, val);
 	bad_args(e, io);
 	gs_stats(e, &st);
 	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
