@@ -198,7 +198,8 @@ def summary(results, meta, png):
          % meta["date"],
          "Made by `%s` at git %s on %s (%d cpus, kernel %s); %s, %s, %s%s. "
          "Medians of each target's runs; every byte of every response "
-         "verified by goblin-bench.\n" % (
+         "verified by goblin-bench. Network: loopback (client and servers "
+         "on one host, unshaped).\n" % (
              meta["command"], meta["git_head"][:12], meta["host"], meta["cpus"],
              meta["kernel"], meta["nginx"], meta["goblin_store"],
              meta["goblin_bench"], "".join(

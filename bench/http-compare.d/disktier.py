@@ -342,7 +342,7 @@ def disk_tier(a, work):
         log("rig up at %s: server cpu %s, client cpu %s, cgroup limit %s" % (
             STATE, env["GOBLIN_RIG_SERVER_CPU"], env["GOBLIN_RIG_CLIENT_CPU"],
             human(int(env["GOBLIN_RIG_SERVER_RAM"]))))
-        out = {"tier": "disk", "targets": targets,
+        out = {"tier": "disk", "targets": targets, "net": {"name": "loopback"},
                "params": {"dist": "gpd", "keys": a.disk_keys, "conns": a.conns,
                           "duration": a.disk_duration, "reps": a.disk_reps,
                           "seed": SEED, "server_ram": a.server_ram,
