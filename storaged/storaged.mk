@@ -47,3 +47,11 @@ endef
 
 $(eval $(call BUILD_FLAVOUR,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
+
+# The RDMA endpoint (storaged/rdma.h): the protocol and its transports.
+# Not in goblin-store yet; t/unit/test_rdma runs it over libfabric's tcp
+# provider.
+DEB_PACKAGES += libfabric-dev librdmacm-dev
+RDMA_SRCS    := storaged/rdma_fabric.c storaged/rdma_server.c \
+                storaged/rdma_client.c
+RDMA_LDLIBS  := -lfabric

@@ -57,3 +57,15 @@ build/asan/t/test_hardening: $(HARDENING_DEPS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)
+
+# test_rdma: the RDMA protocol over libfabric's tcp provider on loopback
+# (storaged/storaged.mk's RDMA_SRCS).
+RDMA_TEST_DEPS := t/unit/test_rdma.c t/unit/check.h storaged/rdma.h $(RDMA_SRCS)
+build/t/test_rdma: $(RDMA_TEST_DEPS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -It/unit -o $@ t/unit/test_rdma.c $(RDMA_SRCS) $(RDMA_LDLIBS)
+build/asan/t/test_rdma: $(RDMA_TEST_DEPS)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -It/unit -o $@ t/unit/test_rdma.c $(RDMA_SRCS) $(RDMA_LDLIBS)

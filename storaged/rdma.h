@@ -1,0 +1,225 @@
+/*
+ * The RDMA endpoint (issue 13): memcache GET over reliable-connected queue
+ * pairs, the object bytes RDMA-WRITTEN into a bulk window the client
+ * registered.  Three layers, each its own file:
+ *
+ *   rdma.h          this design, the transport interface, the protocol's
+ *                   server and client API
+ *   rdma_fabric.c   the emulated transport: libfabric's tcp provider
+ *                   (FI_EP_MSG + FI_RMA; real one-sided writes into a
+ *                   registered remote MR by address and key, over TCP)
+ *   rdma_verbs.c    (next) the product transport: rdma_cm + ibverbs RC QPs
+ *   rdma_server.c   the protocol state machine, server side, over any
+ *                   transport and any object source
+ *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
+ *
+ * Transport.  struct gs_rdma_transport is a table of operations on opaque
+ * devices (a fabric + domain + CM event queue; MRs belong to a device, so
+ * the head region and staging buffers are registered once per device, not
+ * per request) and endpoints (one RC QP / MSG endpoint and its CQ):
+ * reg/dereg, post_recv, post_send, post_write (to a remote address + key)
+ * and poll (completions: the <ctx> given at post, the op, the length, an
+ * error).  Ordering the protocol relies on, and both transports give:
+ * completions of one endpoint come in posting order per queue, and the
+ * server posts BULK_READY only after the WRITE's own completion, so the
+ * window holds every byte when the client sees BULK_READY (tcp: the
+ * provider also keeps send-after-write order, FI_ORDER_SAW).
+ *
+ * Protocol.  Every message is a SEND of one text line (<= GS_RDMA_MSG).
+ *
+ *   client                                server
+ *   WINDOW <addr> <rkey> <len>\r\n  ->    (len < GS_RDMA_MIN_WINDOW:
+ *                                    <-    CLIENT_ERROR window too small,
+ *                                          then disconnect)
+ *                                    <-    OK\r\n
+ *   get <key>\r\n                   ->    miss: END\r\n; bad: CLIENT_ERROR
+ *                                    <-    VALUE <key> <flags> <bytes>\r\n
+ *                                          WRITE [0, n) of round 1 into the
+ *                                          window (head region, then the
+ *                                          staging buffers as reads land)
+ *                                    <-    BULK_READY <off> <n>\r\n
+ *   NEXT\r\n (window consumed)      ->    (only when bytes remain) round 2..
+ *                                    <-    BULK_READY <off> <n>\r\n ...
+ *                                    <-    END\r\n
+ *
+ * <off> is the object offset of the round; the round's bytes are at window
+ * offset 0.  A round is min(window, bytes left).  Server states per
+ * connection: HELLO (waiting for WINDOW) -> IDLE -> WRITING (round posted,
+ * writes in flight) -> WAIT_NEXT (BULK_READY sent, more rounds) -> WRITING
+ * ... -> IDLE after END.  A request that arrives while not IDLE is queued
+ * in its receive buffer (receives are reposted only when handled).  A
+ * failed completion, or the peer going away, closes the connection and
+ * closes its object stream.
+ *
+ * Object source.  The server reads objects through struct
+ * gs_rdma_source_ops, shaped after the engine's gs_stream_open_into():
+ * open the key into the connection's registered staging buffers, peek
+ * in-order bytes (a pointer into the registered head region or into a
+ * staging buffer), consume, release every byte below an offset once its
+ * WRITE has completed (gs_stream_hold/gs_stream_release), close.  The
+ * server finds the MR of a peeked pointer in its region table.
+ *
+ * In the daemon (next): --rdma ADDR:PORT starts one thread with its own
+ * gs_io; it polls the CM queue, every endpoint's CQ and gs_io_run(); the
+ * engine source is gs_lookup + gs_stream_open_into over staging buffers
+ * registered once per thread, and a stream's wake re-runs the connection's
+ * step.  The head region is registered once at start.
+ */
+#ifndef GOBLIN_STORAGED_RDMA_H
+#define GOBLIN_STORAGED_RDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest protocol line, either way (a 250-byte key fits). */
+#define GS_RDMA_MSG		512u
+/* Receives posted per endpoint; sends in flight per endpoint. */
+#define GS_RDMA_RECVS		8u
+#define GS_RDMA_SENDS		8u
+/* Smallest bulk window a client may offer. */
+#define GS_RDMA_MIN_WINDOW	4096u
+/* Staging buffers per connection and their size. */
+#define GS_RDMA_STAGES		4u
+#define GS_RDMA_STAGE_SIZE	(64u * 1024u)
+
+/* ---- transport ---- */
+
+struct gs_rdma_dev;
+struct gs_rdma_ep;
+
+struct gs_rdma_mr {
+	void *handle;		/* the transport's */
+	void *desc;		/* local descriptor for posts */
+	uint64_t key;		/* what a peer writes with */
+	char *addr;
+	size_t len;
+};
+
+enum gs_rdma_op { GS_RDMA_OP_RECV, GS_RDMA_OP_SEND, GS_RDMA_OP_WRITE };
+
+struct gs_rdma_wc {
+	void *ctx;
+	enum gs_rdma_op op;
+	size_t len;		/* received bytes, for RECV */
+	int err;		/* 0 or -errno */
+};
+
+/* Connection events of a listening device. */
+enum gs_rdma_cm { GS_RDMA_CM_NONE, GS_RDMA_CM_REQUEST, GS_RDMA_CM_UP,
+		  GS_RDMA_CM_DOWN };
+
+#define GS_RDMA_REMOTE_WRITE	1u	/* reg: a peer may write into it */
+
+struct gs_rdma_transport {
+	const char *name;
+	/* Listens on <host>:<port> (0: any port; *<bound> gets it). */
+	int (*listen)(const char *host, uint16_t port, uint16_t *bound,
+		      struct gs_rdma_dev **devp);
+	/* Client side: a device and an endpoint for <host>:<port>, not
+	 * connected yet (register memory and post receives on them first),
+	 * then connect() blocks until the connection is up or refused. */
+	int (*dial)(const char *host, uint16_t port, struct gs_rdma_dev **devp,
+		    struct gs_rdma_ep **epp);
+	int (*connect)(struct gs_rdma_ep *ep);
+	/* Next connection event without blocking: REQUEST gives a new
+	 * endpoint in *<epp> to post receives on and then accept; UP and
+	 * DOWN name one.  Returns the event, or -errno. */
+	int (*cm_poll)(struct gs_rdma_dev *dev, struct gs_rdma_ep **epp);
+	int (*accept)(struct gs_rdma_ep *ep);
+	void (*ep_destroy)(struct gs_rdma_ep **epp);
+	void (*dev_destroy)(struct gs_rdma_dev **devp);
+	int (*reg)(struct gs_rdma_dev *dev, void *buf, size_t len,
+		   unsigned flags, struct gs_rdma_mr *mr);
+	void (*dereg)(struct gs_rdma_mr *mr);
+	/* The address a peer writes <buf> (in <mr>) at. */
+	uint64_t (*remote_addr)(struct gs_rdma_dev *dev,
+				const struct gs_rdma_mr *mr, void *buf);
+	int (*post_recv)(struct gs_rdma_ep *ep, void *buf, size_t len,
+			 struct gs_rdma_mr *mr, void *ctx);
+	int (*post_send)(struct gs_rdma_ep *ep, const void *buf, size_t len,
+			 struct gs_rdma_mr *mr, void *ctx);
+	int (*post_write)(struct gs_rdma_ep *ep, const void *buf, size_t len,
+			  struct gs_rdma_mr *mr, uint64_t raddr,
+			  uint64_t rkey, void *ctx);
+	/* Up to <n> completions without blocking; returns how many, or
+	 * -errno (-ENOTCONN: the peer went away). */
+	int (*poll)(struct gs_rdma_ep *ep, struct gs_rdma_wc *wc, int n);
+};
+
+/* libfabric's tcp provider (rdma_fabric.c). */
+extern const struct gs_rdma_transport gs_rdma_fabric;
+
+/* ---- object source ---- */
+
+struct gs_rdma_item {
+	uint32_t flags;
+	uint64_t size;
+	void *priv;		/* the source's */
+};
+
+struct gs_rdma_source_ops {
+	/* Opens <key> for reading [0, size) into <bufs> (GS_RDMA_STAGES of
+	 * GS_RDMA_STAGE_SIZE).  0, -ENOENT (miss) or -errno. */
+	int (*open)(void *arg, const char *key, size_t klen,
+		    void *const *bufs, struct gs_rdma_item *it);
+	/* In-order bytes: 0 with *<len> > 0, -EAGAIN not landed, -errno. */
+	int (*peek)(struct gs_rdma_item *it, const void **data, size_t *len);
+	void (*consume)(struct gs_rdma_item *it, size_t n);
+	/* Bytes below object offset <off> are written; their buffers may be
+	 * read into again. */
+	void (*release)(struct gs_rdma_item *it, uint64_t off);
+	void (*close)(struct gs_rdma_item *it);
+};
+
+/* ---- server ---- */
+
+struct gs_rdma_server;
+
+struct gs_rdma_server_stats {
+	uint64_t conns, gets, hits, misses, rounds, bytes, errors;
+};
+
+/*
+ * Listens on <host>:<port> over <tp>, serving objects from <src>(<arg>).
+ * <regions>/<nregions>: memory the source's peeks may point into outside
+ * the staging buffers (the head region), registered once here.  Returns
+ * 0 or -errno; *<bound> gets the port.
+ */
+int gs_rdma_server_create(const struct gs_rdma_transport *tp,
+			  const char *host, uint16_t port, uint16_t *bound,
+			  const struct gs_rdma_source_ops *src, void *arg,
+			  void *const *regions, const size_t *region_lens,
+			  unsigned nregions, struct gs_rdma_server **sp);
+/* Handles what is ready (connections, completions, landed bytes) without
+ * blocking; returns how many things it did, or -errno. */
+int gs_rdma_server_step(struct gs_rdma_server *s);
+void gs_rdma_server_stats(const struct gs_rdma_server *s,
+			  struct gs_rdma_server_stats *st);
+void gs_rdma_server_destroy(struct gs_rdma_server **sp);
+
+/* ---- client ---- */
+
+struct gs_rdma_client;
+
+/* When a GET's steps were seen, in ns from its send (0: not seen). */
+struct gs_rdma_times {
+	uint64_t header_ns, bulk_ns, end_ns;
+};
+
+/* Connects and offers a window of <window> bytes.  0, -errno; the
+ * server's refusal is -EPROTO with its line in <err>. */
+int gs_rdma_client_create(const struct gs_rdma_transport *tp,
+			  const char *host, uint16_t port, size_t window,
+			  char *err, size_t errlen,
+			  struct gs_rdma_client **cp);
+/*
+ * GETs <key> into <out> (room for <cap> bytes).  Returns 1 (hit; *<len>,
+ * *<flags>), 0 (miss) or -errno: -EPROTO with the server's line in <err>,
+ * -EMSGSIZE when the object is larger than <cap> (read and dropped).
+ */
+int gs_rdma_client_get(struct gs_rdma_client *c, const char *key,
+		       void *out, size_t cap, size_t *len, uint32_t *flags,
+		       struct gs_rdma_times *t, char *err, size_t errlen);
+void gs_rdma_client_destroy(struct gs_rdma_client **cp);
+
+#endif

@@ -1,0 +1,503 @@
+/*
+ * The RDMA protocol, server side (rdma.h has the design): one state
+ * machine per connection, driven by gs_rdma_server_step() over any
+ * transport and any object source.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma.h"
+
+#define SRV_MAX_REGIONS		8u
+#define SC_MAX_WRITES		16u
+
+enum sc_state { SC_HELLO, SC_IDLE, SC_WRITING, SC_WAIT_NEXT, SC_CLOSING };
+
+struct sconn {
+	struct gs_rdma_server *s;
+	struct gs_rdma_ep *ep;
+	enum sc_state st;
+	char *mem;			/* recvs | sends | stages, one MR */
+	struct gs_rdma_mr mr;
+	char *recv[GS_RDMA_RECVS];
+	char *send[GS_RDMA_SENDS];
+	void *stage[GS_RDMA_STAGES];
+	unsigned send_free;		/* bit i: send[i] is free */
+	unsigned pend[GS_RDMA_RECVS];	/* received lines not handled yet */
+	size_t pend_len[GS_RDMA_RECVS];
+	unsigned pend_head, pend_n;
+	uint64_t waddr, wkey;
+	size_t wlen;
+	struct gs_rdma_item it;
+	int open;
+	uint64_t round_off, round_end, pos, written;
+	unsigned writes;
+	struct sconn *next;
+};
+
+struct gs_rdma_server {
+	const struct gs_rdma_transport *tp;
+	struct gs_rdma_dev *dev;
+	const struct gs_rdma_source_ops *src;
+	void *arg;
+	struct gs_rdma_mr regions[SRV_MAX_REGIONS];
+	unsigned nregions;
+	struct sconn *conns;
+	struct gs_rdma_server_stats st;
+};
+
+#define SEND_ALL	((1u << GS_RDMA_SENDS) - 1)
+#define CTX(i)		((void *)(uintptr_t)(i))
+
+static unsigned sends_free(const struct sconn *c)
+{
+	return (unsigned)__builtin_popcount(c->send_free);
+}
+
+/* SENDs one formatted line from a free send buffer; the caller made sure
+ * there is one.  Returns 0 or -errno. */
+static int sc_send(struct sconn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int sc_send(struct sconn *c, const char *fmt, ...)
+{
+	unsigned i = (unsigned)__builtin_ctz(c->send_free);
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(c->send[i], GS_RDMA_MSG, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (unsigned)n >= GS_RDMA_MSG)
+		return -EMSGSIZE;
+	c->send_free &= ~(1u << i);
+	return c->s->tp->post_send(c->ep, c->send[i], (size_t)n, &c->mr,
+				   CTX(i));
+}
+
+static int sc_repost(struct sconn *c, unsigned i)
+{
+	return c->s->tp->post_recv(c->ep, c->recv[i], GS_RDMA_MSG, &c->mr,
+				   CTX(i));
+}
+
+/* The MR holding [<p>, <p>+<len>): the connection's block or a region. */
+static struct gs_rdma_mr *sc_mr_for(struct sconn *c, const void *p,
+				    size_t len)
+{
+	const char *q = p;
+	unsigned i;
+
+	if (q >= c->mr.addr && q + len <= c->mr.addr + c->mr.len)
+		return &c->mr;
+	for (i = 0; i < c->s->nregions; i++) {
+		struct gs_rdma_mr *m = &c->s->regions[i];
+
+		if (q >= m->addr && q + len <= m->addr + m->len)
+			return m;
+	}
+	return NULL;
+}
+
+static void sc_close_item(struct sconn *c)
+{
+	if (c->open)
+		c->s->src->close(&c->it);
+	c->open = 0;
+}
+
+static int sc_start_round(struct sconn *c, uint64_t off)
+{
+	uint64_t left = c->it.size - off;
+
+	c->round_off = off;
+	c->round_end = off + (left < c->wlen ? left : c->wlen);
+	c->pos = c->written = off;
+	c->st = SC_WRITING;
+	c->s->st.rounds++;
+	return 0;
+}
+
+/* A `get` line: the VALUE header and the first round, or a memcache
+ * reply.  Needs two free sends. */
+static int sc_get(struct sconn *c, char *line, size_t len)
+{
+	char *key = line + 4, *end = line + len;
+	int r;
+
+	while (end > key && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	*end = '\0';
+	c->s->st.gets++;
+	if (end == key || end - key > 250 || strpbrk(key, " \t"))
+		return sc_send(c, "CLIENT_ERROR rdma get takes one key\r\n");
+	r = c->s->src->open(c->s->arg, key, (size_t)(end - key), c->stage,
+			    &c->it);
+	if (r == -ENOENT) {
+		c->s->st.misses++;
+		return sc_send(c, "END\r\n");
+	}
+	if (r) {
+		c->s->st.errors++;
+		return sc_send(c, "SERVER_ERROR %s\r\n", strerror(-r));
+	}
+	c->open = 1;
+	c->s->st.hits++;
+	r = sc_send(c, "VALUE %s %u %llu\r\n", key, c->it.flags,
+		    (unsigned long long)c->it.size);
+	if (r)
+		return r;
+	return sc_start_round(c, 0);
+}
+
+static int sc_hello(struct sconn *c, char *line)
+{
+	unsigned long long addr, key, len;
+
+	if (sscanf(line, "WINDOW %llu %llu %llu", &addr, &key, &len) != 3) {
+		c->st = SC_CLOSING;
+		return sc_send(c, "CLIENT_ERROR expected WINDOW\r\n");
+	}
+	if (len < GS_RDMA_MIN_WINDOW) {
+		c->st = SC_CLOSING;
+		return sc_send(c, "CLIENT_ERROR window too small\r\n");
+	}
+	c->waddr = addr;
+	c->wkey = key;
+	c->wlen = len;
+	c->st = SC_IDLE;
+	return sc_send(c, "OK\r\n");
+}
+
+/* Handles the oldest received line if the state lets it. */
+static int sc_line(struct sconn *c, int *did)
+{
+	unsigned i = c->pend[c->pend_head];
+	size_t len = c->pend_len[c->pend_head];
+	char *line = c->recv[i];
+	int r;
+
+	if (c->st == SC_WRITING || c->st == SC_CLOSING || sends_free(c) < 2)
+		return 0;
+	line[len < GS_RDMA_MSG ? len : GS_RDMA_MSG - 1] = '\0';
+	if (c->st == SC_HELLO)
+		r = sc_hello(c, line);
+	else if (c->st == SC_WAIT_NEXT && !strncmp(line, "NEXT", 4))
+		r = sc_start_round(c, c->round_end);
+	else if (c->st == SC_IDLE && !strncmp(line, "get ", 4))
+		r = sc_get(c, line, len);
+	else
+		r = sc_send(c, "ERROR\r\n");
+	c->pend_head = (c->pend_head + 1) % GS_RDMA_RECVS;
+	c->pend_n--;
+	*did = 1;
+	if (r)
+		return r;
+	return sc_repost(c, i);
+}
+
+/* Posts WRITEs for the landed bytes of the round. */
+static int sc_pump(struct sconn *c, int *did)
+{
+	const struct gs_rdma_transport *tp = c->s->tp;
+	struct gs_rdma_mr *mr;
+	const void *data;
+	size_t len;
+	int r;
+
+	while (c->pos < c->round_end && c->writes < SC_MAX_WRITES) {
+		r = c->s->src->peek(&c->it, &data, &len);
+		if (r == -EAGAIN)
+			return 0;
+		if (r)
+			return r;
+		if (!len)
+			return -EIO;	/* the source ended early */
+		if (len > c->round_end - c->pos)
+			len = (size_t)(c->round_end - c->pos);
+		mr = sc_mr_for(c, data, len);
+		if (!mr)
+			return -EFAULT;
+		r = tp->post_write(c->ep, data, len, mr,
+				   c->waddr + (c->pos - c->round_off), c->wkey,
+				   CTX(c->pos + len));
+		if (r)
+			return r;
+		c->s->src->consume(&c->it, len);
+		c->pos += len;
+		c->writes++;
+		*did = 1;
+	}
+	return 0;
+}
+
+/* Every WRITE of the round completed: BULK_READY, and END at the end. */
+static int sc_round_done(struct sconn *c)
+{
+	uint64_t n = c->round_end - c->round_off;
+	int r;
+
+	c->s->st.bytes += n;
+	r = sc_send(c, "BULK_READY %llu %llu\r\n",
+		    (unsigned long long)c->round_off, (unsigned long long)n);
+	if (r)
+		return r;
+	if (c->round_end < c->it.size) {
+		c->st = SC_WAIT_NEXT;
+		return 0;
+	}
+	sc_close_item(c);
+	c->st = SC_IDLE;
+	return sc_send(c, "END\r\n");
+}
+
+static int sc_run(struct sconn *c, int *did)
+{
+	int r;
+
+	for (;;) {
+		if (c->st == SC_WRITING) {
+			r = sc_pump(c, did);
+			if (r)
+				return r;
+			if (c->written < c->round_end || sends_free(c) < 2)
+				return 0;
+			r = sc_round_done(c);
+			if (r)
+				return r;
+			*did = 1;
+			continue;
+		}
+		if (!c->pend_n)
+			return 0;
+		int before = c->pend_n;
+
+		r = sc_line(c, did);
+		if (r || c->pend_n == (unsigned)before)
+			return r;
+	}
+}
+
+static int sc_complete(struct sconn *c, const struct gs_rdma_wc *wc)
+{
+	uintptr_t v = (uintptr_t)wc->ctx;
+	unsigned slot;
+
+	if (wc->err)
+		return wc->err;
+	switch (wc->op) {
+	case GS_RDMA_OP_SEND:
+		c->send_free |= 1u << v;
+		return 0;
+	case GS_RDMA_OP_RECV:
+		if (c->pend_n == GS_RDMA_RECVS)
+			return -EPROTO;
+		slot = (c->pend_head + c->pend_n) % GS_RDMA_RECVS;
+		c->pend[slot] = (unsigned)v;
+		c->pend_len[slot] = wc->len;
+		c->pend_n++;
+		return 0;
+	case GS_RDMA_OP_WRITE:
+		c->writes--;
+		c->written = v;
+		if (c->open)
+			c->s->src->release(&c->it, v);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void sc_destroy(struct sconn *c)
+{
+	struct sconn **pp;
+
+	for (pp = &c->s->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	sc_close_item(c);
+	c->s->tp->ep_destroy(&c->ep);
+	c->s->tp->dereg(&c->mr);
+	free(c->mem);
+	free(c);
+}
+
+/* A connection request: its buffers registered, receives posted,
+ * accepted. */
+static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
+{
+	size_t size = (GS_RDMA_RECVS + GS_RDMA_SENDS) * GS_RDMA_MSG +
+		      GS_RDMA_STAGES * (size_t)GS_RDMA_STAGE_SIZE;
+	struct sconn *c;
+	unsigned i;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c || posix_memalign((void **)&c->mem, 4096, size)) {
+		free(c);
+		s->tp->ep_destroy(&ep);
+		return -ENOMEM;
+	}
+	c->s = s;
+	c->ep = ep;
+	c->st = SC_HELLO;
+	c->send_free = SEND_ALL;
+	c->next = s->conns;
+	s->conns = c;
+	for (i = 0; i < GS_RDMA_STAGES; i++)
+		c->stage[i] = c->mem + i * (size_t)GS_RDMA_STAGE_SIZE;
+	for (i = 0; i < GS_RDMA_RECVS; i++)
+		c->recv[i] = c->mem + GS_RDMA_STAGES *
+			     (size_t)GS_RDMA_STAGE_SIZE + i * GS_RDMA_MSG;
+	for (i = 0; i < GS_RDMA_SENDS; i++)
+		c->send[i] = c->recv[0] + (GS_RDMA_RECVS + i) * GS_RDMA_MSG;
+	r = s->tp->reg(s->dev, c->mem, size, 0, &c->mr);
+	for (i = 0; !r && i < GS_RDMA_RECVS; i++)
+		r = sc_repost(c, i);
+	if (!r)
+		r = s->tp->accept(ep);
+	if (r) {
+		sc_destroy(c);
+		return r;
+	}
+	s->st.conns++;
+	return 0;
+}
+
+static struct sconn *sc_find(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
+{
+	struct sconn *c;
+
+	for (c = s->conns; c; c = c->next)
+		if (c->ep == ep)
+			return c;
+	return NULL;
+}
+
+static int srv_cm(struct gs_rdma_server *s)
+{
+	struct gs_rdma_ep *ep = NULL;
+	struct sconn *c;
+	int ev, n = 0;
+
+	while ((ev = s->tp->cm_poll(s->dev, &ep)) > 0) {
+		n++;
+		if (ev == GS_RDMA_CM_REQUEST) {
+			if (sc_create(s, ep))
+				s->st.errors++;
+		} else if (ev == GS_RDMA_CM_DOWN) {
+			c = sc_find(s, ep);
+			if (c)
+				sc_destroy(c);
+		}
+	}
+	return ev < 0 ? ev : n;
+}
+
+/* Completions and progress of one connection; 1 if it did something,
+ * 0, or -errno (the caller drops it). */
+static int sc_step(struct sconn *c)
+{
+	struct gs_rdma_wc wc[16];
+	int did = 0, n, i, r;
+
+	n = c->s->tp->poll(c->ep, wc, 16);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		r = sc_complete(c, &wc[i]);
+		if (r)
+			return r;
+	}
+	if (c->st == SC_CLOSING)
+		return c->send_free == SEND_ALL ? -ECONNRESET : n > 0;
+	r = sc_run(c, &did);
+	if (r)
+		return r;
+	return n > 0 || did;
+}
+
+int gs_rdma_server_step(struct gs_rdma_server *s)
+{
+	struct sconn *c, *next;
+	int n, r;
+
+	n = srv_cm(s);
+	if (n < 0)
+		return n;
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		r = sc_step(c);
+		if (r < 0) {
+			if (r != -ECONNRESET)
+				s->st.errors++;
+			sc_destroy(c);
+			n++;
+		} else {
+			n += r;
+		}
+	}
+	return n;
+}
+
+int gs_rdma_server_create(const struct gs_rdma_transport *tp,
+			  const char *host, uint16_t port, uint16_t *bound,
+			  const struct gs_rdma_source_ops *src, void *arg,
+			  void *const *regions, const size_t *region_lens,
+			  unsigned nregions, struct gs_rdma_server **sp)
+{
+	struct gs_rdma_server *s;
+	unsigned i;
+	int r;
+
+	if (nregions > SRV_MAX_REGIONS)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->tp = tp;
+	s->src = src;
+	s->arg = arg;
+	r = tp->listen(host, port, bound, &s->dev);
+	if (r) {
+		free(s);
+		return r;
+	}
+	for (i = 0; i < nregions; i++) {
+		r = tp->reg(s->dev, regions[i], region_lens[i], 0,
+			    &s->regions[i]);
+		if (r) {
+			gs_rdma_server_destroy(&s);
+			return r;
+		}
+		s->nregions++;
+	}
+	*sp = s;
+	return 0;
+}
+
+void gs_rdma_server_stats(const struct gs_rdma_server *s,
+			  struct gs_rdma_server_stats *st)
+{
+	*st = s->st;
+}
+
+void gs_rdma_server_destroy(struct gs_rdma_server **sp)
+{
+	struct gs_rdma_server *s = *sp;
+	unsigned i;
+
+	if (!s)
+		return;
+	while (s->conns)
+		sc_destroy(s->conns);
+	for (i = 0; i < s->nregions; i++)
+		s->tp->dereg(&s->regions[i]);
+	s->tp->dev_destroy(&s->dev);
+	free(s);
+	*sp = NULL;
+}
