@@ -142,7 +142,9 @@ struct gs_rdma_transport {
 			  struct gs_rdma_mr *mr, uint64_t raddr,
 			  uint64_t rkey, void *ctx);
 	/* Up to <n> completions without blocking; returns how many, or
-	 * -errno (-ENOTCONN: the peer went away). */
+	 * -errno.  Operations a disconnect flushed complete with
+	 * -ECANCELED; a broken connection gives -ENOTCONN, -ECONNRESET or
+	 * -EPIPE. */
 	int (*poll)(struct gs_rdma_ep *ep, struct gs_rdma_wc *wc, int n);
 };
 
@@ -175,8 +177,11 @@ struct gs_rdma_source_ops {
 
 struct gs_rdma_server;
 
+/* conns: accepted in all; live: open now; gone: closed by the peer
+ * (mid-object too); errors: connections dropped for a failure on our side
+ * and failed opens. */
 struct gs_rdma_server_stats {
-	uint64_t conns, gets, hits, misses, rounds, bytes, errors;
+	uint64_t conns, live, gone, gets, hits, misses, rounds, bytes, errors;
 };
 
 /*

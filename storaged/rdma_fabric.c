@@ -31,6 +31,7 @@ struct gs_rdma_dev {
 	struct fid_domain *domain;
 	struct fid_eq *eq;
 	struct fid_pep *pep;
+	struct gs_rdma_ep *eps;		/* open endpoints, for EQ events */
 	uint64_t next_key;
 };
 
@@ -38,6 +39,7 @@ struct gs_rdma_ep {
 	struct gs_rdma_dev *dev;
 	struct fid_ep *ep;
 	struct fid_cq *cq;
+	struct gs_rdma_ep *next;
 	int down;
 };
 
@@ -191,6 +193,8 @@ static int fab_ep_open(struct gs_rdma_dev *d, struct fi_info *info,
 		r = fab_err(fi_enable(e->ep));
 	if (r)
 		goto out_cq;
+	e->next = d->eps;
+	d->eps = e;
 	*epp = e;
 	return 0;
 out_cq:
@@ -204,10 +208,16 @@ out_free:
 
 static void fab_ep_destroy(struct gs_rdma_ep **epp)
 {
-	struct gs_rdma_ep *e = *epp;
+	struct gs_rdma_ep *e = *epp, **pp;
 
 	if (!e)
 		return;
+	for (pp = &e->dev->eps; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
 	fi_close(&e->ep->fid);
 	fi_close(&e->cq->fid);
 	free(e);
@@ -241,6 +251,7 @@ static int fab_eq_read(struct gs_rdma_dev *d, struct fi_eq_cm_entry *ent,
 static int fab_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
 {
 	struct fi_eq_cm_entry ent;
+	struct gs_rdma_ep *e;
 	uint32_t ev;
 	int r;
 
@@ -257,9 +268,13 @@ static int fab_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
 		fi_freeinfo(ent.info);
 		return GS_RDMA_CM_REQUEST;
 	}
-	if (!ent.fid || ent.fid == &d->pep->fid)
+	/* An event may name an endpoint closed since: match, never follow,
+	 * the fid. */
+	for (e = d->eps; e && &e->ep->fid != ent.fid; e = e->next)
+		;
+	if (!e)
 		return GS_RDMA_CM_NONE;
-	*epp = ent.fid->context;
+	*epp = e;
 	if (ev == FI_CONNECTED)
 		return GS_RDMA_CM_UP;
 	if (ev == FI_SHUTDOWN) {

@@ -35,6 +35,7 @@ struct sconn {
 	int open;
 	uint64_t round_off, round_end, pos, written;
 	unsigned writes;
+	int live;			/* counted in st.live */
 	struct sconn *next;
 };
 
@@ -320,6 +321,8 @@ static void sc_destroy(struct sconn *c)
 		}
 	}
 	sc_close_item(c);
+	if (c->live)
+		c->s->st.live--;
 	c->s->tp->ep_destroy(&c->ep);
 	c->s->tp->dereg(&c->mr);
 	free(c->mem);
@@ -365,6 +368,8 @@ static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 		return r;
 	}
 	s->st.conns++;
+	s->st.live++;
+	c->live = 1;
 	return 0;
 }
 
@@ -391,8 +396,10 @@ static int srv_cm(struct gs_rdma_server *s)
 				s->st.errors++;
 		} else if (ev == GS_RDMA_CM_DOWN) {
 			c = sc_find(s, ep);
-			if (c)
+			if (c) {
+				s->st.gone += c->st != SC_CLOSING;
 				sc_destroy(c);
+			}
 		}
 	}
 	return ev < 0 ? ev : n;
@@ -414,11 +421,19 @@ static int sc_step(struct sconn *c)
 			return r;
 	}
 	if (c->st == SC_CLOSING)
-		return c->send_free == SEND_ALL ? -ECONNRESET : n > 0;
+		return c->send_free == SEND_ALL ? -ESHUTDOWN : n > 0;
 	r = sc_run(c, &did);
 	if (r)
 		return r;
 	return n > 0 || did;
+}
+
+/* A failure that says the peer went away: its disconnect flushed our
+ * posted operations, or broke the connection. */
+static int sc_gone(int r)
+{
+	return r == -ECANCELED || r == -ENOTCONN || r == -ECONNRESET ||
+	       r == -EPIPE;
 }
 
 int gs_rdma_server_step(struct gs_rdma_server *s)
@@ -433,7 +448,9 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 		next = c->next;
 		r = sc_step(c);
 		if (r < 0) {
-			if (r != -ECONNRESET)
+			if (sc_gone(r))
+				s->st.gone++;
+			else if (r != -ESHUTDOWN)
 				s->st.errors++;
 			sc_destroy(c);
 			n++;

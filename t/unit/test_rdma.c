@@ -6,7 +6,8 @@
  * the connection's staging buffers only as earlier writes free them),
  * clients GETting 0 B, 1 B, 256 KiB in one round and in four, a
  * multi-round object, a miss, a bad key, an object larger than the
- * caller's room, a window too small, three clients at once.
+ * caller's room, a window too small, three clients at once, a client
+ * that goes away in the middle of an object.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include <errno.h>
 #include <pthread.h>
@@ -266,6 +267,73 @@ out:
 		gs_rdma_client_destroy(&c[i]);
 }
 
+/* Polls <e> until a completion of <op> comes; 0, or -errno. */
+static int raw_wait(struct gs_rdma_ep *e, enum gs_rdma_op op)
+{
+	struct gs_rdma_wc wc;
+	int i, n;
+
+	for (i = 0; i < 10000000; i++) {
+		n = gs_rdma_fabric.poll(e, &wc, 1);
+		if (n < 0)
+			return n;
+		if (n && wc.err)
+			return wc.err;
+		if (n && wc.op == op)
+			return 0;
+		if (!n)
+			sched_yield();
+	}
+	return -ETIMEDOUT;
+}
+
+/* A client that goes away while the server writes a 1 MiB round into its
+ * window: the transport's operations by hand, dropped after VALUE. */
+static void test_drop_mid_write(uint16_t port)
+{
+	const struct gs_rdma_transport *tp = &gs_rdma_fabric;
+	struct gs_rdma_mr mr = { 0 }, wmr = { 0 };
+	struct gs_rdma_dev *d = NULL;
+	struct gs_rdma_ep *e = NULL;
+	size_t wlen = 1024 * 1024;
+	char *msg = malloc(2 * GS_RDMA_MSG), *win = malloc(wlen);
+	int r, n;
+
+	r = tp->dial("127.0.0.1", port, &d, &e);
+	if (!r)
+		r = tp->reg(d, msg, 2 * GS_RDMA_MSG, 0, &mr);
+	if (!r)
+		r = tp->reg(d, win, wlen, GS_RDMA_REMOTE_WRITE, &wmr);
+	if (!r)
+		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
+	if (!r)
+		r = tp->connect(e);
+	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "WINDOW %llu %llu %zu\r\n",
+		     (unsigned long long)tp->remote_addr(d, &wmr, win),
+		     (unsigned long long)wmr.key, wlen);
+	if (!r)
+		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+	if (!r)
+		r = raw_wait(e, GS_RDMA_OP_RECV);
+	CHECK(r == 0 && !memcmp(msg, "OK", 2), "raw hello: %d", r);
+	if (!r)
+		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
+	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "get big\r\n");
+	if (!r)
+		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+	if (!r)
+		r = raw_wait(e, GS_RDMA_OP_RECV);
+	CHECK(r == 0 && !memcmp(msg, "VALUE big", 9), "raw get: %d", r);
+	tp->ep_destroy(&e);
+	if (wmr.handle)
+		tp->dereg(&wmr);
+	if (mr.handle)
+		tp->dereg(&mr);
+	tp->dev_destroy(&d);
+	free(win);
+	free(msg);
+}
+
 int main(void)
 {
 	struct gs_rdma_server_stats st;
@@ -292,22 +360,33 @@ int main(void)
 	test_window(port, GS_RDMA_MIN_WINDOW);
 	test_small_window(port);
 	test_many(port);
+	test_drop_mid_write(port);
+	test_window(port, GS_RDMA_MIN_WINDOW);	/* still serving */
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	CHECK(server_err == 0, "server step: %d", server_err);
+	/* Every connection, the dropped one too, goes. */
+	for (r = 0; r < 1000000; r++) {
+		gs_rdma_server_stats(srv, &st);
+		if (!st.live || gs_rdma_server_step(srv) < 0)
+			break;
+		sched_yield();
+	}
 	gs_rdma_server_stats(srv, &st);
-	CHECK(st.conns == 7, "conns %llu", (unsigned long long)st.conns);
-	CHECK(st.misses == 3, "misses %llu", (unsigned long long)st.misses);
-	CHECK(st.hits == 3 * (NOBJ + 2) + 3 * NOBJ, "hits %llu",
+	CHECK(st.live == 0, "live %llu", (unsigned long long)st.live);
+	CHECK(st.conns == 9, "conns %llu", (unsigned long long)st.conns);
+	CHECK(st.misses == 4, "misses %llu", (unsigned long long)st.misses);
+	CHECK(st.hits == 4 * (NOBJ + 2) + 3 * NOBJ + 1, "hits %llu",
 	      (unsigned long long)st.hits);
 	/* every window's GETs, the one too big for its caller, three
 	 * clients' */
-	CHECK(st.bytes == 3 * (region_len + objs[3].size + 1) + 3 * region_len,
+	CHECK(st.bytes >= 4 * (region_len + objs[3].size + 1) + 3 * region_len,
 	      "bytes %llu", (unsigned long long)st.bytes);
 	CHECK(st.rounds > 3 * (NOBJ + 2), "rounds %llu",
 	      (unsigned long long)st.rounds);
-	printf("rounds %llu, bytes %llu\n", (unsigned long long)st.rounds,
-	       (unsigned long long)st.bytes);
+	/* 3 + 3 + 1 + 1 clients went; the small window's we closed */
+	CHECK(st.gone == 8 && st.errors == 0, "gone %llu, errors %llu",
+	      (unsigned long long)st.gone, (unsigned long long)st.errors);
 	gs_rdma_server_destroy(&srv);
 	free(region);
 	return check_result();
