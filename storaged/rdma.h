@@ -8,7 +8,8 @@
  *   rdma_fabric.c   the emulated transport: libfabric's tcp provider
  *                   (FI_EP_MSG + FI_RMA; real one-sided writes into a
  *                   registered remote MR by address and key, over TCP)
- *   rdma_verbs.c    (next) the product transport: rdma_cm + ibverbs RC QPs
+ *   rdma_verbs.c    the product transport: rdma_cm + ibverbs RC QPs
+ *                   (compiled and linked; run only where a device is)
  *   rdma_server.c   the protocol state machine, server side, over any
  *                   transport and any object source
  *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
@@ -150,6 +151,10 @@ struct gs_rdma_transport {
 
 /* libfabric's tcp provider (rdma_fabric.c). */
 extern const struct gs_rdma_transport gs_rdma_fabric;
+/* rdma_cm + ibverbs RC QPs (rdma_verbs.c).  A listener's <host> must be
+ * an address of an RDMA device: its PD comes from the device the address
+ * binds to (-ENODEV otherwise). */
+extern const struct gs_rdma_transport gs_rdma_verbs;
 
 /* ---- object source ---- */
 

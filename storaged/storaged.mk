@@ -50,8 +50,10 @@ $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
 
 # The RDMA endpoint (storaged/rdma.h): the protocol and its transports.
 # Not in goblin-store yet; t/unit/test_rdma runs it over libfabric's tcp
-# provider.
-DEB_PACKAGES += libfabric-dev librdmacm-dev
-RDMA_SRCS    := storaged/rdma_fabric.c storaged/rdma_server.c \
-                storaged/rdma_client.c
-RDMA_LDLIBS  := -lfabric
+# provider, t/unit/test_rdma_verbs over verbs where a device is.
+DEB_PACKAGES      += libfabric-dev librdmacm-dev
+RDMA_PROTO_SRCS   := storaged/rdma_server.c storaged/rdma_client.c
+RDMA_SRCS         := storaged/rdma_fabric.c $(RDMA_PROTO_SRCS)
+RDMA_LDLIBS       := -lfabric
+RDMA_VERBS_SRCS   := storaged/rdma_verbs.c $(RDMA_PROTO_SRCS)
+RDMA_VERBS_LDLIBS := -lrdmacm -libverbs

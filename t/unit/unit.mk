@@ -58,14 +58,20 @@ build/asan/t/test_hardening: $(HARDENING_DEPS)
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)
 
-# test_rdma: the RDMA protocol over libfabric's tcp provider on loopback
+# test_rdma: the RDMA protocol suite over libfabric's tcp provider on
+# loopback; test_rdma_verbs: the same over verbs, skipped without a device
 # (storaged/storaged.mk's RDMA_SRCS).
-RDMA_TEST_DEPS := t/unit/test_rdma.c t/unit/check.h storaged/rdma.h $(RDMA_SRCS)
-build/t/test_rdma: $(RDMA_TEST_DEPS)
-	@mkdir -p $(@D)
-	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -It/unit -o $@ t/unit/test_rdma.c $(RDMA_SRCS) $(RDMA_LDLIBS)
-build/asan/t/test_rdma: $(RDMA_TEST_DEPS)
-	@mkdir -p $(@D)
-	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -It/unit -o $@ t/unit/test_rdma.c $(RDMA_SRCS) $(RDMA_LDLIBS)
+RDMA_TEST_DEPS := t/unit/rdma_suite.h t/unit/check.h storaged/rdma.h \
+                  $(RDMA_SRCS) $(RDMA_VERBS_SRCS)
+define RDMA_TEST
+$(1)/t/test_rdma: t/unit/test_rdma.c $(RDMA_TEST_DEPS)
+	@mkdir -p $$(@D)
+	@echo "  LD      $$@"
+	@$$(CC) $(2) -It/unit -o $$@ $$< $(RDMA_SRCS) $(RDMA_LDLIBS)
+$(1)/t/test_rdma_verbs: t/unit/test_rdma_verbs.c $(RDMA_TEST_DEPS)
+	@mkdir -p $$(@D)
+	@echo "  LD      $$@"
+	@$$(CC) $(2) -It/unit -o $$@ $$< $(RDMA_VERBS_SRCS) $(RDMA_VERBS_LDLIBS)
+endef
+$(eval $(call RDMA_TEST,build,$(BASEFLAGS) $(OPTFLAGS)))
+$(eval $(call RDMA_TEST,build/asan,$(BASEFLAGS) $(ASANFLAGS)))

@@ -1,0 +1,404 @@
+/*
+ * The RDMA protocol suite (storaged/rdma_server.c, rdma_client.c) over a
+ * transport: a server thread serving an in-memory source shaped like the
+ * engine's streams (a head straight from a registered region, the tail
+ * copied into the connection's staging buffers only as earlier writes
+ * free them), clients GETting 0 B, 1 B, 256 KiB in one round and in
+ * four, a multi-round object, a miss, a bad key, an object larger than
+ * the caller's room, a window too small, three clients at once, a client
+ * that goes away in the middle of an object.  Included by test_rdma.c
+ * (libfabric tcp) and test_rdma_verbs.c.
+ */
+#ifndef GOBLIN_TEST_RDMA_SUITE_H
+#define GOBLIN_TEST_RDMA_SUITE_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rdma.h"
+
+#define HEAD_MAX	(16u * 1024u)
+#define NOBJ		5
+
+struct obj {
+	const char *key;
+	uint32_t flags;
+	uint64_t size, at;	/* bytes at region + at */
+};
+
+static struct obj objs[NOBJ] = {
+	{ "zero", 0, 0, 0 },
+	{ "one", 7, 1, 0 },
+	{ "k256", 42, 256 * 1024, 0 },
+	{ "big", 3, 1024 * 1024 + 123, 0 },
+	{ "odd", 1, 3 * GS_RDMA_STAGE_SIZE + 17, 0 },
+};
+static char *region;
+static size_t region_len;
+
+/* The source's state of one open item. */
+struct item {
+	const struct obj *o;
+	void *const *bufs;
+	uint64_t pos, head;
+	uint64_t filled, freed;	/* tail chunks read into bufs, released */
+};
+
+static int src_open(void *arg, const char *key, size_t klen,
+		    void *const *bufs, struct gs_rdma_item *it)
+{
+	struct item *m;
+	int i;
+
+	(void)arg;
+	for (i = 0; i < NOBJ; i++)
+		if (strlen(objs[i].key) == klen && !memcmp(objs[i].key, key, klen))
+			break;
+	if (i == NOBJ)
+		return -ENOENT;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->o = &objs[i];
+	m->bufs = bufs;
+	m->head = m->o->size < HEAD_MAX ? m->o->size : HEAD_MAX;
+	it->flags = m->o->flags;
+	it->size = m->o->size;
+	it->priv = m;
+	return 0;
+}
+
+static uint64_t chunk_start(const struct item *m, uint64_t k)
+{
+	return m->head + k * GS_RDMA_STAGE_SIZE;
+}
+
+static int src_peek(struct gs_rdma_item *it, const void **data, size_t *len)
+{
+	struct item *m = it->priv;
+	uint64_t k, start, n;
+	char *buf;
+
+	if (m->pos == m->o->size) {
+		*len = 0;
+		return 0;
+	}
+	if (m->pos < m->head) {
+		*data = region + m->o->at + m->pos;
+		*len = (size_t)(m->head - m->pos);
+		return 0;
+	}
+	k = (m->pos - m->head) / GS_RDMA_STAGE_SIZE;
+	start = chunk_start(m, k);
+	buf = m->bufs[k % GS_RDMA_STAGES];
+	if (k == m->filled) {
+		if (m->filled - m->freed == GS_RDMA_STAGES)
+			return -EAGAIN;	/* every buffer still being written */
+		n = m->o->size - start;
+		if (n > GS_RDMA_STAGE_SIZE)
+			n = GS_RDMA_STAGE_SIZE;
+		memcpy(buf, region + m->o->at + start, n);
+		m->filled++;
+	}
+	n = m->o->size - start;
+	if (n > GS_RDMA_STAGE_SIZE)
+		n = GS_RDMA_STAGE_SIZE;
+	*data = buf + (m->pos - start);
+	*len = (size_t)(start + n - m->pos);
+	return 0;
+}
+
+static void src_consume(struct gs_rdma_item *it, size_t n)
+{
+	((struct item *)it->priv)->pos += n;
+}
+
+static void src_release(struct gs_rdma_item *it, uint64_t off)
+{
+	struct item *m = it->priv;
+
+	while (m->freed < m->filled &&
+	       chunk_start(m, m->freed + 1) <= off)
+		m->freed++;
+	if (m->freed < m->filled && off == m->o->size)
+		m->freed = m->filled;
+}
+
+static void src_close(struct gs_rdma_item *it)
+{
+	free(it->priv);
+	it->priv = NULL;
+}
+
+static const struct gs_rdma_source_ops source = {
+	.open = src_open, .peek = src_peek, .consume = src_consume,
+	.release = src_release, .close = src_close,
+};
+
+static const struct gs_rdma_transport *tp;
+static const char *host;
+static struct gs_rdma_server *srv;
+static atomic_int stop;
+static int server_err;
+
+static void *server_main(void *arg)
+{
+	int r;
+
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		r = gs_rdma_server_step(srv);
+		if (r < 0) {
+			server_err = r;
+			return NULL;
+		}
+		if (!r)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void fill_region(void)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull, at = 0;
+	size_t i;
+	int k;
+
+	for (k = 0; k < NOBJ; k++) {
+		objs[k].at = at;
+		at += objs[k].size;
+	}
+	region_len = at;
+	region = malloc(region_len);
+	for (i = 0; region && i < region_len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		region[i] = (char)x;
+	}
+}
+
+/* GETs objs[<k>] through <c> and checks every byte. */
+static void get_exact(struct gs_rdma_client *c, int k, size_t window)
+{
+	const struct obj *o = &objs[k];
+	struct gs_rdma_times t;
+	char err[GS_RDMA_MSG] = "";
+	size_t len = 0, cap = o->size + 1;
+	uint32_t flags = 0;
+	char *out = malloc(cap);
+	int r;
+
+	r = gs_rdma_client_get(c, o->key, out, cap, &len, &flags, &t, err,
+			       sizeof(err));
+	CHECK(r == 1, "get %s (window %zu): %d %s", o->key, window, r, err);
+	CHECK(len == o->size, "%s: %zu bytes", o->key, len);
+	CHECK(flags == o->flags, "%s: flags %u", o->key, flags);
+	CHECK(r != 1 || !memcmp(out, region + o->at, o->size),
+	      "%s: bytes differ (window %zu)", o->key, window);
+	CHECK(t.header_ns && t.header_ns <= t.bulk_ns &&
+	      t.bulk_ns <= t.end_ns, "%s: times %llu %llu %llu", o->key,
+	      (unsigned long long)t.header_ns, (unsigned long long)t.bulk_ns,
+	      (unsigned long long)t.end_ns);
+	free(out);
+}
+
+static void test_window(uint16_t port, size_t window)
+{
+	struct gs_rdma_client *c = NULL;
+	char err[GS_RDMA_MSG] = "", small[8];
+	size_t len;
+	uint32_t flags;
+	int r, k;
+
+	r = gs_rdma_client_create(tp, host, port, window,
+				  err, sizeof(err), &c);
+	CHECK(r == 0, "connect, window %zu: %d %s", window, r, err);
+	if (r)
+		return;
+	for (k = 0; k < NOBJ; k++)
+		get_exact(c, k, window);
+	r = gs_rdma_client_get(c, "nope", small, sizeof(small), &len, &flags,
+			       NULL, err, sizeof(err));
+	CHECK(r == 0, "miss: %d %s", r, err);
+	r = gs_rdma_client_get(c, "a b", small, sizeof(small), &len, &flags,
+			       NULL, err, sizeof(err));
+	CHECK(r == -EPROTO && !strncmp(err, "CLIENT_ERROR", 12),
+	      "bad key: %d %s", r, err);
+	r = gs_rdma_client_get(c, "big", small, sizeof(small), &len, &flags,
+			       NULL, err, sizeof(err));
+	CHECK(r == -EMSGSIZE, "no room: %d", r);
+	get_exact(c, 1, window);	/* the connection still serves */
+	gs_rdma_client_destroy(&c);
+}
+
+static void test_small_window(uint16_t port)
+{
+	struct gs_rdma_client *c = NULL;
+	char err[GS_RDMA_MSG] = "";
+	int r;
+
+	r = gs_rdma_client_create(tp, host, port, 100,
+				  err, sizeof(err), &c);
+	CHECK(r == -EPROTO && !strcmp(err, "CLIENT_ERROR window too small"),
+	      "window of 100 bytes: %d %s", r, err);
+	CHECK(c == NULL, "no client");
+}
+
+static void test_many(uint16_t port)
+{
+	struct gs_rdma_client *c[3] = { NULL };
+	char err[GS_RDMA_MSG] = "";
+	int i, k, r;
+
+	for (i = 0; i < 3; i++) {
+		r = gs_rdma_client_create(tp, host, port,
+					  GS_RDMA_MIN_WINDOW << i, err,
+					  sizeof(err), &c[i]);
+		CHECK(r == 0, "client %d: %d %s", i, r, err);
+		if (r)
+			goto out;
+	}
+	for (k = 0; k < NOBJ; k++)
+		for (i = 0; i < 3; i++)
+			get_exact(c[i], (k + i) % NOBJ, GS_RDMA_MIN_WINDOW << i);
+out:
+	for (i = 0; i < 3; i++)
+		gs_rdma_client_destroy(&c[i]);
+}
+
+/* Polls <e> until a completion of <op> comes; 0, or -errno. */
+static int raw_wait(struct gs_rdma_ep *e, enum gs_rdma_op op)
+{
+	struct gs_rdma_wc wc;
+	int i, n;
+
+	for (i = 0; i < 10000000; i++) {
+		n = tp->poll(e, &wc, 1);
+		if (n < 0)
+			return n;
+		if (n && wc.err)
+			return wc.err;
+		if (n && wc.op == op)
+			return 0;
+		if (!n)
+			sched_yield();
+	}
+	return -ETIMEDOUT;
+}
+
+/* A client that goes away while the server writes a 1 MiB round into its
+ * window: the transport's operations by hand, dropped after VALUE. */
+static void test_drop_mid_write(uint16_t port)
+{
+		struct gs_rdma_mr mr = { 0 }, wmr = { 0 };
+	struct gs_rdma_dev *d = NULL;
+	struct gs_rdma_ep *e = NULL;
+	size_t wlen = 1024 * 1024;
+	char *msg = malloc(2 * GS_RDMA_MSG), *win = malloc(wlen);
+	int r, n;
+
+	r = tp->dial(host, port, &d, &e);
+	if (!r)
+		r = tp->reg(d, msg, 2 * GS_RDMA_MSG, 0, &mr);
+	if (!r)
+		r = tp->reg(d, win, wlen, GS_RDMA_REMOTE_WRITE, &wmr);
+	if (!r)
+		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
+	if (!r)
+		r = tp->connect(e);
+	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "WINDOW %llu %llu %zu\r\n",
+		     (unsigned long long)tp->remote_addr(d, &wmr, win),
+		     (unsigned long long)wmr.key, wlen);
+	if (!r)
+		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+	if (!r)
+		r = raw_wait(e, GS_RDMA_OP_RECV);
+	CHECK(r == 0 && !memcmp(msg, "OK", 2), "raw hello: %d", r);
+	if (!r)
+		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
+	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "get big\r\n");
+	if (!r)
+		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+	if (!r)
+		r = raw_wait(e, GS_RDMA_OP_RECV);
+	CHECK(r == 0 && !memcmp(msg, "VALUE big", 9), "raw get: %d", r);
+	tp->ep_destroy(&e);
+	if (wmr.handle)
+		tp->dereg(&wmr);
+	if (mr.handle)
+		tp->dereg(&mr);
+	tp->dev_destroy(&d);
+	free(win);
+	free(msg);
+}
+
+/* Runs every case over <transport> with the server on <addr>; 0 when
+ * every check passed. */
+static int rdma_suite_run(const struct gs_rdma_transport *transport,
+			  const char *addr)
+{
+	struct gs_rdma_server_stats st;
+	void *regions[1];
+	size_t lens[1];
+	uint16_t port = 0;
+	pthread_t th;
+	int r;
+
+	tp = transport;
+	host = addr;
+	fill_region();
+	if (!region)
+		return 1;
+	regions[0] = region;
+	lens[0] = region_len;
+	r = gs_rdma_server_create(tp, host, 0, &port,
+				  &source, NULL, regions, lens, 1, &srv);
+	if (r) {
+		fprintf(stderr, "server: %s\n", strerror(-r));
+		return 1;
+	}
+	pthread_create(&th, NULL, server_main, NULL);
+	test_window(port, 256 * 1024);
+	test_window(port, 64 * 1024);
+	test_window(port, GS_RDMA_MIN_WINDOW);
+	test_small_window(port);
+	test_many(port);
+	test_drop_mid_write(port);
+	test_window(port, GS_RDMA_MIN_WINDOW);	/* still serving */
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+	CHECK(server_err == 0, "server step: %d", server_err);
+	/* Every connection, the dropped one too, goes. */
+	for (r = 0; r < 1000000; r++) {
+		gs_rdma_server_stats(srv, &st);
+		if (!st.live || gs_rdma_server_step(srv) < 0)
+			break;
+		sched_yield();
+	}
+	gs_rdma_server_stats(srv, &st);
+	CHECK(st.live == 0, "live %llu", (unsigned long long)st.live);
+	CHECK(st.conns == 9, "conns %llu", (unsigned long long)st.conns);
+	CHECK(st.misses == 4, "misses %llu", (unsigned long long)st.misses);
+	CHECK(st.hits == 4 * (NOBJ + 2) + 3 * NOBJ + 1, "hits %llu",
+	      (unsigned long long)st.hits);
+	/* every window's GETs, the one too big for its caller, three
+	 * clients' */
+	CHECK(st.bytes >= 4 * (region_len + objs[3].size + 1) + 3 * region_len,
+	      "bytes %llu", (unsigned long long)st.bytes);
+	CHECK(st.rounds > 3 * (NOBJ + 2), "rounds %llu",
+	      (unsigned long long)st.rounds);
+	/* 3 + 3 + 1 + 1 clients went; the small window's we closed */
+	CHECK(st.gone == 8 && st.errors == 0, "gone %llu, errors %llu",
+	      (unsigned long long)st.gone, (unsigned long long)st.errors);
+	gs_rdma_server_destroy(&srv);
+	free(region);
+	return check_result();
+}
+
+#endif
