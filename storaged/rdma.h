@@ -79,9 +79,9 @@
 #define GS_RDMA_SENDS		8u
 /* Smallest bulk window a client may offer. */
 #define GS_RDMA_MIN_WINDOW	4096u
-/* Staging buffers per connection and their size. */
-#define GS_RDMA_STAGES		4u
-#define GS_RDMA_STAGE_SIZE	(64u * 1024u)
+/* Most staging buffers per connection (the source says how many and how
+ * large: struct gs_rdma_source_ops). */
+#define GS_RDMA_STAGES_MAX	64u
 
 /* ---- transport ---- */
 
@@ -165,8 +165,13 @@ struct gs_rdma_item {
 };
 
 struct gs_rdma_source_ops {
-	/* Opens <key> for reading [0, size) into <bufs> (GS_RDMA_STAGES of
-	 * GS_RDMA_STAGE_SIZE).  0, -ENOENT (miss) or -errno. */
+	/* Each connection's staging buffers: 1 to GS_RDMA_STAGES_MAX of
+	 * <stage_size> bytes (a multiple of 4096), aligned to 4096. */
+	unsigned nstages;
+	size_t stage_size;
+	/* Opens <key> for reading [0, size) into <bufs> (nstages of
+	 * stage_size).  0, -ENOENT (miss), -EAGAIN (<bufs> still busy with an
+	 * earlier item: the server asks again on a later step) or -errno. */
 	int (*open)(void *arg, const char *key, size_t klen,
 		    void *const *bufs, struct gs_rdma_item *it);
 	/* In-order bytes: 0 with *<len> > 0, -EAGAIN not landed, -errno. */
@@ -176,6 +181,9 @@ struct gs_rdma_source_ops {
 	 * read into again. */
 	void (*release)(struct gs_rdma_item *it, uint64_t off);
 	void (*close)(struct gs_rdma_item *it);
+	/* Optional: runs the source's own I/O (completions, wakes) on every
+	 * gs_rdma_server_step(); returns how many things it did or -errno. */
+	int (*progress)(void *arg);
 };
 
 /* ---- server ---- */

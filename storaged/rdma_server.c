@@ -24,7 +24,7 @@ struct sconn {
 	struct gs_rdma_mr mr;
 	char *recv[GS_RDMA_RECVS];
 	char *send[GS_RDMA_SENDS];
-	void *stage[GS_RDMA_STAGES];
+	void *stage[GS_RDMA_STAGES_MAX];
 	unsigned send_free;		/* bit i: send[i] is free */
 	unsigned pend[GS_RDMA_RECVS];	/* received lines not handled yet */
 	size_t pend_len[GS_RDMA_RECVS];
@@ -121,21 +121,26 @@ static int sc_start_round(struct sconn *c, uint64_t off)
 	return 0;
 }
 
-/* A `get` line: the VALUE header and the first round, or a memcache
- * reply.  Needs two free sends. */
-static int sc_get(struct sconn *c, char *line, size_t len)
+/* A `get` line (NUL-terminated; may be seen again after -EAGAIN): the
+ * VALUE header and the first round, or a memcache reply.  Needs two free
+ * sends. */
+static int sc_get(struct sconn *c, char *line)
 {
-	char *key = line + 4, *end = line + len;
+	char *key = line + 4, *end = key + strlen(key);
 	int r;
 
 	while (end > key && (end[-1] == '\n' || end[-1] == '\r'))
 		end--;
 	*end = '\0';
-	c->s->st.gets++;
-	if (end == key || end - key > 250 || strpbrk(key, " \t"))
+	if (end == key || end - key > 250 || strpbrk(key, " \t")) {
+		c->s->st.gets++;
 		return sc_send(c, "CLIENT_ERROR rdma get takes one key\r\n");
+	}
 	r = c->s->src->open(c->s->arg, key, (size_t)(end - key), c->stage,
 			    &c->it);
+	if (r == -EAGAIN)
+		return r;
+	c->s->st.gets++;
 	if (r == -ENOENT) {
 		c->s->st.misses++;
 		return sc_send(c, "END\r\n");
@@ -188,9 +193,11 @@ static int sc_line(struct sconn *c, int *did)
 	else if (c->st == SC_WAIT_NEXT && !strncmp(line, "NEXT", 4))
 		r = sc_start_round(c, c->round_end);
 	else if (c->st == SC_IDLE && !strncmp(line, "get ", 4))
-		r = sc_get(c, line, len);
+		r = sc_get(c, line);
 	else
 		r = sc_send(c, "ERROR\r\n");
+	if (r == -EAGAIN)
+		return 0;	/* the source's buffers are busy: later */
 	c->pend_head = (c->pend_head + 1) % GS_RDMA_RECVS;
 	c->pend_n--;
 	*did = 1;
@@ -333,8 +340,8 @@ static void sc_destroy(struct sconn *c)
  * accepted. */
 static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 {
-	size_t size = (GS_RDMA_RECVS + GS_RDMA_SENDS) * GS_RDMA_MSG +
-		      GS_RDMA_STAGES * (size_t)GS_RDMA_STAGE_SIZE;
+	size_t stages = s->src->nstages * s->src->stage_size;
+	size_t size = stages + (GS_RDMA_RECVS + GS_RDMA_SENDS) * GS_RDMA_MSG;
 	struct sconn *c;
 	unsigned i;
 	int r;
@@ -351,11 +358,10 @@ static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 	c->send_free = SEND_ALL;
 	c->next = s->conns;
 	s->conns = c;
-	for (i = 0; i < GS_RDMA_STAGES; i++)
-		c->stage[i] = c->mem + i * (size_t)GS_RDMA_STAGE_SIZE;
+	for (i = 0; i < s->src->nstages; i++)
+		c->stage[i] = c->mem + i * s->src->stage_size;
 	for (i = 0; i < GS_RDMA_RECVS; i++)
-		c->recv[i] = c->mem + GS_RDMA_STAGES *
-			     (size_t)GS_RDMA_STAGE_SIZE + i * GS_RDMA_MSG;
+		c->recv[i] = c->mem + stages + i * GS_RDMA_MSG;
 	for (i = 0; i < GS_RDMA_SENDS; i++)
 		c->send[i] = c->recv[0] + (GS_RDMA_RECVS + i) * GS_RDMA_MSG;
 	r = s->tp->reg(s->dev, c->mem, size, 0, &c->mr);
@@ -444,6 +450,12 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 	n = srv_cm(s);
 	if (n < 0)
 		return n;
+	if (s->src->progress) {
+		r = s->src->progress(s->arg);
+		if (r < 0)
+			return r;
+		n += r;
+	}
 	for (c = s->conns; c; c = next) {
 		next = c->next;
 		r = sc_step(c);
@@ -471,7 +483,9 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 	unsigned i;
 	int r;
 
-	if (nregions > SRV_MAX_REGIONS)
+	if (nregions > SRV_MAX_REGIONS || !src->nstages ||
+	    src->nstages > GS_RDMA_STAGES_MAX || !src->stage_size ||
+	    src->stage_size % 4096)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)

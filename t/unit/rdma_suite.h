@@ -3,10 +3,11 @@
  * transport: a server thread serving an in-memory source shaped like the
  * engine's streams (a head straight from a registered region, the tail
  * copied into the connection's staging buffers only as earlier writes
- * free them), clients GETting 0 B, 1 B, 256 KiB in one round and in
- * four, a multi-round object, a miss, a bad key, an object larger than
- * the caller's room, a window too small, three clients at once, a client
- * that goes away in the middle of an object.  Included by test_rdma.c
+ * free them, and an open that finds them busy every other time), clients
+ * GETting 0 B, 1 B, 256 KiB in one round and in four, a multi-round
+ * object, a miss, a bad key, an object larger than the caller's room, a
+ * window too small, three clients at once, a client that goes away in the
+ * middle of an object.  Included by test_rdma.c
  * (libfabric tcp) and test_rdma_verbs.c.
  */
 #ifndef GOBLIN_TEST_RDMA_SUITE_H
@@ -24,6 +25,8 @@
 
 #define HEAD_MAX	(16u * 1024u)
 #define NOBJ		5
+#define STAGES		4u
+#define STAGE_SIZE	(64u * 1024u)
 
 struct obj {
 	const char *key;
@@ -36,10 +39,11 @@ static struct obj objs[NOBJ] = {
 	{ "one", 7, 1, 0 },
 	{ "k256", 42, 256 * 1024, 0 },
 	{ "big", 3, 1024 * 1024 + 123, 0 },
-	{ "odd", 1, 3 * GS_RDMA_STAGE_SIZE + 17, 0 },
+	{ "odd", 1, 3 * STAGE_SIZE + 17, 0 },
 };
 static char *region;
 static size_t region_len;
+static unsigned open_calls;	/* the server thread's */
 
 /* The source's state of one open item. */
 struct item {
@@ -56,6 +60,10 @@ static int src_open(void *arg, const char *key, size_t klen,
 	int i;
 
 	(void)arg;
+	/* every other open finds the buffers busy, as an engine stream's
+	 * may be until the kernel lets go of them: the server asks again */
+	if (++open_calls % 2)
+		return -EAGAIN;
 	for (i = 0; i < NOBJ; i++)
 		if (strlen(objs[i].key) == klen && !memcmp(objs[i].key, key, klen))
 			break;
@@ -75,7 +83,7 @@ static int src_open(void *arg, const char *key, size_t klen,
 
 static uint64_t chunk_start(const struct item *m, uint64_t k)
 {
-	return m->head + k * GS_RDMA_STAGE_SIZE;
+	return m->head + k * STAGE_SIZE;
 }
 
 static int src_peek(struct gs_rdma_item *it, const void **data, size_t *len)
@@ -93,21 +101,21 @@ static int src_peek(struct gs_rdma_item *it, const void **data, size_t *len)
 		*len = (size_t)(m->head - m->pos);
 		return 0;
 	}
-	k = (m->pos - m->head) / GS_RDMA_STAGE_SIZE;
+	k = (m->pos - m->head) / STAGE_SIZE;
 	start = chunk_start(m, k);
-	buf = m->bufs[k % GS_RDMA_STAGES];
+	buf = m->bufs[k % STAGES];
 	if (k == m->filled) {
-		if (m->filled - m->freed == GS_RDMA_STAGES)
+		if (m->filled - m->freed == STAGES)
 			return -EAGAIN;	/* every buffer still being written */
 		n = m->o->size - start;
-		if (n > GS_RDMA_STAGE_SIZE)
-			n = GS_RDMA_STAGE_SIZE;
+		if (n > STAGE_SIZE)
+			n = STAGE_SIZE;
 		memcpy(buf, region + m->o->at + start, n);
 		m->filled++;
 	}
 	n = m->o->size - start;
-	if (n > GS_RDMA_STAGE_SIZE)
-		n = GS_RDMA_STAGE_SIZE;
+	if (n > STAGE_SIZE)
+		n = STAGE_SIZE;
 	*data = buf + (m->pos - start);
 	*len = (size_t)(start + n - m->pos);
 	return 0;
@@ -136,7 +144,7 @@ static void src_close(struct gs_rdma_item *it)
 }
 
 static const struct gs_rdma_source_ops source = {
-	.open = src_open, .peek = src_peek, .consume = src_consume,
+	.nstages = STAGES, .stage_size = STAGE_SIZE, .open = src_open, .peek = src_peek, .consume = src_consume,
 	.release = src_release, .close = src_close,
 };
 
