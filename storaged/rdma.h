@@ -10,6 +10,7 @@
  *                   registered remote MR by address and key, over TCP)
  *   rdma_verbs.c    the product transport: rdma_cm + ibverbs RC QPs
  *                   (compiled and linked; run only where a device is)
+ *   rdma_engine.c   the engine as the object source
  *   rdma_server.c   the protocol state machine, server side, over any
  *                   transport and any object source
  *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
@@ -60,11 +61,20 @@
  * WRITE has completed (gs_stream_hold/gs_stream_release), close.  The
  * server finds the MR of a peeked pointer in its region table.
  *
+ * The engine source (rdma_engine.c) is gs_lookup + the RAM head from a
+ * read-only second mapping of the region memfd (registered once, at
+ * gs_meta.head_off) + gs_stream_open_into() for the tail into the
+ * connection's 4 staging buffers of GS_IO_BUFFER, held and released per
+ * completed WRITE.  A closed stream's buffers stay the kernel's until its
+ * released callback: open() on them says -EAGAIN and the server keeps a
+ * closed connection's memory until the source's busy() lets go.
+ *
  * In the daemon (next): --rdma ADDR:PORT starts one thread with its own
- * gs_io; it polls the CM queue, every endpoint's CQ and gs_io_run(); the
- * engine source is gs_lookup + gs_stream_open_into over staging buffers
- * registered once per thread, and a stream's wake re-runs the connection's
- * step.  The head region is registered once at start.
+ * gs_io and the engine source over it; the thread steps the server (CM
+ * events, every endpoint's CQ, gs_io_run through the source's progress).
+ * Today a step polls; the daemon thread should sleep in epoll on the CM
+ * channel's fd, each CQ's (libfabric FI_GETWAIT / a verbs completion
+ * channel) and gs_io_fd(), which needs a wait op in the transport.
  */
 #ifndef GOBLIN_STORAGED_RDMA_H
 #define GOBLIN_STORAGED_RDMA_H
@@ -109,7 +119,10 @@ struct gs_rdma_wc {
 enum gs_rdma_cm { GS_RDMA_CM_NONE, GS_RDMA_CM_REQUEST, GS_RDMA_CM_UP,
 		  GS_RDMA_CM_DOWN };
 
-#define GS_RDMA_REMOTE_WRITE	1u	/* reg: a peer may write into it */
+/* reg flags: none: the memory is only read (sent, written from; it may be
+ * mapped read-only) */
+#define GS_RDMA_REMOTE_WRITE	1u	/* a peer may write into it */
+#define GS_RDMA_LOCAL		2u	/* received into */
 
 struct gs_rdma_transport {
 	const char *name;
@@ -184,7 +197,27 @@ struct gs_rdma_source_ops {
 	/* Optional: runs the source's own I/O (completions, wakes) on every
 	 * gs_rdma_server_step(); returns how many things it did or -errno. */
 	int (*progress)(void *arg);
+	/* Optional: whether the staging buffers that start at <buf0> may
+	 * still be written by the source (reads of a closed item in flight);
+	 * the server keeps a closed connection's memory until not. */
+	int (*busy)(void *arg, const void *buf0);
 };
+
+/*
+ * The engine as a source (rdma_engine.c): gs_rdma_engine_ops with the
+ * <arg> gs_rdma_engine_create() makes over <e> and the calling thread's
+ * <io> (the server must step on that thread).  The server registers the
+ * region gs_rdma_engine_region() gives (the heads).  Destroy the source
+ * after the server and before gs_io_destroy(<io>).
+ */
+struct gs_engine;
+struct gs_io;
+struct gs_rdma_engine;
+extern const struct gs_rdma_source_ops gs_rdma_engine_ops;
+int gs_rdma_engine_create(struct gs_engine *e, struct gs_io *io,
+			  struct gs_rdma_engine **esp);
+void *gs_rdma_engine_region(const struct gs_rdma_engine *es, size_t *len);
+void gs_rdma_engine_destroy(struct gs_rdma_engine **esp);
 
 /* ---- server ---- */
 

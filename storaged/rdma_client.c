@@ -145,7 +145,7 @@ static int cl_prepare(struct gs_rdma_client *c)
 	int r;
 
 	r = c->tp->reg(c->dev, c->mem, (GS_RDMA_RECVS + GS_RDMA_SENDS) *
-		       GS_RDMA_MSG, 0, &c->mr);
+		       GS_RDMA_MSG, GS_RDMA_LOCAL, &c->mr);
 	if (r)
 		return r;
 	r = c->tp->reg(c->dev, c->window, c->wlen, GS_RDMA_REMOTE_WRITE,

@@ -327,10 +327,12 @@ static int fab_connect(struct gs_rdma_ep *e)
 static int fab_reg(struct gs_rdma_dev *d, void *buf, size_t len,
 		   unsigned flags, struct gs_rdma_mr *mr)
 {
-	uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+	uint64_t access = FI_SEND | FI_WRITE;
 	struct fid_mr *m;
 	int r;
 
+	if (flags & GS_RDMA_LOCAL)
+		access |= FI_RECV;
 	if (flags & GS_RDMA_REMOTE_WRITE)
 		access |= FI_REMOTE_WRITE;
 	r = fab_err(fi_mr_reg(d->domain, buf, len, access, 0, d->next_key++,

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdma.h"
 
 #define SRV_MAX_REGIONS		8u
 #define SC_MAX_WRITES		16u
+#define SRV_DRAIN_STEPS		10000u	/* of 1 ms at most */
 
 enum sc_state { SC_HELLO, SC_IDLE, SC_WRITING, SC_WAIT_NEXT, SC_CLOSING };
 
@@ -47,7 +49,13 @@ struct gs_rdma_server {
 	struct gs_rdma_mr regions[SRV_MAX_REGIONS];
 	unsigned nregions;
 	struct sconn *conns;
+	struct zombie *zombies;		/* closed connections' busy memory */
 	struct gs_rdma_server_stats st;
+};
+
+struct zombie {
+	char *mem;
+	struct zombie *next;
 };
 
 #define SEND_ALL	((1u << GS_RDMA_SENDS) - 1)
@@ -317,6 +325,40 @@ static int sc_complete(struct sconn *c, const struct gs_rdma_wc *wc)
 	return -EINVAL;
 }
 
+/* Frees a closed connection's memory, or keeps it while the source may
+ * still read into its staging buffers. */
+static void srv_free_mem(struct gs_rdma_server *s, char *mem)
+{
+	struct zombie *z;
+
+	if (mem && s->src->busy && s->src->busy(s->arg, mem)) {
+		z = malloc(sizeof(*z));
+		if (!z)
+			return;	/* leaked rather than written after free */
+		z->mem = mem;
+		z->next = s->zombies;
+		s->zombies = z;
+		return;
+	}
+	free(mem);
+}
+
+/* Frees the kept memory the source has let go of. */
+static void srv_reap(struct gs_rdma_server *s)
+{
+	struct zombie **pp = &s->zombies, *z;
+
+	while ((z = *pp)) {
+		if (s->src->busy(s->arg, z->mem)) {
+			pp = &z->next;
+			continue;
+		}
+		*pp = z->next;
+		free(z->mem);
+		free(z);
+	}
+}
+
 static void sc_destroy(struct sconn *c)
 {
 	struct sconn **pp;
@@ -332,7 +374,7 @@ static void sc_destroy(struct sconn *c)
 		c->s->st.live--;
 	c->s->tp->ep_destroy(&c->ep);
 	c->s->tp->dereg(&c->mr);
-	free(c->mem);
+	srv_free_mem(c->s, c->mem);
 	free(c);
 }
 
@@ -364,7 +406,7 @@ static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 		c->recv[i] = c->mem + stages + i * GS_RDMA_MSG;
 	for (i = 0; i < GS_RDMA_SENDS; i++)
 		c->send[i] = c->recv[0] + (GS_RDMA_RECVS + i) * GS_RDMA_MSG;
-	r = s->tp->reg(s->dev, c->mem, size, 0, &c->mr);
+	r = s->tp->reg(s->dev, c->mem, size, GS_RDMA_LOCAL, &c->mr);
 	for (i = 0; !r && i < GS_RDMA_RECVS; i++)
 		r = sc_repost(c, i);
 	if (!r)
@@ -456,6 +498,8 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 			return r;
 		n += r;
 	}
+	if (s->zombies)
+		srv_reap(s);
 	for (c = s->conns; c; c = next) {
 		next = c->next;
 		r = sc_step(c);
@@ -526,6 +570,15 @@ void gs_rdma_server_destroy(struct gs_rdma_server **sp)
 		return;
 	while (s->conns)
 		sc_destroy(s->conns);
+	/* the source lets go of closed items' buffers as its I/O ends;
+	 * memory it never lets go of is left, not freed under it */
+	for (i = 0; s->zombies && i < SRV_DRAIN_STEPS; i++) {
+		if (s->src->progress(s->arg) < 0)
+			break;
+		srv_reap(s);
+		if (s->zombies)
+			usleep(1000);
+	}
 	for (i = 0; i < s->nregions; i++)
 		s->tp->dereg(&s->regions[i]);
 	s->tp->dev_destroy(&s->dev);

@@ -300,9 +300,11 @@ static int vb_connect(struct gs_rdma_ep *e)
 static int vb_reg(struct gs_rdma_dev *d, void *buf, size_t len,
 		  unsigned flags, struct gs_rdma_mr *mr)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE;
+	int access = 0;
 	struct ibv_mr *m;
 
+	if (flags & (GS_RDMA_LOCAL | GS_RDMA_REMOTE_WRITE))
+		access |= IBV_ACCESS_LOCAL_WRITE;
 	if (flags & GS_RDMA_REMOTE_WRITE)
 		access |= IBV_ACCESS_REMOTE_WRITE;
 	m = ibv_reg_mr(d->pd, buf, len, access);

@@ -313,7 +313,7 @@ static void test_drop_mid_write(uint16_t port)
 
 	r = tp->dial(host, port, &d, &e);
 	if (!r)
-		r = tp->reg(d, msg, 2 * GS_RDMA_MSG, 0, &mr);
+		r = tp->reg(d, msg, 2 * GS_RDMA_MSG, GS_RDMA_LOCAL, &mr);
 	if (!r)
 		r = tp->reg(d, win, wlen, GS_RDMA_REMOTE_WRITE, &wmr);
 	if (!r)

@@ -59,7 +59,8 @@ build/asan/t/test_hardening: $(HARDENING_DEPS)
 	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -include t/unit/faults.h -It/unit -o $@ t/unit/test_hardening.c $(HARDENING_SRCS) $(LDLIBS)
 
 # test_rdma: the RDMA protocol suite over libfabric's tcp provider on
-# loopback; test_rdma_verbs: the same over verbs, skipped without a device
+# loopback; test_rdma_verbs: the same over verbs, skipped without a device;
+# test_rdma_engine: the engine as the source, over libfabric tcp
 # (storaged/storaged.mk's RDMA_SRCS).
 RDMA_TEST_DEPS := t/unit/rdma_suite.h t/unit/check.h storaged/rdma.h \
                   $(RDMA_SRCS) $(RDMA_VERBS_SRCS)
@@ -72,6 +73,10 @@ $(1)/t/test_rdma_verbs: t/unit/test_rdma_verbs.c $(RDMA_TEST_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -It/unit -o $$@ $$< $(RDMA_VERBS_SRCS) $(RDMA_VERBS_LDLIBS)
+$(1)/t/test_rdma_engine: t/unit/test_rdma_engine.c storaged/rdma_engine.c $(RDMA_TEST_DEPS) $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a
+	@mkdir -p $$(@D)
+	@echo "  LD      $$@"
+	@$$(CC) $(2) -It/unit -o $$@ $$< storaged/rdma_engine.c $(RDMA_SRCS) $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a $$(LDLIBS) $(RDMA_LDLIBS)
 endef
 $(eval $(call RDMA_TEST,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call RDMA_TEST,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
