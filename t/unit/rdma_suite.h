@@ -4,8 +4,8 @@
  * engine's streams (a head straight from a registered region, the tail
  * copied into the connection's staging buffers only as earlier writes
  * free them, and an open that finds them busy every other time), clients
- * GETting 0 B, 1 B, 256 KiB in one round and in four, a multi-round
- * object, a miss, a bad key, an object larger than the caller's room, a
+ * GETting 0 B, 1 B, 256 KiB in one round and in four, 1 MiB and 33 MiB
+ * in many rounds, a miss, a bad key, an object larger than the caller's room, a
  * window too small, three clients at once, a client that goes away in the
  * middle of an object.  Included by test_rdma.c
  * (libfabric tcp) and test_rdma_verbs.c.
@@ -24,7 +24,7 @@
 #include "rdma.h"
 
 #define HEAD_MAX	(16u * 1024u)
-#define NOBJ		5
+#define NOBJ		6
 #define STAGES		4u
 #define STAGE_SIZE	(64u * 1024u)
 
@@ -40,6 +40,7 @@ static struct obj objs[NOBJ] = {
 	{ "k256", 42, 256 * 1024, 0 },
 	{ "big", 3, 1024 * 1024 + 123, 0 },
 	{ "odd", 1, 3 * STAGE_SIZE + 17, 0 },
+	{ "huge", 9, (33u << 20) + 1, 0 },
 };
 static char *region;
 static size_t region_len;
