@@ -1,7 +1,7 @@
 /*
  * The RDMA endpoint (issue 13): memcache GET over reliable-connected queue
  * pairs, the object bytes RDMA-WRITTEN into a bulk window the client
- * registered.  Three layers, each its own file:
+ * registered.  The files:
  *
  *   rdma.h          this design, the transport interface, the protocol's
  *                   server and client API
@@ -49,7 +49,10 @@
  * connection: HELLO (waiting for WINDOW) -> IDLE -> WRITING (round posted,
  * writes in flight) -> WAIT_NEXT (BULK_READY sent, more rounds) -> WRITING
  * ... -> IDLE after END.  A request that arrives while not IDLE is queued
- * in its receive buffer (receives are reposted only when handled).  A
+ * in its receive buffer (receives are reposted only when handled), so a
+ * client may have at most GS_RDMA_RECVS lines outstanding; more break its
+ * connection (verbs: receiver not ready; the client API sends one GET at
+ * a time).  A
  * failed completion, or the peer going away, closes the connection and
  * closes its object stream.
  *
