@@ -163,6 +163,9 @@ struct gs_rdma_transport {
 	 * -ECANCELED; a broken connection gives -ENOTCONN, -ECONNRESET or
 	 * -EPIPE. */
 	int (*poll)(struct gs_rdma_ep *ep, struct gs_rdma_wc *wc, int n);
+	/* Sleeps until <ep>'s CQ may have completions, or <timeout_ms>;
+	 * returns at once when it has some.  0 or -errno. */
+	int (*wait)(struct gs_rdma_ep *ep, int timeout_ms);
 };
 
 /* libfabric's tcp provider (rdma_fabric.c). */

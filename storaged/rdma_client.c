@@ -1,11 +1,10 @@
 /*
  * The RDMA protocol, client side (rdma.h has the design): one connection,
  * one registered bulk window, one GET at a time.  Waits poll the CQ (the
- * transport makes progress there), giving the CPU up between polls, for
- * at most GS_RDMA_CLIENT_WAIT_NS.
+ * transport makes progress there) and sleep in the transport's wait
+ * between polls, for at most GS_RDMA_CLIENT_WAIT_NS.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +74,7 @@ static int cl_poll(struct gs_rdma_client *c)
 		c->n++;
 	}
 	if (!n)
-		sched_yield();
+		return c->tp->wait(c->ep, 100);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -40,6 +41,7 @@ struct gs_rdma_ep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct gs_rdma_ep *next;
+	int wait_fd;		/* readable when the CQ may have completions */
 	int down;
 };
 
@@ -172,7 +174,7 @@ static int fab_ep_open(struct gs_rdma_dev *d, struct fi_info *info,
 {
 	struct fi_cq_attr cqa = { .size = FAB_CQ_SIZE,
 				  .format = FI_CQ_FORMAT_MSG,
-				  .wait_obj = FI_WAIT_NONE };
+				  .wait_obj = FI_WAIT_FD };
 	struct gs_rdma_ep *e;
 	int r;
 
@@ -191,6 +193,8 @@ static int fab_ep_open(struct gs_rdma_dev *d, struct fi_info *info,
 		r = fab_err(fi_ep_bind(e->ep, &d->eq->fid, 0));
 	if (!r)
 		r = fab_err(fi_enable(e->ep));
+	if (!r)
+		r = fab_err(fi_control(&e->cq->fid, FI_GETWAIT, &e->wait_fd));
 	if (r)
 		goto out_cq;
 	e->next = d->eps;
@@ -424,6 +428,17 @@ static int fab_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
 	return (int)got;
 }
 
+static int fab_wait(struct gs_rdma_ep *e, int timeout_ms)
+{
+	struct fid *f = &e->cq->fid;
+	struct pollfd pfd = { .fd = e->wait_fd, .events = POLLIN };
+
+	/* trywait: nothing to read and the fd armed, or -FI_EAGAIN */
+	if (fi_trywait(e->dev->fabric, &f, 1) != FI_SUCCESS)
+		return 0;
+	return poll(&pfd, 1, timeout_ms) < 0 ? -errno : 0;
+}
+
 const struct gs_rdma_transport gs_rdma_fabric = {
 	.name = "fabric-tcp",
 	.listen = fab_listen,
@@ -440,4 +455,5 @@ const struct gs_rdma_transport gs_rdma_fabric = {
 	.post_send = fab_post_send,
 	.post_write = fab_post_write,
 	.poll = fab_poll,
+	.wait = fab_wait,
 };

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ struct gs_rdma_ep {
 	struct gs_rdma_dev *dev;
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *cc;	/* the CQ's events, for wait */
+	int armed;			/* a CQ event was requested */
 	int own_id;			/* a connection request's: destroy it */
 	struct gs_rdma_ep *next;
 };
@@ -154,8 +157,14 @@ static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->cq = ibv_create_cq(id->verbs, VB_CQ_SIZE, NULL, NULL, 0);
+	e->cc = ibv_create_comp_channel(id->verbs);
+	if (!e->cc) {
+		free(e);
+		return -ENOMEM;
+	}
+	e->cq = ibv_create_cq(id->verbs, VB_CQ_SIZE, NULL, e->cc, 0);
 	if (!e->cq) {
+		ibv_destroy_comp_channel(e->cc);
 		free(e);
 		return -ENOMEM;
 	}
@@ -163,6 +172,7 @@ static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
 	if (rdma_create_qp(id, d->pd, &qa)) {
 		r = errno ? -errno : -EIO;
 		ibv_destroy_cq(e->cq);
+		ibv_destroy_comp_channel(e->cc);
 		free(e);
 		return r;
 	}
@@ -190,6 +200,7 @@ static void vb_ep_destroy(struct gs_rdma_ep **epp)
 	rdma_disconnect(e->id);
 	rdma_destroy_qp(e->id);
 	ibv_destroy_cq(e->cq);
+	ibv_destroy_comp_channel(e->cc);
 	if (e->own_id)
 		rdma_destroy_id(e->id);
 	free(e);
@@ -410,6 +421,32 @@ static int vb_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
 	return got;
 }
 
+/* The first call arms the CQ's event and returns (the caller polls once
+ * more, so nothing that came before the arming is missed); the next one
+ * sleeps in the completion channel. */
+static int vb_wait(struct gs_rdma_ep *e, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = e->cc->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *ctx;
+	int r;
+
+	if (!e->armed) {
+		if (ibv_req_notify_cq(e->cq, 0))
+			return -EIO;
+		e->armed = 1;
+		return 0;
+	}
+	r = poll(&pfd, 1, timeout_ms);
+	if (r < 0)
+		return -errno;
+	if (r && !ibv_get_cq_event(e->cc, &cq, &ctx)) {
+		ibv_ack_cq_events(cq, 1);
+		e->armed = 0;
+	}
+	return 0;
+}
+
 const struct gs_rdma_transport gs_rdma_verbs = {
 	.name = "verbs",
 	.listen = vb_listen,
@@ -426,4 +463,5 @@ const struct gs_rdma_transport gs_rdma_verbs = {
 	.post_send = vb_post_send,
 	.post_write = vb_post_write,
 	.poll = vb_poll,
+	.wait = vb_wait,
 };
