@@ -74,10 +74,10 @@
  *
  * In the daemon (next): --rdma ADDR:PORT starts one thread with its own
  * gs_io and the engine source over it; the thread steps the server (CM
- * events, every endpoint's CQ, gs_io_run through the source's progress).
- * Today a step polls; the daemon thread should sleep in epoll on the CM
- * channel's fd, each CQ's (libfabric FI_GETWAIT / a verbs completion
- * channel) and gs_io_fd(), which needs a wait op in the transport.
+ * events, every endpoint's CQ, gs_io_run through the source's progress)
+ * and, when a step did nothing, sleeps in gs_rdma_server_wait(): poll on
+ * the CM descriptor, each endpoint's CQ descriptor (libfabric FI_WAIT_FD
+ * behind fi_trywait; a verbs completion channel) and gs_io_fd().
  */
 #ifndef GOBLIN_STORAGED_RDMA_H
 #define GOBLIN_STORAGED_RDMA_H
@@ -166,6 +166,15 @@ struct gs_rdma_transport {
 	/* Sleeps until <ep>'s CQ may have completions, or <timeout_ms>;
 	 * returns at once when it has some.  0 or -errno. */
 	int (*wait)(struct gs_rdma_ep *ep, int timeout_ms);
+	/* For one thread sleeping on many endpoints (the server): <ep>'s
+	 * (or the listener's CM) descriptor that polls readable when there
+	 * may be something to read, and arm, which returns 0 when it is safe
+	 * to sleep on it (nothing left unread, the descriptor armed) or
+	 * -EAGAIN (poll / cm_poll again first). */
+	int (*ep_fd)(struct gs_rdma_ep *ep);
+	int (*ep_arm)(struct gs_rdma_ep *ep);
+	int (*cm_fd)(struct gs_rdma_dev *dev);
+	int (*cm_arm)(struct gs_rdma_dev *dev);
 };
 
 /* libfabric's tcp provider (rdma_fabric.c). */
@@ -203,6 +212,9 @@ struct gs_rdma_source_ops {
 	/* Optional: runs the source's own I/O (completions, wakes) on every
 	 * gs_rdma_server_step(); returns how many things it did or -errno. */
 	int (*progress)(void *arg);
+	/* Optional: a descriptor that polls readable when progress has work
+	 * (gs_io_fd), for gs_rdma_server_wait(). */
+	int (*fd)(void *arg);
 	/* Optional: whether the staging buffers that start at <buf0> may
 	 * still be written by the source (reads of a closed item in flight);
 	 * the server keeps a closed connection's memory until not. */
@@ -250,6 +262,10 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 /* Handles what is ready (connections, completions, landed bytes) without
  * blocking; returns how many things it did, or -errno. */
 int gs_rdma_server_step(struct gs_rdma_server *s);
+/* Sleeps until a step may have something to do, or <timeout_ms> (-1:
+ * none); returns at once when something is ready.  Returns 1 (woken), 0
+ * (timed out) or -errno.  Call it after a step that did nothing. */
+int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms);
 void gs_rdma_server_stats(const struct gs_rdma_server *s,
 			  struct gs_rdma_server_stats *st);
 void gs_rdma_server_destroy(struct gs_rdma_server **sp);

@@ -190,6 +190,13 @@ static int eng_progress(void *arg)
 	return gs_io_run(es->io, false);
 }
 
+static int eng_fd(void *arg)
+{
+	struct gs_rdma_engine *es = arg;
+
+	return gs_io_fd(es->io);
+}
+
 static int eng_busy(void *arg, const void *buf0)
 {
 	return busy_find(arg, buf0) != NULL;
@@ -204,6 +211,7 @@ const struct gs_rdma_source_ops gs_rdma_engine_ops = {
 	.release = eng_release,
 	.close = eng_close,
 	.progress = eng_progress,
+	.fd = eng_fd,
 	.busy = eng_busy,
 };
 

@@ -33,6 +33,7 @@ struct gs_rdma_dev {
 	struct fid_eq *eq;
 	struct fid_pep *pep;
 	struct gs_rdma_ep *eps;		/* open endpoints, for EQ events */
+	int eq_fd;
 	uint64_t next_key;
 };
 
@@ -77,7 +78,7 @@ static struct fi_info *fab_hints(void)
 static int fab_open(const char *host, uint16_t port, int server,
 		    struct gs_rdma_dev **devp)
 {
-	struct fi_eq_attr eqa = { .size = 64, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr eqa = { .size = 64, .wait_obj = FI_WAIT_FD };
 	struct gs_rdma_dev *d;
 	struct fi_info *hints;
 	char service[8];
@@ -100,7 +101,9 @@ static int fab_open(const char *host, uint16_t port, int server,
 	r = fab_err(fi_eq_open(d->fabric, &eqa, &d->eq, NULL));
 	if (r)
 		goto out_fabric;
-	r = fab_err(fi_domain(d->fabric, d->info, &d->domain, NULL));
+	r = fab_err(fi_control(&d->eq->fid, FI_GETWAIT, &d->eq_fd));
+	if (!r)
+		r = fab_err(fi_domain(d->fabric, d->info, &d->domain, NULL));
 	if (r)
 		goto out_eq;
 	d->next_key = 1;
@@ -439,6 +442,30 @@ static int fab_wait(struct gs_rdma_ep *e, int timeout_ms)
 	return poll(&pfd, 1, timeout_ms) < 0 ? -errno : 0;
 }
 
+static int fab_ep_fd(struct gs_rdma_ep *e)
+{
+	return e->wait_fd;
+}
+
+static int fab_ep_arm(struct gs_rdma_ep *e)
+{
+	struct fid *f = &e->cq->fid;
+
+	return fi_trywait(e->dev->fabric, &f, 1) == FI_SUCCESS ? 0 : -EAGAIN;
+}
+
+static int fab_cm_fd(struct gs_rdma_dev *d)
+{
+	return d->eq_fd;
+}
+
+static int fab_cm_arm(struct gs_rdma_dev *d)
+{
+	struct fid *f = &d->eq->fid;
+
+	return fi_trywait(d->fabric, &f, 1) == FI_SUCCESS ? 0 : -EAGAIN;
+}
+
 const struct gs_rdma_transport gs_rdma_fabric = {
 	.name = "fabric-tcp",
 	.listen = fab_listen,
@@ -456,4 +483,8 @@ const struct gs_rdma_transport gs_rdma_fabric = {
 	.post_write = fab_post_write,
 	.poll = fab_poll,
 	.wait = fab_wait,
+	.ep_fd = fab_ep_fd,
+	.ep_arm = fab_ep_arm,
+	.cm_fd = fab_cm_fd,
+	.cm_arm = fab_cm_arm,
 };

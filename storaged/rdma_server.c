@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
 
 #include "rdma.h"
 
@@ -50,6 +51,8 @@ struct gs_rdma_server {
 	unsigned nregions;
 	struct sconn *conns;
 	struct zombie *zombies;		/* closed connections' busy memory */
+	struct pollfd *pfd;		/* gs_rdma_server_wait's */
+	unsigned npfd;
 	struct gs_rdma_server_stats st;
 };
 
@@ -517,6 +520,52 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 	return n;
 }
 
+/* Room for <n> descriptors to poll. */
+static int srv_pfd(struct gs_rdma_server *s, unsigned n)
+{
+	struct pollfd *p;
+
+	if (n <= s->npfd)
+		return 0;
+	p = realloc(s->pfd, n * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->pfd = p;
+	s->npfd = n;
+	return 0;
+}
+
+int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms)
+{
+	const struct gs_rdma_transport *tp = s->tp;
+	unsigned n = 0, want = 2;
+	struct sconn *c;
+	int r;
+
+	for (c = s->conns; c; c = c->next)
+		want++;
+	r = srv_pfd(s, want);
+	if (r)
+		return r;
+	if (tp->cm_arm(s->dev))
+		return 1;
+	s->pfd[n++] = (struct pollfd){ .fd = tp->cm_fd(s->dev),
+				       .events = POLLIN };
+	if (s->src->fd)
+		s->pfd[n++] = (struct pollfd){ .fd = s->src->fd(s->arg),
+					       .events = POLLIN };
+	for (c = s->conns; c; c = c->next) {
+		if (tp->ep_arm(c->ep))
+			return 1;
+		s->pfd[n++] = (struct pollfd){ .fd = tp->ep_fd(c->ep),
+					       .events = POLLIN };
+	}
+	r = poll(s->pfd, n, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 1 : -errno;
+	return r > 0;
+}
+
 int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 			  const char *host, uint16_t port, uint16_t *bound,
 			  const struct gs_rdma_source_ops *src, void *arg,
@@ -582,6 +631,7 @@ void gs_rdma_server_destroy(struct gs_rdma_server **sp)
 	for (i = 0; i < s->nregions; i++)
 		s->tp->dereg(&s->regions[i]);
 	s->tp->dev_destroy(&s->dev);
+	free(s->pfd);
 	free(s);
 	*sp = NULL;
 }

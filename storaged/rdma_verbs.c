@@ -149,7 +149,7 @@ static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	struct gs_rdma_ep *e;
-	int r;
+	int r, fl;
 
 	r = vb_pd(d, id);
 	if (r)
@@ -162,7 +162,11 @@ static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
 		free(e);
 		return -ENOMEM;
 	}
-	e->cq = ibv_create_cq(id->verbs, VB_CQ_SIZE, NULL, e->cc, 0);
+	fl = fcntl(e->cc->fd, F_GETFL);
+	if (fl >= 0)
+		fl = fcntl(e->cc->fd, F_SETFL, fl | O_NONBLOCK);
+	e->cq = fl < 0 ? NULL :
+		ibv_create_cq(id->verbs, VB_CQ_SIZE, NULL, e->cc, 0);
 	if (!e->cq) {
 		ibv_destroy_comp_channel(e->cc);
 		free(e);
@@ -447,6 +451,41 @@ static int vb_wait(struct gs_rdma_ep *e, int timeout_ms)
 	return 0;
 }
 
+static int vb_ep_fd(struct gs_rdma_ep *e)
+{
+	return e->cc->fd;
+}
+
+/* Armed and no event since: sleep.  Otherwise take the event, arm again
+ * and have the caller poll once more (completions that came before the
+ * arming raise no event). */
+static int vb_ep_arm(struct gs_rdma_ep *e)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (e->armed) {
+		if (ibv_get_cq_event(e->cc, &cq, &ctx))
+			return 0;
+		ibv_ack_cq_events(cq, 1);
+	}
+	if (ibv_req_notify_cq(e->cq, 0))
+		return -EIO;
+	e->armed = 1;
+	return -EAGAIN;
+}
+
+static int vb_cm_fd(struct gs_rdma_dev *d)
+{
+	return d->ch->fd;
+}
+
+static int vb_cm_arm(struct gs_rdma_dev *d)
+{
+	(void)d;	/* readable while events are queued */
+	return 0;
+}
+
 const struct gs_rdma_transport gs_rdma_verbs = {
 	.name = "verbs",
 	.listen = vb_listen,
@@ -464,4 +503,8 @@ const struct gs_rdma_transport gs_rdma_verbs = {
 	.post_write = vb_post_write,
 	.poll = vb_poll,
 	.wait = vb_wait,
+	.ep_fd = vb_ep_fd,
+	.ep_arm = vb_ep_arm,
+	.cm_fd = vb_cm_fd,
+	.cm_arm = vb_cm_arm,
 };

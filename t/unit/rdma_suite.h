@@ -155,6 +155,10 @@ static struct gs_rdma_server *srv;
 static atomic_int stop;
 static int server_err;
 
+static unsigned idle_waits;	/* the server slept its full second */
+
+/* Steps the server, sleeping in gs_rdma_server_wait when a step did
+ * nothing: a lost wakeup shows as a second-long sleep. */
 static void *server_main(void *arg)
 {
 	int r;
@@ -162,12 +166,14 @@ static void *server_main(void *arg)
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		r = gs_rdma_server_step(srv);
+		if (!r) {
+			r = gs_rdma_server_wait(srv, 1000);
+			idle_waits += r == 0;
+		}
 		if (r < 0) {
 			server_err = r;
 			return NULL;
 		}
-		if (!r)
-			sched_yield();
 	}
 	return NULL;
 }
@@ -383,6 +389,9 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	CHECK(server_err == 0, "server step: %d", server_err);
+	/* a few between phases at most; lost wakeups would be hundreds */
+	CHECK(idle_waits < 5, "the server slept a full second %u times",
+	      idle_waits);
 	/* Every connection, the dropped one too, goes. */
 	for (r = 0; r < 1000000; r++) {
 		gs_rdma_server_stats(srv, &st);

@@ -71,10 +71,10 @@ static void *server_main(void *arg)
 	atomic_store(&state, r ? -1 : 1);
 	while (!r && atomic_load(&state) == 1) {
 		r = gs_rdma_server_step(srv);
+		if (!r)
+			r = gs_rdma_server_wait(srv, 1000);
 		if (r > 0)
 			r = 0;
-		else if (!r)
-			sched_yield();
 	}
 	server_err = r;
 	gs_rdma_server_destroy(&srv);
