@@ -43,12 +43,17 @@
  *   NEXT\r\n (window consumed)      ->    (only when bytes remain) round 2..
  *                                    <-    BULK_READY <off> <n>\r\n ...
  *                                    <-    END\r\n
+ *                                    <-    or, the object unreadable midway:
+ *                                          SERVER_ERROR object unreadable: <why>
+ *                                          (once the writes in flight are
+ *                                          done; no END)
  *
  * <off> is the object offset of the round; the round's bytes are at window
  * offset 0.  A round is min(window, bytes left).  Server states per
  * connection: HELLO (waiting for WINDOW) -> IDLE -> WRITING (round posted,
  * writes in flight) -> WAIT_NEXT (BULK_READY sent, more rounds) -> WRITING
- * ... -> IDLE after END.  A request that arrives while not IDLE is queued
+ * ... -> IDLE after END; WRITING -> FAILED (the source failed: waiting
+ * for the writes in flight) -> IDLE after SERVER_ERROR.  A request that arrives while not IDLE is queued
  * in its receive buffer (receives are reposted only when handled), so a
  * client may have at most GS_RDMA_RECVS lines outstanding; more break its
  * connection (verbs: receiver not ready; the client API sends one GET at

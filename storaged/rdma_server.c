@@ -17,7 +17,8 @@
 #define SC_MAX_WRITES		16u
 #define SRV_DRAIN_STEPS		10000u	/* of 1 ms at most */
 
-enum sc_state { SC_HELLO, SC_IDLE, SC_WRITING, SC_WAIT_NEXT, SC_CLOSING };
+enum sc_state { SC_HELLO, SC_IDLE, SC_WRITING, SC_WAIT_NEXT, SC_FAILED,
+		SC_CLOSING };
 
 struct sconn {
 	struct gs_rdma_server *s;
@@ -38,6 +39,7 @@ struct sconn {
 	int open;
 	uint64_t round_off, round_end, pos, written;
 	unsigned writes;
+	int fail;			/* the source's error, for SC_FAILED */
 	int live;			/* counted in st.live */
 	struct sconn *next;
 };
@@ -196,7 +198,8 @@ static int sc_line(struct sconn *c, int *did)
 	char *line = c->recv[i];
 	int r;
 
-	if (c->st == SC_WRITING || c->st == SC_CLOSING || sends_free(c) < 2)
+	if (c->st == SC_WRITING || c->st == SC_FAILED || c->st == SC_CLOSING ||
+	    sends_free(c) < 2)
 		return 0;
 	line[len < GS_RDMA_MSG ? len : GS_RDMA_MSG - 1] = '\0';
 	if (c->st == SC_HELLO)
@@ -230,15 +233,21 @@ static int sc_pump(struct sconn *c, int *did)
 		r = c->s->src->peek(&c->it, &data, &len);
 		if (r == -EAGAIN)
 			return 0;
-		if (r)
-			return r;
-		if (!len)
-			return -EIO;	/* the source ended early */
-		if (len > c->round_end - c->pos)
+		if (!r && !len)
+			r = -EIO;	/* the source ended early */
+		if (!r && len > c->round_end - c->pos)
 			len = (size_t)(c->round_end - c->pos);
-		mr = sc_mr_for(c, data, len);
-		if (!mr)
-			return -EFAULT;
+		if (!r && !(mr = sc_mr_for(c, data, len)))
+			r = -EFAULT;
+		if (r) {
+			/* the object can't be read: the client gets a
+			 * SERVER_ERROR once the writes in flight are done */
+			c->fail = r;
+			c->st = SC_FAILED;
+			c->s->st.errors++;
+			*did = 1;
+			return 0;
+		}
 		r = tp->post_write(c->ep, data, len, mr,
 				   c->waddr + (c->pos - c->round_off), c->wkey,
 				   CTX(c->pos + len));
@@ -272,11 +281,30 @@ static int sc_round_done(struct sconn *c)
 	return sc_send(c, "END\r\n");
 }
 
+/* The source failed mid-object and no write is in flight: say so, drop
+ * the object, serve the next request. */
+static int sc_fail_done(struct sconn *c)
+{
+	sc_close_item(c);
+	c->st = SC_IDLE;
+	return sc_send(c, "SERVER_ERROR object unreadable: %s\r\n",
+		       strerror(-c->fail));
+}
+
 static int sc_run(struct sconn *c, int *did)
 {
 	int r;
 
 	for (;;) {
+		if (c->st == SC_FAILED) {
+			if (c->writes || !sends_free(c))
+				return 0;
+			r = sc_fail_done(c);
+			if (r)
+				return r;
+			*did = 1;
+			continue;
+		}
 		if (c->st == SC_WRITING) {
 			r = sc_pump(c, did);
 			if (r)
