@@ -44,7 +44,8 @@
  *                                    <-    BULK_READY <off> <n>\r\n ...
  *                                    <-    END\r\n
  *                                    <-    or, the object unreadable midway:
- *                                          SERVER_ERROR object unreadable: <why>
+ *                                          SERVER_ERROR object unreadable:
+ *                                          <why>
  *                                          (once the writes in flight are
  *                                          done; no END)
  *
@@ -52,14 +53,13 @@
  * offset 0.  A round is min(window, bytes left).  Server states per
  * connection: HELLO (waiting for WINDOW) -> IDLE -> WRITING (round posted,
  * writes in flight) -> WAIT_NEXT (BULK_READY sent, more rounds) -> WRITING
- * ... -> IDLE after END; WRITING -> FAILED (the source failed: waiting
- * for the writes in flight) -> IDLE after SERVER_ERROR.  A request that arrives while not IDLE is queued
- * in its receive buffer (receives are reposted only when handled), so a
- * client may have at most GS_RDMA_RECVS lines outstanding; more break its
- * connection (verbs: receiver not ready; the client API sends one GET at
- * a time).  A
- * failed completion, or the peer going away, closes the connection and
- * closes its object stream.
+ * ... -> IDLE after END; WRITING -> FAILED (the source failed: waiting for
+ * the writes in flight) -> IDLE after SERVER_ERROR.  A request that arrives
+ * while not IDLE is queued in its receive buffer (receives are reposted
+ * only when handled), so a client may have at most GS_RDMA_RECVS lines
+ * outstanding; more break its connection (verbs: receiver not ready; the
+ * client API sends one GET at a time).  A failed completion, or the peer
+ * going away, closes the connection and closes its object stream.
  *
  * Object source.  The server reads objects through struct
  * gs_rdma_source_ops, shaped after the engine's gs_stream_open_into():

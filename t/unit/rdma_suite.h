@@ -150,7 +150,8 @@ static void src_close(struct gs_rdma_item *it)
 }
 
 static const struct gs_rdma_source_ops source = {
-	.nstages = STAGES, .stage_size = STAGE_SIZE, .open = src_open, .peek = src_peek, .consume = src_consume,
+	.nstages = STAGES, .stage_size = STAGE_SIZE,
+	.open = src_open, .peek = src_peek, .consume = src_consume,
 	.release = src_release, .close = src_close,
 };
 

@@ -24,7 +24,8 @@ int main(void)
 	}
 	addr = getenv("GOBLIN_RDMA_ADDR");
 	if (!addr || !*addr) {
-		printf("skip: %d RDMA device(s), but GOBLIN_RDMA_ADDR (an address on one) is not set\n", n);
+		printf("skip: %d RDMA device(s), but GOBLIN_RDMA_ADDR "
+		       "(an address on one) is not set\n", n);
 		return 77;
 	}
 	return rdma_suite_run(&gs_rdma_verbs, addr);
