@@ -7,7 +7,8 @@
  * GETting 0 B, 1 B, 256 KiB in one round and in four, 1 MiB and 33 MiB
  * in many rounds, a miss, a bad key, an object unreadable midway, an object
  * larger than the caller's room, a window too small, three clients at
- * once, a client that goes away in the middle of an object.  Included by
+ * once, eight clients from eight threads, a client that goes away in the
+ * middle of an object.  Included by
  * test_rdma.c (libfabric tcp) and test_rdma_verbs.c.
  */
 #ifndef GOBLIN_TEST_RDMA_SUITE_H
@@ -158,6 +159,7 @@ static const struct gs_rdma_source_ops source = {
 static const struct gs_rdma_transport *tp;
 static const char *host;
 static struct gs_rdma_server *srv;
+static uint16_t port_of_test;
 static atomic_int stop;
 static int server_err;
 
@@ -298,6 +300,53 @@ out:
 		gs_rdma_client_destroy(&c[i]);
 }
 
+#define PAR_CLIENTS	8
+
+/* One of PAR_CLIENTS threads: its own connection, every object but the
+ * 33 MiB one twice, byte-exact; the number of failures. */
+static void *par_client(void *arg)
+{
+	size_t window = (size_t)(uintptr_t)arg, len;
+	struct gs_rdma_client *c = NULL;
+	char err[GS_RDMA_MSG];
+	uintptr_t bad = 0;
+	uint32_t flags;
+	char *out = malloc(objs[3].size);
+	int k;
+
+	if (!out || gs_rdma_client_create(tp, host, port_of_test, window, err,
+					  sizeof(err), &c))
+		bad++;
+	for (k = 0; c && k < 2 * (NOBJ - 1); k++) {
+		const struct obj *o = &objs[k % (NOBJ - 1)];
+
+		if (gs_rdma_client_get(c, o->key, out, objs[3].size, &len,
+				       &flags, NULL, err, sizeof(err)) != 1 ||
+		    len != o->size || memcmp(out, region + o->at, o->size))
+			bad++;
+	}
+	gs_rdma_client_destroy(&c);
+	free(out);
+	return (void *)bad;
+}
+
+/* PAR_CLIENTS connections at once, each from its own thread. */
+static void test_parallel(void)
+{
+	pthread_t th[PAR_CLIENTS];
+	void *bad;
+	int i;
+
+	for (i = 0; i < PAR_CLIENTS; i++)
+		pthread_create(&th[i], NULL, par_client,
+			       (void *)(uintptr_t)(GS_RDMA_MIN_WINDOW << (i % 6)));
+	for (i = 0; i < PAR_CLIENTS; i++) {
+		pthread_join(th[i], &bad);
+		CHECK(bad == NULL, "parallel client %d: %zu failures", i,
+		      (size_t)(uintptr_t)bad);
+	}
+}
+
 /* Polls <e> until a completion of <op> comes; 0, or -errno. */
 static int raw_wait(struct gs_rdma_ep *e, enum gs_rdma_op op)
 {
@@ -395,6 +444,8 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	test_window(port, GS_RDMA_MIN_WINDOW);
 	test_small_window(port);
 	test_many(port);
+	port_of_test = port;
+	test_parallel();
 	test_drop_mid_write(port);
 	test_window(port, GS_RDMA_MIN_WINDOW);	/* still serving */
 	atomic_store(&stop, 1);
@@ -412,9 +463,10 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	}
 	gs_rdma_server_stats(srv, &st);
 	CHECK(st.live == 0, "live %llu", (unsigned long long)st.live);
-	CHECK(st.conns == 9, "conns %llu", (unsigned long long)st.conns);
+	CHECK(st.conns == 9 + PAR_CLIENTS, "conns %llu", (unsigned long long)st.conns);
 	CHECK(st.misses == 4, "misses %llu", (unsigned long long)st.misses);
-	CHECK(st.hits == 4 * (NOBJ + 3) + 3 * NOBJ + 1, "hits %llu",
+	CHECK(st.hits == 4 * (NOBJ + 3) + 3 * NOBJ + 1 +
+	      PAR_CLIENTS * 2 * (NOBJ - 1), "hits %llu",
 	      (unsigned long long)st.hits);
 	/* every window's GETs, the one too big for its caller, three
 	 * clients' */
@@ -422,8 +474,9 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	      "bytes %llu", (unsigned long long)st.bytes);
 	CHECK(st.rounds > 3 * (NOBJ + 2), "rounds %llu",
 	      (unsigned long long)st.rounds);
-	/* 3 + 3 + 1 + 1 clients went; the small window's we closed */
-	CHECK(st.gone == 8 && st.errors == 4, "gone %llu, errors %llu",
+	/* 3 + 3 + 8 + 1 + 1 clients went; the small window's we closed */
+	CHECK(st.gone == 8 + PAR_CLIENTS && st.errors == 4,
+	      "gone %llu, errors %llu",
 	      (unsigned long long)st.gone, (unsigned long long)st.errors);
 	gs_rdma_server_destroy(&srv);
 	free(region);
