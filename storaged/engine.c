@@ -211,5 +211,7 @@ void gs_stats(struct gs_engine *e, struct gs_stats *st)
 	st->ssd_used_bytes = e->pools[GS_TIER_SSD].used;
 	st->hdd_pool_bytes = e->pools[GS_TIER_HDD].size;
 	st->hdd_used_bytes = e->pools[GS_TIER_HDD].used;
+	st->index_table_bytes = engine_index_table_bytes(e);
+	st->index_bytes = st->index_record_bytes + st->index_table_bytes;
 	pthread_mutex_unlock(&e->lock);
 }

@@ -213,6 +213,14 @@ struct gs_engine {
 	struct list io_list;		/* of struct gs_io, by engine_node */
 };
 
+/* Bytes one malloc'd record of a <klen>-byte key and <nchunks> chunks
+ * asks for: the record, the key rounded to 8, the chunk extents. */
+static inline uint64_t engine_record_size(size_t klen, uint32_t nchunks)
+{
+	return sizeof(struct gs_obj) + round_up(klen, 8) +
+	       (uint64_t)nchunks * sizeof(struct chunk);
+}
+
 /* ---- layout.c ---- */
 
 /* Creates an unlinked record for <key> sized <size>, with no space yet
@@ -240,6 +248,16 @@ uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
 uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t);
 
 /* ---- index.c ---- */
+
+/*
+ * What the index costs (stats index_bytes): per record, what glibc's
+ * malloc takes for a request of <n> bytes -- the request plus its size
+ * word, rounded to 16, at least 32 (engine_malloc_bytes); per engine, the
+ * bucket, CLOCK and head-CLOCK arrays at their capacity.
+ */
+uint64_t engine_malloc_bytes(uint64_t n);
+uint64_t engine_record_bytes(const struct gs_obj *obj);
+uint64_t engine_index_table_bytes(const struct gs_engine *e);
 
 /* Links <obj> if <cond> holds (<cas> for GS_IF_CAS), replacing an older
  * record (then *<replaced>, when not NULL, is set).  Called with e->lock

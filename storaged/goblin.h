@@ -305,7 +305,9 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(ssd_used_bytes, "SSD pool bytes allocated to extents")	\
 	ACTION(hdd_pool_bytes, "HDD pool capacity")			\
 	ACTION(hdd_used_bytes, "HDD pool bytes allocated to extents")	\
-	ACTION(index_bytes, "bytes of index records")			\
+	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
+	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
+	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK and the head CLOCK, at their capacity") \
 	ACTION(get_hits, "lookups that found an object")			\
 	ACTION(get_misses, "lookups that found nothing")			\
 	ACTION(get_expired, "lookups that found an expired object")	\

@@ -30,9 +30,23 @@ static bool obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 	return obj_expired(obj, now) || obj_invalidated(e, obj, now);
 }
 
-static uint64_t rec_bytes(const struct gs_obj *obj)
+uint64_t engine_malloc_bytes(uint64_t n)
 {
-	return sizeof(*obj) + obj->klen + obj->nchunks * sizeof(struct chunk);
+	uint64_t c = round_up(n + sizeof(size_t), 2 * sizeof(size_t));
+
+	return c < 4 * sizeof(size_t) ? 4 * sizeof(size_t) : c;
+}
+
+uint64_t engine_record_bytes(const struct gs_obj *obj)
+{
+	return engine_malloc_bytes(engine_record_size(obj->klen, obj->nchunks));
+}
+
+uint64_t engine_index_table_bytes(const struct gs_engine *e)
+{
+	return e->nbuckets * sizeof(*e->buckets) +
+	       e->clock_cap * sizeof(*e->clock) +
+	       e->heads_cap * sizeof(*e->heads);
 }
 
 static uint64_t hash_key(const void *key, size_t klen)
@@ -82,7 +96,8 @@ static void tier_gauges(struct gs_engine *e, const struct gs_obj *obj, int sign)
 	__atomic_fetch_add(&e->st.curr_items, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.objects, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&e->st.bytes, sign * obj->meta.size, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&e->st.index_bytes, sign * rec_bytes(obj), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&e->st.index_record_bytes,
+			   sign * engine_record_bytes(obj), __ATOMIC_RELAXED);
 }
 
 static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)

@@ -161,8 +161,7 @@ int gs_check_size(const struct gs_engine *e, uint64_t size)
 struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 				   uint32_t nchunks)
 {
-	struct gs_obj *obj = calloc(1, sizeof(*obj) + round_up(klen, 8) +
-				    nchunks * sizeof(struct chunk));
+	struct gs_obj *obj = calloc(1, engine_record_size(klen, nchunks));
 
 	if (!obj)
 		return NULL;

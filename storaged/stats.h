@@ -89,7 +89,7 @@
 
 /* POOL_STAT(name, description): `stats goblin` after GS_STATS. */
 #define POOL_STATS(ACTION)						\
-	ACTION(index_bytes_per_object, "`index_bytes` / `curr_items`")	\
+	ACTION(index_bytes_per_object, "`index_bytes` / `curr_items`: a record, its key and extents as malloc holds them, and its share of the tables") \
 	ACTION(ssd_dirs, STATS_PER_POOL)				\
 	ACTION(hdd_dirs, STATS_PER_POOL)
 

@@ -1,0 +1,158 @@
+/*
+ * What the index costs (stats index_bytes), against its documented
+ * formula: per record, glibc malloc's chunk for the record, its key
+ * rounded to 8 and its chunk extents (request + 8, rounded to 16, at least
+ * 32); per engine, the bucket, CLOCK and head-CLOCK arrays at capacity.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "check.h"
+#include "engine_util.h"
+#include "log.h"
+#include "options.h"
+
+static char tmpdir[] = "/var/tmp/goblin-test-index.XXXXXX";
+
+static uint64_t malloc_chunk(uint64_t n)
+{
+	uint64_t c = (n + 8 + 15) / 16 * 16;
+
+	return c < 32 ? 32 : c;
+}
+
+static uint64_t record(size_t klen, uint32_t nchunks)
+{
+	return malloc_chunk(sizeof(struct gs_obj) + (klen + 7) / 8 * 8 +
+			    nchunks * sizeof(struct chunk));
+}
+
+/* The record of <key> costs what the formula says, and what glibc holds. */
+static void check_record(struct gs_engine *e, const char *key,
+			 uint32_t nchunks)
+{
+	struct gs_obj *obj;
+
+	CHECK(gs_lookup(e, key, strlen(key), &obj) == 0, "lookup %s", key);
+	if (!obj)
+		return;
+	CHECK(obj->nchunks == nchunks, "%s: %u chunks", key, obj->nchunks);
+	CHECK(engine_record_bytes(obj) == record(strlen(key), nchunks),
+	      "%s: %llu bytes", key,
+	      (unsigned long long)engine_record_bytes(obj));
+#ifndef __SANITIZE_ADDRESS__
+	CHECK(malloc_usable_size(obj) + 8 == engine_record_bytes(obj),
+	      "%s: malloc holds %zu + 8", key, malloc_usable_size(obj));
+#endif
+	gs_obj_put(e, &obj);
+}
+
+static struct gs_engine *open_engine(struct gs_config *cfg, bool ssd)
+{
+	static char dir[300];
+	struct gs_engine *e;
+	char err[256];
+
+	options_config_defaults(cfg);
+	cfg->memory = 32 << 20;
+	cfg->sub_memory = 16 << 20;
+	cfg->mlock = false;
+	cfg->hash_power = 10;
+	if (ssd) {
+		snprintf(dir, sizeof(dir), "%s/ssd", tmpdir);
+		cfg->ssd_dirs[cfg->n_ssd_dirs++] = dir;
+		cfg->ssd_size = 64 << 20;
+	}
+	if (gs_engine_open(&e, cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "open: %s", err);
+		return NULL;
+	}
+	return e;
+}
+
+/* RAM-only objects: no chunks; a 40-byte key costs 40 bytes more. */
+static void small_round(char *val)
+{
+	static const char *keys[] = {
+		"a", "gb:123456",
+		"0123456789012345678901234567890123456789",
+	};
+	static const uint64_t sizes[] = { 1, 100, 1000 };
+	struct gs_config cfg;
+	struct gs_engine *e = open_engine(&cfg, false);
+	struct gs_io *io;
+	struct gs_stats st;
+	uint64_t want = 0;
+
+	if (!e)
+		return;
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	for (int i = 0; i < 3; i++) {
+		CHECK(put_if(io, keys[i], val, sizes[i], 0, GS_IF_ANY, 0,
+			     NULL) == 0, "put %s", keys[i]);
+		check_record(e, keys[i], 0);
+		want += record(strlen(keys[i]), 0);
+	}
+	gs_stats(e, &st);
+	CHECK(st.curr_items == 3, "items %llu", (unsigned long long)st.curr_items);
+	CHECK(st.index_record_bytes == want, "records %llu, want %llu",
+	      (unsigned long long)st.index_record_bytes,
+	      (unsigned long long)want);
+	/* 1024 buckets, a CLOCK of 1024, no head CLOCK */
+	CHECK(st.index_table_bytes == 2 * 1024 * sizeof(void *), "tables %llu",
+	      (unsigned long long)st.index_table_bytes);
+	CHECK(st.index_bytes == want + 2 * 1024 * sizeof(void *), "index %llu",
+	      (unsigned long long)st.index_bytes);
+	CHECK(gs_delete(e, keys[1], strlen(keys[1])) == 0, "delete");
+	gs_stats(e, &st);
+	CHECK(st.index_record_bytes == want - record(strlen(keys[1]), 0),
+	      "after delete: %llu", (unsigned long long)st.index_record_bytes);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+}
+
+/* On an SSD pool a 1 MiB object is whole on disk, in 256 KiB chunks. */
+static void large_round(char *val)
+{
+	struct gs_config cfg;
+	struct gs_engine *e = open_engine(&cfg, true);
+	struct gs_io *io;
+	struct gs_stats st;
+	uint32_t n = (1 << 20) / GS_SSD_CHUNK;
+
+	if (!e)
+		return;
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	CHECK(put_if(io, "big", val, 1 << 20, 0, GS_IF_ANY, 0, NULL) == 0,
+	      "put big");
+	check_record(e, "big", n);
+	gs_stats(e, &st);
+	CHECK(st.index_record_bytes == record(3, n), "big: %llu",
+	      (unsigned long long)st.index_record_bytes);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+}
+
+int main(void)
+{
+	char *val = malloc(1 << 20), cmd[400];
+
+	log_level = LOG_WARN;
+	if (!val || !mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	fill(val, 1 << 20, 1);
+	small_round(val);
+	large_round(val);
+	free(val);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		failures++;
+	return check_result();
+}
