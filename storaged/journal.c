@@ -194,8 +194,9 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 		log_err("%s: append failed: %s", j->path, strerror(-ret));
 		return ret;
 	}
-	j->end += len;
+	__atomic_store_n(&j->end, j->end + len, __ATOMIC_RELEASE);
 	j->records++;
+	journal_shed_written(j);
 	__atomic_store_n(&j->last, seq, __ATOMIC_SEQ_CST);
 	publish_stats(e, j);
 	if (j->syncing && __atomic_load_n(&j->idle, __ATOMIC_SEQ_CST)) {
@@ -455,7 +456,10 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	j->fd = fd;
 	pthread_mutex_unlock(&j->fd_lock);
 	close(old);
+	if (sync)
+		journal_shed(fd, size);
 	j->end = size;
+	j->wb = j->shed_lo = 0;
 	j->records = nrec;
 	j->next_check = 2 * size > JOURNAL_MIN_CHECKPOINT ? 2 * size :
 			JOURNAL_MIN_CHECKPOINT;
@@ -494,7 +498,7 @@ void journal_weigh(struct gs_engine *e)
 
 static void sync_once(struct gs_engine *e, struct journal *j)
 {
-	uint64_t seq = __atomic_load_n(&j->last, __ATOMIC_ACQUIRE);
+	uint64_t seq = __atomic_load_n(&j->last, __ATOMIC_ACQUIRE), end;
 	int fd, ret = 0;
 
 	if (seq <= __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE))
@@ -507,12 +511,15 @@ static void sync_once(struct gs_engine *e, struct journal *j)
 	/* a checkpoint may swap the file meanwhile: it syncs the new one */
 	pthread_mutex_lock(&j->fd_lock);
 	fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0);
+	end = __atomic_load_n(&j->end, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&j->fd_lock);
 	if (fd < 0) {
 		ret = -errno;
 	} else {
 		if (fdatasync(fd) < 0)
 			ret = -errno;
+		else		/* what it wrote is clean now */
+			journal_shed(fd, end);
 		close(fd);
 	}
 	if (ret < 0) {

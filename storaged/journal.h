@@ -152,6 +152,9 @@ struct journal {
 	bool recovered;
 	void *buf;			/* one record being appended */
 	size_t cap;
+	/* the page cache (journal_shed): e->lock */
+	uint64_t wb;			/* writeback started below this */
+	uint64_t shed_lo;		/* pages below are dropped */
 	/* --sync-interval */
 	bool syncing;			/* the thread runs */
 	bool stop;
@@ -163,6 +166,20 @@ struct journal {
 	pthread_cond_t tick, synced_cond;
 	pthread_mutex_t fd_lock;	/* fd swaps vs the sync thread */
 };
+
+/*
+ * The journal is read only at start, so its pages are not kept cached (a
+ * cgroup would be charged for them): every JOURNAL_SHED_STEP of appends
+ * starts the writeback of the last step and drops the pages of the steps
+ * before, whose writeback has had a step's time; a sync or a synced
+ * checkpoint drops everything it made clean; replay drops what it read.
+ * journal_shed() drops the clean cached pages of [0, <upto>) of <fd> (the
+ * page appends go on in is kept).  Lock-free.
+ */
+#define JOURNAL_SHED_STEP	(1u << 20)
+void journal_shed(int fd, uint64_t upto);
+/* After an append to <j> (e->lock held). */
+void journal_shed_written(struct journal *j);
 
 /* xxh3 of record <r> (its len bytes) as jrec.sum. */
 uint64_t journal_rec_sum(const struct jrec *r);

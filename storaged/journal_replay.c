@@ -432,6 +432,7 @@ static int replay(struct gs_engine *e, struct replay *r, char *err,
 	link_all(e, r);
 	if (map)
 		munmap(map, size);
+	journal_shed(j->fd, end);	/* read once, not again */
 	return 0;
 }
 
