@@ -346,7 +346,7 @@ static bool take_window(struct gs_stream *s)
 		return false;
 	}
 	for (unsigned i = 0; i < s->window_size; i++) {
-		int idx = iobuf_get(bs);
+		int idx = iobuf_get(io, bs);
 
 		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
 						    ALL_SLICES };

@@ -161,13 +161,14 @@ static int seg_submit(struct gs_io *io, struct io_seg *s)
 	char *ptr = op->buf + s->seg.buf_off + s->done;
 	uint32_t len = s->seg.len - s->done;
 	uint64_t off = s->seg.off + s->done;
+	int fixed = iobuf_fixed(io, op->buf_idx);
 
 	if (!sqe)
 		return -EBUSY;
-	if (op->buf_idx >= 0 && op->write)
-		io_uring_prep_write_fixed(sqe, file, ptr, len, off, op->buf_idx);
-	else if (op->buf_idx >= 0)
-		io_uring_prep_read_fixed(sqe, file, ptr, len, off, op->buf_idx);
+	if (fixed >= 0 && op->write)
+		io_uring_prep_write_fixed(sqe, file, ptr, len, off, fixed);
+	else if (fixed >= 0)
+		io_uring_prep_read_fixed(sqe, file, ptr, len, off, fixed);
 	else if (op->write)
 		io_uring_prep_write(sqe, file, ptr, len, off);
 	else
@@ -361,6 +362,60 @@ unsigned gs_io_pending(const struct gs_io *io)
 
 /* ---- create / destroy ---- */
 
+int iobuf_get(struct gs_io *io, struct iobufs *bs)
+{
+	int idx = bs->nfree ? bs->free[--bs->nfree] : -1;
+	struct iovec iov;
+
+	if (idx < 0 || io->buf_state[idx] != BUF_UNUSED)
+		return idx;
+	iov = (struct iovec){ iobuf_ptr(io, idx), GS_IO_BUFFER };
+	if (io_uring_register_buffers_update_tag(&io->uring, idx, &iov,
+						 NULL, 1) == 1) {
+		io->buf_state[idx] = BUF_REGISTERED;
+		STAT_ADD(io->e, io_buffer_bytes, GS_IO_BUFFER);
+	} else {
+		io->buf_state[idx] = BUF_PLAIN;
+	}
+	return idx;
+}
+
+/* Registers <io>'s <n> buffers: a sparse table filled on first use, or,
+ * on a kernel without sparse tables, all of them now.  0 or -errno. */
+static int iobufs_register(struct gs_io *io, unsigned n)
+{
+	struct iovec *iov;
+	int ret;
+
+	io->buf_state = calloc(n, 1);
+	if (!io->buf_state)
+		return -ENOMEM;
+	if (io_uring_register_buffers_sparse(&io->uring, n) == 0)
+		return 0;
+	iov = calloc(n, sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		iov[i] = (struct iovec){ iobuf_ptr(io, i), GS_IO_BUFFER };
+	ret = io_uring_register_buffers(&io->uring, iov, n);
+	free(iov);
+	if (ret < 0)
+		return ret;
+	memset(io->buf_state, BUF_REGISTERED, n);
+	STAT_ADD(io->e, io_buffer_bytes, (uint64_t)n * GS_IO_BUFFER);
+	return 0;
+}
+
+/* What <io>'s registered buffers no longer hold. */
+static void iobufs_unaccount(struct gs_io *io)
+{
+	unsigned n = io->bufmem_len / GS_IO_BUFFER;
+
+	for (unsigned i = 0; io->buf_state && i < n; i++)
+		if (io->buf_state[i] == BUF_REGISTERED)
+			STAT_SUB(io->e, io_buffer_bytes, GS_IO_BUFFER);
+}
+
 static int iobufs_init(struct iobufs *bs, unsigned n, unsigned base)
 {
 	bs->free = calloc(n ? n : 1, sizeof(int));
@@ -412,21 +467,16 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	}
 	if (disk) {
 		unsigned n = nstream + nwriter;
-		struct iovec *iov = calloc(n, sizeof(*iov));
 
 		io->bufmem_len = (size_t)n * GS_IO_BUFFER;
 		io->bufmem = mmap(NULL, io->bufmem_len, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (!iov || io->bufmem == MAP_FAILED) {
-			free(iov);
+		if (io->bufmem == MAP_FAILED) {
 			io->bufmem = NULL;
 			ret = -ENOMEM;
 			goto out_iobufs;
 		}
-		for (unsigned i = 0; i < n; i++)
-			iov[i] = (struct iovec){ iobuf_ptr(io, i), GS_IO_BUFFER };
-		ret = io_uring_register_buffers(&io->uring, iov, n);
-		free(iov);
+		ret = iobufs_register(io, n);
 		if (ret < 0)
 			goto out_mem;
 		ret = io_uring_register_files(&io->uring, e->files, e->nfiles);
@@ -440,6 +490,8 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	return 0;
 
 out_mem:
+	iobufs_unaccount(io);
+	free(io->buf_state);
 	munmap(io->bufmem, io->bufmem_len);
 out_iobufs:
 	free(io->stream_bufs.free);
@@ -467,6 +519,8 @@ void gs_io_destroy(struct gs_io **iop)
 	list_del(&io->engine_node);
 	pthread_mutex_unlock(&io->e->io_lock);
 	io_uring_queue_exit(&io->uring);
+	iobufs_unaccount(io);
+	free(io->buf_state);
 	if (io->bufmem)
 		munmap(io->bufmem, io->bufmem_len);
 	free(io->stream_bufs.free);

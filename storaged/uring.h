@@ -11,6 +11,13 @@
  *
  *   bufmem: | stream_bufs: io_buffers*io_streams | writer_bufs: 2*io_buffers |
  *
+ * The table is registered sparse and each buffer fills its slot the first
+ * time it is handed out (iobuf_get), so its memory is faulted in and pinned
+ * only once used: a gs_io that never touches the disk costs no buffer RAM,
+ * and a busy one what its peak concurrency took (the sets are stacks, the
+ * last buffer back goes out first).  A buffer the kernel would not
+ * register serves by plain reads and writes.
+ *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
  * io_seg per stripe it spans; its done callback fires from gs_io_run()
  * once every segment completed.
@@ -84,6 +91,7 @@ struct gs_io {
 	int efd;
 	char *bufmem;
 	size_t bufmem_len;
+	uint8_t *buf_state;		/* per buffer: BUF_* */
 	struct iobufs stream_bufs, writer_bufs;
 	struct list deferred;		/* of struct deferred */
 	struct list stash;		/* of struct io_seg: completions to handle */
@@ -144,9 +152,15 @@ static inline void defer(struct gs_io *io, struct deferred *d, gs_done_fn fn,
 	kick(io);
 }
 
-static inline int iobuf_get(struct iobufs *bs)
+enum { BUF_UNUSED, BUF_REGISTERED, BUF_PLAIN };
+
+/* A buffer of <bs>, registered on its first use; -1 when none is free. */
+int iobuf_get(struct gs_io *io, struct iobufs *bs);
+
+/* The registered-buffer index for I/O on buffer <idx>, -1 for plain I/O. */
+static inline int iobuf_fixed(const struct gs_io *io, int idx)
 {
-	return bs->nfree ? bs->free[--bs->nfree] : -1;
+	return idx >= 0 && io->buf_state[idx] == BUF_REGISTERED ? idx : -1;
 }
 
 static inline void iobuf_put(struct iobufs *bs, int idx)

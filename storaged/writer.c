@@ -303,7 +303,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 			return -EAGAIN;
 		}
 		w->waited = false;
-		w->cur_buf = iobuf_get(&io->writer_bufs);
+		w->cur_buf = iobuf_get(io, &io->writer_bufs);
 		w->cur_admitted = need;
 		w->credit -= paid;
 		STAT_ADD(io->e, admission_bytes, need - paid);

@@ -136,13 +136,24 @@ static void large_round(char *val)
 	if (!e)
 		return;
 	CHECK(gs_io_create(e, &io) == 0, "io");
+	/* its I/O buffers are registered as they are first used */
+	gs_stats(e, &st);
+	CHECK(st.io_buffer_bytes == 0, "idle io: %llu buffer bytes",
+	      (unsigned long long)st.io_buffer_bytes);
 	CHECK(put_if(io, "big", val, 1 << 20, 0, GS_IF_ANY, 0, NULL) == 0,
 	      "put big");
 	check_record(e, "big", n);
 	gs_stats(e, &st);
 	CHECK(st.index_record_bytes == record(3, n), "big: %llu",
 	      (unsigned long long)st.index_record_bytes);
+	CHECK(st.io_buffer_bytes >= GS_IO_BUFFER &&
+	      st.io_buffer_bytes <= 2ull * cfg.io_buffers * GS_IO_BUFFER,
+	      "a writer used %llu buffer bytes",
+	      (unsigned long long)st.io_buffer_bytes);
 	gs_io_destroy(&io);
+	gs_stats(e, &st);
+	CHECK(st.io_buffer_bytes == 0, "io gone: %llu buffer bytes",
+	      (unsigned long long)st.io_buffer_bytes);
 	gs_engine_close(&e);
 }
 
