@@ -144,7 +144,7 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 	uint64_t head_len;
 	bool deferred;
 
-	gs_obj_head(obj, &head_len);
+	gs_obj_head(c->srv->e, obj, &head_len);
 	deferred = !head_len && gs_obj_meta(obj)->size;
 	/* everything is allocated before anything is queued */
 	if (!deferred && !tail_has_room(c, len))

@@ -171,21 +171,31 @@ struct chunk {
 struct gs_obj {				/* gs_obj is its public name */
 	struct gs_obj *hnext;
 	struct gs_meta meta;
-	void *head;			/* meta.head_len bytes in the region */
 	uint32_t refs;			/* pins, plus one while linked */
 	uint32_t clock_pos;
 	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
 	uint32_t seen_epoch;		/* head CLOCK lap of the last head miss */
 	uint32_t nchunks;
 	uint8_t klen;
-	bool linked;
-	bool referenced;
-	bool head_referenced;		/* cached head: second chance */
-	bool head_loading;		/* a read is bringing its head in */
-	bool on_disk;
-	struct chunk *chunks;
-	char key[];
+	bool on_disk;			/* fixed at creation, read unlocked */
+	bool linked:1;			/* these under e->lock */
+	bool referenced:1;
+	bool head_referenced:1;		/* cached head: second chance */
+	bool head_loading:1;		/* a read is bringing its head in */
+	bool has_head:1;		/* meta.head_off holds its head */
+	char key[];			/* then, 8-aligned, nchunks chunks */
 };
+
+/* Where <obj>'s chunk extents start: after the key, 8-aligned. */
+static inline size_t obj_chunks_at(size_t klen)
+{
+	return (offsetof(struct gs_obj, key) + klen + 7) & ~(size_t)7;
+}
+
+static inline struct chunk *obj_chunks(const struct gs_obj *obj)
+{
+	return (struct chunk *)((char *)obj + obj_chunks_at(obj->klen));
+}
 
 struct gs_engine {
 	struct gs_config cfg;
@@ -214,11 +224,18 @@ struct gs_engine {
 };
 
 /* Bytes one malloc'd record of a <klen>-byte key and <nchunks> chunks
- * asks for: the record, the key rounded to 8, the chunk extents. */
+ * asks for: the record and key, rounded to 8, then the chunk extents. */
 static inline uint64_t engine_record_size(size_t klen, uint32_t nchunks)
 {
-	return sizeof(struct gs_obj) + round_up(klen, 8) +
-	       (uint64_t)nchunks * sizeof(struct chunk);
+	return obj_chunks_at(klen) + (uint64_t)nchunks * sizeof(struct chunk);
+}
+
+/* <obj>'s head in the RAM region of <e>; NULL when it has none. */
+static inline void *obj_head_ptr(const struct gs_engine *e,
+				 const struct gs_obj *obj)
+{
+	return obj->has_head ? (char *)e->region.base + obj->meta.head_off :
+	       NULL;
 }
 
 /* ---- layout.c ---- */

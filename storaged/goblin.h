@@ -99,15 +99,24 @@ uint64_t gs_engine_region_size(const struct gs_engine *e);
 
 struct gs_meta {
 	uint64_t size;
-	uint32_t flags;
-	int64_t exptime;		/* absolute unix time, 0 = never */
 	uint64_t cas;
-	time_t mtime;			/* when it was stored */
-	uint64_t head_len;		/* bytes [0, head_len) are in RAM: read */
-	uint64_t head_off;		/*   them with gs_obj_head(), since a */
+	uint64_t head_off;		/* bytes [0, head_len) are in RAM: read */
+	uint32_t head_len;		/*   them with gs_obj_head(), since a */
 					/*   head may come in while pinned */
-	uint64_t tier_bytes[GS_TIERS];
+	uint32_t flags;
+	uint32_t exptime;		/* absolute unix time, 0 = never; past
+					 * 2106 it saturates (gs_exptime()) */
+	uint32_t mtime;			/* when it was stored, unix time */
 };
+
+/* An absolute expiry time <t> as gs_meta keeps it: 0 stays never, one
+ * before 1970 is 1 (long past), one past 2106 saturates. */
+static inline uint32_t gs_exptime(int64_t t)
+{
+	if (t < 0)
+		return 1;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
 
 /* 0, or -E2BIG when an object of <size> bytes is over max_object. */
 int gs_check_size(const struct gs_engine *e, uint64_t size);
@@ -122,7 +131,11 @@ const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
  * larger than ram_head on an engine with pools lives whole on disk and its
  * head is a cache: it may be absent, and come in while pinned (never leave
  * while pinned). */
-const void *gs_obj_head(const struct gs_obj *obj, uint64_t *len);
+const void *gs_obj_head(const struct gs_engine *e, const struct gs_obj *obj,
+			uint64_t *len);
+/* Bytes of the pinned <obj> on tier <t> (RAM: its head, cached or its own,
+ * and RAM chunks). */
+uint64_t gs_obj_tier_bytes(const struct gs_obj *obj, enum gs_tier t);
 /* Unpins and clears <*objp>. */
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp);
 

@@ -43,8 +43,7 @@ static void head_drop(struct gs_engine *e, struct gs_obj *obj)
 	heads_remove(e, obj);
 	__atomic_store_n(&obj->meta.head_len, 0, __ATOMIC_RELEASE);
 	region_free(&e->region, obj->meta.head_off);
-	obj->head = NULL;
-	obj->meta.tier_bytes[GS_TIER_RAM] = 0;
+	obj->has_head = false;
 	STAT_SUB(e, ram_head_bytes, len);
 	STAT_SUB(e, ram_head_objects, 1);
 	STAT_ADD(e, head_evictions, 1);
@@ -78,7 +77,7 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off)
 {
 	bool again;
 
-	if (!obj->on_disk || !obj->linked || obj->head || obj->head_loading)
+	if (!obj->on_disk || !obj->linked || obj->has_head || obj->head_loading)
 		return false;
 	again = e->head_admit_any ||
 		(obj->seen_epoch && e->heads_epoch - obj->seen_epoch <= 1);
@@ -102,7 +101,7 @@ void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 	uint64_t len = engine_head_bytes(e, obj);
 
 	obj->head_loading = false;
-	if (!obj->linked || obj->head) {
+	if (!obj->linked || obj->has_head) {
 		region_free(&e->region, off);
 		return;
 	}
@@ -119,11 +118,10 @@ void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 	}
 	obj->head_pos = e->heads_len;
 	e->heads[e->heads_len++] = obj;
-	obj->head = (char *)e->region.base + off;
+	obj->has_head = true;
 	obj->meta.head_off = off;
 	obj->head_referenced = false;
-	obj->meta.tier_bytes[GS_TIER_RAM] = len;
-	/* readers load head_len first (acquire), then head_off and head */
+	/* readers load head_len first (acquire), then head_off */
 	__atomic_store_n(&obj->meta.head_len, len, __ATOMIC_RELEASE);
 	STAT_ADD(e, ram_heads, 1);
 	STAT_ADD(e, ram_head_bytes, len);

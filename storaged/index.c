@@ -88,9 +88,11 @@ static void tier_gauges(struct gs_engine *e, const struct gs_obj *obj, int sign)
 		uint64_t *b = (uint64_t *)((char *)&e->st + bytes_at[t]);
 		uint64_t *o = (uint64_t *)((char *)&e->st + objects_at[t]);
 
-		if (!obj->meta.tier_bytes[t])
+		uint64_t n = gs_obj_tier_bytes(obj, t);
+
+		if (!n)
 			continue;
-		__atomic_fetch_add(b, sign * obj->meta.tier_bytes[t], __ATOMIC_RELAXED);
+		__atomic_fetch_add(b, sign * n, __ATOMIC_RELAXED);
 		__atomic_fetch_add(o, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_add(&e->st.curr_items, (uint64_t)(int64_t)sign, __ATOMIC_RELAXED);
@@ -159,8 +161,8 @@ void engine_drop(struct gs_engine *e, struct gs_obj *obj)
 static bool obj_holds(const struct gs_obj *obj, enum gs_tier need)
 {
 	if (need == GS_TIER_RAM)
-		return !obj->on_disk && obj->meta.tier_bytes[GS_TIER_RAM];
-	return obj->meta.tier_bytes[need] != 0;
+		return !obj->on_disk && gs_obj_tier_bytes(obj, GS_TIER_RAM);
+	return gs_obj_tier_bytes(obj, need) != 0;
 }
 
 bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
@@ -331,13 +333,13 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 		obj->refs++;
 		obj->referenced = true;
 		STAT_ADD(e, pins, 1);
-		if (obj->on_disk && obj->head) {
+		if (obj->on_disk && obj->has_head) {
 			obj->head_referenced = true;
 			STAT_ADD(e, head_hits, 1);
 		} else if (obj->on_disk) {
 			STAT_ADD(e, head_misses, 1);
 		}
-		if (obj->head)
+		if (obj->has_head)
 			region_hit(&e->region, obj->meta.head_off);
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -355,13 +357,14 @@ const struct gs_meta *gs_obj_meta(const struct gs_obj *obj)
 	return &obj->meta;
 }
 
-const void *gs_obj_head(const struct gs_obj *obj, uint64_t *len)
+const void *gs_obj_head(const struct gs_engine *e, const struct gs_obj *obj,
+			uint64_t *len)
 {
 	uint64_t n = __atomic_load_n(&obj->meta.head_len, __ATOMIC_ACQUIRE);
 
 	if (len)
 		*len = n;
-	return n ? obj->head : NULL;
+	return n ? (char *)e->region.base + obj->meta.head_off : NULL;
 }
 
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
@@ -415,7 +418,7 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	pthread_mutex_lock(&e->lock);
 	obj = find_live(e, key, klen, false);
 	if (obj) {
-		obj->meta.exptime = exptime;
+		obj->meta.exptime = gs_exptime(exptime);
 		obj->referenced = true;
 		/* only the expiry time is at stake: a touch the journal could
 		 * not take leaves the old one after a restart */
@@ -445,7 +448,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	ret = -EINVAL;
 	if (obj->nchunks)
 		goto out;
-	ret = fn(arg, obj->head, obj->meta.size, &val, &len);
+	ret = fn(arg, obj_head_ptr(e, obj), obj->meta.size, &val, &len);
 	if (ret < 0)
 		goto out;
 	ret = -E2BIG;
@@ -455,7 +458,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	ret = engine_reserve(e, key, klen, len, &nobj);
 	if (ret == 0) {
 		if (len)
-			memcpy(nobj->head, val, len);
+			memcpy(obj_head_ptr(e, nobj), val, len);
 		nobj->meta.flags = obj->meta.flags;
 		nobj->meta.exptime = obj->meta.exptime;
 		ret = engine_link(e, nobj, GS_IF_ANY, 0, NULL);

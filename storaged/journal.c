@@ -98,7 +98,7 @@ size_t journal_put_len(const struct gs_obj *obj)
 		       (uint64_t)obj->nchunks * sizeof(struct jchunk);
 
 	if (!obj->nchunks) {
-		if (obj->meta.size && !obj->head)
+		if (obj->meta.size && !obj->has_head)
 			return 0;
 		len += round8(obj->meta.size);
 	}
@@ -119,8 +119,8 @@ static void rec_seal(struct jrec *r, size_t len, enum jrec_kind kind,
 
 /* <obj>'s PUT of <len> bytes (journal_put_len()) at zeroed <r>, filed
  * under <seq>. */
-static void put_encode(struct jrec *r, size_t len, const struct gs_obj *obj,
-		       uint64_t seq)
+static void put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
+		       const struct gs_obj *obj, uint64_t seq)
 {
 	struct jput *p = (struct jput *)(r + 1);
 	char *key = (char *)(p + 1);
@@ -137,13 +137,13 @@ static void put_encode(struct jrec *r, size_t len, const struct gs_obj *obj,
 	memcpy(key, obj->key, obj->klen);
 	for (uint32_t i = 0; i < obj->nchunks; i++)
 		c[i] = (struct jchunk){
-			.addr = obj->chunks[i].addr,
-			.sum = obj->chunks[i].sum,
-			.len = obj->chunks[i].len,
-			.tier = obj->chunks[i].tier,
+			.addr = obj_chunks(obj)[i].addr,
+			.sum = obj_chunks(obj)[i].sum,
+			.len = obj_chunks(obj)[i].len,
+			.tier = obj_chunks(obj)[i].tier,
 		};
 	if (!obj->nchunks && obj->meta.size)
-		memcpy(c, obj->head, obj->meta.size);
+		memcpy(c, obj_head_ptr(e, obj), obj->meta.size);
 	rec_seal(r, len, JREC_PUT, obj->klen, seq);
 }
 
@@ -225,7 +225,7 @@ int journal_put(struct gs_engine *e, const struct gs_obj *obj)
 	if (!r)
 		return -ENOMEM;
 	seq = file_seq(e, j, obj->meta.cas);
-	put_encode(r, len, obj, seq);
+	put_encode(e, r, len, obj, seq);
 	return append(e, len, seq);
 }
 
@@ -372,7 +372,7 @@ static int64_t write_live(struct gs_engine *e, struct cp_out *o)
 			continue;
 		r = out_room(o, len);
 		if (r) {
-			put_encode(r, len, obj, obj->meta.cas);
+			put_encode(e, r, len, obj, obj->meta.cas);
 			n++;
 		}
 	}

@@ -295,12 +295,12 @@ static bool layout_ok(const struct gs_engine *e, const struct rent *x)
 static int claim(struct gs_engine *e, struct gs_obj *obj)
 {
 	for (uint32_t i = 0; i < obj->nchunks; i++) {
-		struct chunk *c = &obj->chunks[i];
+		struct chunk *c = &obj_chunks(obj)[i];
 
 		if (pool_claim(&e->pools[c->tier], c->addr, c->len) == 0)
 			continue;
 		for (uint32_t k = i; k < obj->nchunks; k++)
-			obj->chunks[k].addr = UINT64_MAX;	/* not ours */
+			obj_chunks(obj)[k].addr = UINT64_MAX;	/* not ours */
 		engine_free_record(e, obj);
 		return -EINVAL;
 	}
@@ -326,15 +326,14 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	}
 	obj->meta.size = p->size;
 	obj->meta.flags = p->flags;
-	obj->meta.exptime = x->exptime;
+	obj->meta.exptime = gs_exptime(x->exptime);
 	obj->meta.cas = p->cas;
 	obj->meta.mtime = p->mtime;
 	for (uint32_t i = 0; i < p->nchunks; i++) {
-		obj->chunks[i] = (struct chunk){
+		obj_chunks(obj)[i] = (struct chunk){
 			.addr = c[i].addr, .sum = c[i].sum,
 			.len = c[i].len, .tier = c[i].tier,
 		};
-		obj->meta.tier_bytes[c[i].tier] += c[i].len;
 	}
 	if (p->nchunks) {
 		obj->on_disk = true;
@@ -344,14 +343,14 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 		}
 		return obj;
 	}
-	obj->meta.head_len = obj->meta.tier_bytes[GS_TIER_RAM] = p->size;
+	obj->meta.head_len = p->size;
 	if (engine_reserve_part(e, obj, -1) < 0) {
 		engine_free_record(e, obj);
 		drop(r, DROP_RAM, x);
 		return NULL;
 	}
 	if (p->size)
-		memcpy(obj->head, c, p->size);
+		memcpy(obj_head_ptr(e, obj), c, p->size);
 	return obj;
 }
 

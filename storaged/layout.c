@@ -75,12 +75,23 @@ static uint32_t layout(const struct gs_engine *e, uint64_t size,
 	return n;
 }
 
+uint64_t gs_obj_tier_bytes(const struct gs_obj *obj, enum gs_tier t)
+{
+	const struct chunk *c = obj_chunks(obj);
+	uint64_t n = t == GS_TIER_RAM ? obj->meta.head_len : 0;
+
+	for (uint32_t i = 0; i < obj->nchunks; i++)
+		if (c[i].tier == t)
+			n += c[i].len;
+	return n;
+}
+
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 {
 	uint64_t off = obj->on_disk ? 0 : obj->meta.head_len;
 
 	for (uint32_t k = 0; k < i; k++)
-		off += obj->chunks[k].len;
+		off += obj_chunks(obj)[k].len;
 	return off;
 }
 
@@ -105,10 +116,10 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
 	if (obj->head_pos != UINT32_MAX)
 		engine_head_forget(e, obj);
-	if (obj->head)
+	if (obj->has_head)
 		region_free(&e->region, obj->meta.head_off);
 	for (uint32_t i = 0; i < obj->nchunks; i++) {
-		struct chunk *c = &obj->chunks[i];
+		struct chunk *c = &obj_chunks(obj)[i];
 
 		if (c->addr == UINT64_MAX)
 			continue;
@@ -165,7 +176,6 @@ struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 
 	if (!obj)
 		return NULL;
-	obj->chunks = (struct chunk *)(obj->key + round_up(klen, 8));
 	memcpy(obj->key, key, klen);
 	obj->klen = klen;
 	obj->refs = 1;
@@ -186,16 +196,13 @@ int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 	obj = engine_record_alloc(key, klen, n);
 	if (!obj)
 		return -ENOMEM;
-	layout(e, size, obj->chunks);
+	layout(e, size, obj_chunks(obj));
 	obj->on_disk = home_on_disk(e, size);
 	obj->meta.size = size;
 	if (!obj->on_disk)
 		obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
-	obj->meta.tier_bytes[GS_TIER_RAM] = obj->meta.head_len;
-	for (uint32_t i = 0; i < n; i++) {
-		obj->chunks[i].addr = UINT64_MAX;
-		obj->meta.tier_bytes[obj->chunks[i].tier] += obj->chunks[i].len;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		obj_chunks(obj)[i].addr = UINT64_MAX;
 	*objp = obj;
 	return 0;
 }
@@ -207,14 +214,14 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 	int ret;
 
 	if (i < 0) {
-		if (obj->head || !obj->meta.head_len)
+		if (obj->has_head || !obj->meta.head_len)
 			return 0;
 		ret = alloc_ram(e, obj->meta.head_len, &obj->meta.head_off);
 		if (ret == 0)
-			obj->head = (char *)e->region.base + obj->meta.head_off;
+			obj->has_head = true;
 		return ret;
 	}
-	c = &obj->chunks[i];
+	c = &obj_chunks(obj)[i];
 	if (c->addr != UINT64_MAX)
 		return 0;
 	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */

@@ -118,7 +118,7 @@ static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 	srv->st[ST_ring_lookup_hits]++;
 	srv->st[ST_ring_pins]++;
 	m = gs_obj_meta(obj);
-	gs_obj_head(obj, &head_len);	/* 0: the head comes over the ring */
+	gs_obj_head(srv->e, obj, &head_len);	/* 0: the head comes over the ring */
 	cqe.handle = h->id;
 	cqe.meta = (struct ring_meta){
 		.size = m->size, .cas = m->cas, .mtime = m->mtime,

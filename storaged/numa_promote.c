@@ -33,12 +33,12 @@ static uint64_t now_us(void)
 static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 		      void *arg)
 {
-	if (obj->head)
+	if (obj->has_head)
 		fn(&obj->meta.head_off, arg);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (obj->chunks[c].tier == GS_TIER_RAM &&
-		    obj->chunks[c].addr != UINT64_MAX)
-			fn(&obj->chunks[c].addr, arg);
+		if (obj_chunks(obj)[c].tier == GS_TIER_RAM &&
+		    obj_chunks(obj)[c].addr != UINT64_MAX)
+			fn(&obj_chunks(obj)[c].addr, arg);
 }
 
 struct owner_arg {
@@ -194,13 +194,8 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 		promote(r, rd, f, l);
 		moved++;
 	}
-	for (uint32_t i = 0; moved && i < e->clock_len; i++) {
-		struct gs_obj *obj = e->clock[i];
-
-		each_slot(obj, move_owner, &o);
-		if (obj->head)		/* the pointer follows the offset */
-			obj->head = (char *)r->base + obj->meta.head_off;
-	}
+	for (uint32_t i = 0; moved && i < e->clock_len; i++)
+		each_slot(e->clock[i], move_owner, &o);
 	return moved;
 }
 

@@ -114,7 +114,7 @@ static int eng_open(void *arg, const char *key, size_t klen,
 	if (r)
 		goto out_free;
 	meta = gs_obj_meta(m->obj);
-	gs_obj_head(m->obj, &m->head_len);
+	gs_obj_head(es->e, m->obj, &m->head_len);
 	if (m->head_len > meta->size)
 		m->head_len = meta->size;
 	if (m->head_len && (meta->head_off > es->map_len ||

@@ -79,12 +79,12 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	free(order);
 	uring_submit(io);		/* the disk starts while we copy */
 	if (!obj->on_disk && obj->meta.head_len)
-		memcpy(buf, obj->head, obj->meta.head_len);
+		memcpy(buf, obj_head_ptr(io->e, obj), obj->meta.head_len);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (obj->chunks[c].tier == GS_TIER_RAM)
+		if (obj_chunks(obj)[c].tier == GS_TIER_RAM)
 			memcpy((char *)buf + engine_chunk_start(obj, c),
-			       (char *)io->e->region.base + obj->chunks[c].addr,
-			       obj->chunks[c].len);
+			       (char *)io->e->region.base + obj_chunks(obj)[c].addr,
+			       obj_chunks(obj)[c].len);
 	if (--r->pending == 0)
 		defer(io, &r->def, read_into_deferred, r, 0);
 	return 0;

@@ -29,7 +29,7 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		const char *data, int res)
 {
 	struct gs_engine *e = io->e;
-	const struct chunk *c = &obj->chunks[ci];
+	const struct chunk *c = &obj_chunks(obj)[ci];
 
 	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
 		STAT_ADD(e, checksum_errors, 1);
@@ -64,19 +64,19 @@ uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
 {
 	uint32_t n = 0, lead = UINT32_MAX, c;
 
-	for (c = first; c < last && obj->chunks[c].tier == GS_TIER_RAM; c++)
+	for (c = first; c < last && obj_chunks(obj)[c].tier == GS_TIER_RAM; c++)
 		;
 	if (c < last)
 		order[n++] = c;
 	for (c++; lead_tail && c < last; c++)
-		if (obj->chunks[c].tier == GS_TIER_HDD) {
+		if (obj_chunks(obj)[c].tier == GS_TIER_HDD) {
 			lead = c;
 			break;
 		}
 	if (lead != UINT32_MAX)
 		order[n++] = lead;
 	for (c = n ? order[0] + 1 : last; c < last; c++)
-		if (c != lead && obj->chunks[c].tier != GS_TIER_RAM)
+		if (c != lead && obj_chunks(obj)[c].tier != GS_TIER_RAM)
 			order[n++] = c;
 	return n;
 }
@@ -202,8 +202,8 @@ static void head_load_chunk(struct gs_stream *s, uint32_t c, const char *data)
 
 	if (!s->head_loading || sl->head_copied || sl->off >= hb)
 		return;
-	n = hb - sl->off < s->obj->chunks[c].len ? hb - sl->off :
-	    s->obj->chunks[c].len;
+	n = hb - sl->off < obj_chunks(s->obj)[c].len ? hb - sl->off :
+	    obj_chunks(s->obj)[c].len;
 	memcpy((char *)e->region.base + s->head_slot + sl->off, data, n);
 	sl->head_copied = true;
 	if (--s->head_chunks)
@@ -290,7 +290,7 @@ static void stream_reclaim(struct gs_stream *s)
 	for (uint32_t c = s->cur; c < s->last; c++) {
 		struct stream_slot *sl = &s->slots[c - s->first];
 
-		if (s->obj->chunks[c].tier == GS_TIER_RAM)
+		if (obj_chunks(s->obj)[c].tier == GS_TIER_RAM)
 			continue;
 		put_slices(s, sl);
 		if (sl->early)
@@ -358,7 +358,7 @@ static bool take_window(struct gs_stream *s)
 
 static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
 {
-	const struct chunk *ch = &s->obj->chunks[c];
+	const struct chunk *ch = &obj_chunks(s->obj)[c];
 	uint32_t alen = round_up(ch->len, tier_align(s->io->e, ch->tier));
 
 	return (alen + SLICE - 1) / SLICE;
@@ -431,7 +431,7 @@ static void early_start(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
 	uint32_t c = s->norder ? s->order[0] : 0;
-	const struct chunk *ch = &s->obj->chunks[c];
+	const struct chunk *ch = &obj_chunks(s->obj)[c];
 	struct stream_slot *sl;
 
 	if (s->caller_bufs || s->next_submit || !s->norder || c != s->cur ||
@@ -518,7 +518,7 @@ static void stream_span(struct gs_stream *s)
 		return;
 	s->first = UINT32_MAX;
 	for (uint32_t c = 0; c < obj->nchunks; c++) {
-		uint64_t cend = coff + obj->chunks[c].len;
+		uint64_t cend = coff + obj_chunks(obj)[c].len;
 
 		if (s->first == UINT32_MAX && cend > start)
 			s->first = c;
@@ -544,7 +544,7 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		return -ENOMEM;
 	s->io = io;
 	s->obj = obj;			/* pinned once it can't fail */
-	s->head = gs_obj_head(obj, &s->head_len);
+	s->head = gs_obj_head(io->e, obj, &s->head_len);
 	s->pos = off < end ? off : end;
 	s->end = end;
 	s->window_max = window_max;
@@ -565,8 +565,8 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 
 			sl->win = -1;
 			sl->off = coff;
-			coff += obj->chunks[c].len;
-			if (obj->chunks[c].tier == GS_TIER_RAM)
+			coff += obj_chunks(obj)[c].len;
+			if (obj_chunks(obj)[c].tier == GS_TIER_RAM)
 				sl->state = CH_READY;
 		}
 		s->norder = read_order(obj, s->first, s->last, window_max > 1,
@@ -600,7 +600,7 @@ static uint32_t head_chunks(const struct gs_stream *s)
 		return 0;
 	for (uint32_t c = 0; c < s->last; c++) {
 		n++;
-		if (s->slots[c].off + obj->chunks[c].len >= hb ||
+		if (s->slots[c].off + obj_chunks(obj)[c].len >= hb ||
 		    c + 1 == obj->nchunks)
 			return n;
 	}
@@ -684,7 +684,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		return 0;
 	}
 	sl = &s->slots[s->cur - s->first];
-	c = &obj->chunks[s->cur];
+	c = &obj_chunks(obj)[s->cur];
 	if (sl->state != CH_READY)
 		return -EAGAIN;
 	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
@@ -702,7 +702,7 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];
 
-		if (s->pos < sl->off + s->obj->chunks[s->cur].len)
+		if (s->pos < sl->off + obj_chunks(s->obj)[s->cur].len)
 			break;
 		if (!s->keep)
 			put_slices(s, sl);
@@ -734,7 +734,7 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 	while (s->rel < s->cur) {
 		struct stream_slot *sl = &s->slots[s->rel - s->first];
 
-		if (off < sl->off + s->obj->chunks[s->rel].len)
+		if (off < sl->off + obj_chunks(s->obj)[s->rel].len)
 			break;
 		put_slices(s, sl);
 		s->rel++;

@@ -182,7 +182,7 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		   bool write, char *buf, int buf_idx, op_done_fn done,
 		   void *owner)
 {
-	struct chunk *c = &obj->chunks[ci];
+	struct chunk *c = &obj_chunks(obj)[ci];
 	struct pool *p = &io->e->pools[c->tier];
 	struct pool_seg segs[GS_MAX_SEGS];
 	uint32_t len = round_up(c->len, p->align);

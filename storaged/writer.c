@@ -95,7 +95,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w->obj = obj;
 	w->io = io;
 	w->obj->meta.flags = flags;
-	w->obj->meta.exptime = exptime;
+	w->obj->meta.exptime = gs_exptime(exptime);
 	w->cur_off = engine_chunk_start(w->obj, 0);
 	w->cur_buf = -1;
 	waiter_init(&w->waiter);
@@ -265,11 +265,11 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	uint64_t need, part_end;
 
 	if (w->pos < obj->meta.head_len) {
-		if (!w->error && !obj->head)
+		if (!w->error && !obj->has_head)
 			writer_reserve(w, -1);
 		if (w->error)
 			return writer_sink(w, p, len, obj->meta.head_len);
-		*p = (char *)obj->head + w->pos;
+		*p = (char *)obj_head_ptr(io->e, obj) + w->pos;
 		*len = obj->meta.head_len - w->pos;
 		return 0;
 	}
@@ -277,7 +277,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		*len = 0;
 		return 0;
 	}
-	c = &obj->chunks[w->cur];
+	c = &obj_chunks(obj)[w->cur];
 	part_end = w->cur_off + c->len;
 	/* disk space is reserved once a chunk's bytes are all in */
 	if (c->tier == GS_TIER_RAM && c->addr == UINT64_MAX && !w->error)
@@ -334,7 +334,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	w->pos += n;
 	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
 		return;
-	c = &obj->chunks[w->cur];
+	c = &obj_chunks(obj)[w->cur];
 	if (w->pos < w->cur_off + c->len)
 		return;
 	w->cur++;

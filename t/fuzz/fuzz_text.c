@@ -113,7 +113,7 @@ static void reply_bytes(struct conn *c, struct gs_obj *obj)
 	const struct gs_meta *m = gs_obj_meta(obj);
 
 	EXPECT(m->head_len == m->size);
-	conn_reply(c, gs_obj_head(obj, NULL), m->size);
+	conn_reply(c, gs_obj_head(srv.e, obj, NULL), m->size);
 	gs_obj_put(srv.e, &obj);
 }
 

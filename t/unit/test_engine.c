@@ -238,7 +238,7 @@ static void corrupt_round(const char *name, struct gs_engine *e,
 	fill(val, 2 << 20, 99);
 	CHECK(put(io, "victim", val, 2 << 20, GS_IF_ANY) == 0, "%s: victim", name);
 	if (gs_lookup(e, "victim", 6, &obj) == 0) {
-		addr = obj->chunks[1].addr;	/* one dir: file offset */
+		addr = obj_chunks(obj)[1].addr;	/* one dir: file offset */
 		gs_obj_put(e, &obj);
 	}
 	snprintf(path, sizeof(path), "%s/extents", ssd_dir);

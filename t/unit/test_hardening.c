@@ -213,7 +213,7 @@ static void incr_evicts_counter(void)
 	CHECK(gs_lookup(e, "c", 1, &obj) == 0, "incr: c gone");
 	if (obj) {
 		CHECK(gs_obj_meta(obj)->flags == 77 && gs_obj_meta(obj)->size == 1 &&
-		      !memcmp(gs_obj_head(obj, NULL), "2", 1), "incr: c is wrong");
+		      !memcmp(gs_obj_head(e, obj, NULL), "2", 1), "incr: c is wrong");
 		gs_obj_put(e, &obj);
 	}
 	gs_io_destroy(&io);
@@ -360,7 +360,7 @@ static void alloc_failures(void)
 	CHECK(ret == 0, "alloc: replace under a failing realloc gave %d", ret);
 	CHECK(gs_lookup(e, "k5", 2, &obj) == 0, "alloc: k5 lost");
 	if (obj) {
-		CHECK(!memcmp(gs_obj_head(obj, NULL), "new", 3), "alloc: k5 wrong");
+		CHECK(!memcmp(gs_obj_head(e, obj, NULL), "new", 3), "alloc: k5 wrong");
 		gs_obj_put(e, &obj);
 	}
 	/* a new key then fails cleanly, its reservation given back */

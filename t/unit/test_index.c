@@ -1,7 +1,7 @@
 /*
  * What the index costs (stats index_bytes), against its documented
- * formula: per record, glibc malloc's chunk for the record, its key
- * rounded to 8 and its chunk extents (request + 8, rounded to 16, at least
+ * formula: per record, glibc malloc's chunk for the record and its key,
+ * rounded to 8, then its chunk extents (request + 8, rounded to 16, at least
  * 32); per engine, the bucket, CLOCK and head-CLOCK arrays at capacity.
  * And the journal's pages leave the page cache once written (mincore).
  */
@@ -33,7 +33,7 @@ static uint64_t malloc_chunk(uint64_t n)
 
 static uint64_t record(size_t klen, uint32_t nchunks)
 {
-	return malloc_chunk(sizeof(struct gs_obj) + (klen + 7) / 8 * 8 +
+	return malloc_chunk((offsetof(struct gs_obj, key) + klen + 7) / 8 * 8 +
 			    nchunks * sizeof(struct chunk));
 }
 
@@ -83,6 +83,23 @@ static struct gs_engine *open_engine(struct gs_config *cfg, bool ssd,
 	return e;
 }
 
+/* gs_meta keeps unix seconds in 32 bits: 0 never, a time before 1970
+ * long past (memcached's negative exptime), one past 2106 saturated. */
+static void exptime_round(struct gs_engine *e)
+{
+	struct gs_meta m;
+	struct gs_obj *obj;
+
+	CHECK(gs_touch(e, "a", 1, (int64_t)1 << 40, &m) == 0 &&
+	      m.exptime == UINT32_MAX, "far: %u", m.exptime);
+	CHECK(gs_lookup(e, "a", 1, &obj) == 0, "far: expired");
+	gs_obj_put(e, &obj);
+	CHECK(gs_touch(e, "a", 1, 0, &m) == 0 && m.exptime == 0, "never");
+	CHECK(gs_touch(e, "a", 1, -1, &m) == 0 && m.exptime == 1,
+	      "negative: %u", m.exptime);
+	CHECK(gs_lookup(e, "a", 1, &obj) == -ENOENT, "negative: not expired");
+}
+
 /* RAM-only objects: no chunks; a 40-byte key costs 40 bytes more. */
 static void small_round(char *val)
 {
@@ -120,6 +137,7 @@ static void small_round(char *val)
 	gs_stats(e, &st);
 	CHECK(st.index_record_bytes == want - record(strlen(keys[1]), 0),
 	      "after delete: %llu", (unsigned long long)st.index_record_bytes);
+	exptime_round(e);
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 }

@@ -106,7 +106,7 @@ static int read_exact(struct gs_engine *e, int i)
 	snprintf(key, sizeof(key), "k%03d", i);
 	if (gs_lookup(e, key, strlen(key), &obj) < 0)
 		return -1;
-	p = gs_obj_head(obj, &len);
+	p = gs_obj_head(e, obj, &len);
 	if (len != HEAD || memcmp(p, values[i], HEAD))
 		ret = -1;
 	gs_obj_put(e, &obj);
@@ -165,10 +165,10 @@ static void promotion(void)
 	/* two hot blocks of region 2; the first one has a pinned object */
 	hit(e, 2 * PER_REGION, 16, 4);
 	CHECK(gs_lookup(e, "k064", 4, &pin) == 0, "pin");
-	p = gs_obj_head(pin, &len);
+	p = gs_obj_head(e, pin, &len);
 	CHECK(round_locked(e) == 1, "one block moved, the pinned one stays");
 	CHECK(region_of(e, 64) == 2 && region_of(e, 72) == 0, "k064 stays, k072 moves");
-	CHECK(gs_obj_head(pin, &len) == p && !memcmp(p, values[64], HEAD),
+	CHECK(gs_obj_head(e, pin, &len) == p && !memcmp(p, values[64], HEAD),
 	      "pinned bytes in place and exact");
 	gs_obj_put(e, &pin);
 	hit(e, 2 * PER_REGION, 8, 4);
