@@ -173,8 +173,6 @@ struct gs_obj {				/* gs_obj is its public name */
 	struct gs_meta meta;
 	uint32_t refs;			/* pins, plus one while linked */
 	uint32_t clock_pos;
-	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
-	uint32_t seen_epoch;		/* head CLOCK lap of the last head miss */
 	uint32_t nchunks;
 	uint8_t klen;
 	bool on_disk;			/* fixed at creation, read unlocked */
@@ -183,18 +181,31 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool head_referenced:1;		/* cached head: second chance */
 	bool head_loading:1;		/* a read is bringing its head in */
 	bool has_head:1;		/* meta.head_off holds its head */
-	char key[];			/* then, 8-aligned, nchunks chunks */
+	char key[];			/* then, 8-aligned, with chunks: */
 };
 
-/* Where <obj>'s chunk extents start: after the key, 8-aligned. */
-static inline size_t obj_chunks_at(size_t klen)
+/* What a record with chunks (every on-disk object) holds after its key:
+ * its place in the head cache, then its chunk extents. */
+struct obj_disk {
+	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
+	uint32_t seen_epoch;		/* head CLOCK lap of the last head miss */
+	struct chunk chunks[];
+};
+
+static inline size_t obj_key_end(size_t klen)
 {
 	return (offsetof(struct gs_obj, key) + klen + 7) & ~(size_t)7;
 }
 
+/* <obj>'s struct obj_disk; only when obj->nchunks. */
+static inline struct obj_disk *obj_disk(const struct gs_obj *obj)
+{
+	return (struct obj_disk *)((char *)obj + obj_key_end(obj->klen));
+}
+
 static inline struct chunk *obj_chunks(const struct gs_obj *obj)
 {
-	return (struct chunk *)((char *)obj + obj_chunks_at(obj->klen));
+	return obj_disk(obj)->chunks;
 }
 
 struct gs_engine {
@@ -224,10 +235,12 @@ struct gs_engine {
 };
 
 /* Bytes one malloc'd record of a <klen>-byte key and <nchunks> chunks
- * asks for: the record and key, rounded to 8, then the chunk extents. */
+ * asks for: the record and key, rounded to 8, then, with chunks, struct
+ * obj_disk and the extents. */
 static inline uint64_t engine_record_size(size_t klen, uint32_t nchunks)
 {
-	return obj_chunks_at(klen) + (uint64_t)nchunks * sizeof(struct chunk);
+	return obj_key_end(klen) + (nchunks ? sizeof(struct obj_disk) +
+				     (uint64_t)nchunks * sizeof(struct chunk) : 0);
 }
 
 /* <obj>'s head in the RAM region of <e>; NULL when it has none. */

@@ -22,16 +22,17 @@ uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
 static void heads_remove(struct gs_engine *e, struct gs_obj *obj)
 {
 	struct gs_obj *last = e->heads[--e->heads_len];
+	uint32_t pos = obj_disk(obj)->head_pos;
 
-	e->heads[obj->head_pos] = last;
-	last->head_pos = obj->head_pos;
-	obj->head_pos = UINT32_MAX;
+	e->heads[pos] = last;
+	obj_disk(last)->head_pos = pos;
+	obj_disk(obj)->head_pos = UINT32_MAX;
 	STAT_SUB(e, ram_heads, 1);
 }
 
 void engine_head_forget(struct gs_engine *e, struct gs_obj *obj)
 {
-	if (obj->head_pos != UINT32_MAX)
+	if (obj->on_disk && obj_disk(obj)->head_pos != UINT32_MAX)
 		heads_remove(e, obj);
 }
 
@@ -80,10 +81,11 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off)
 	if (!obj->on_disk || !obj->linked || obj->has_head || obj->head_loading)
 		return false;
 	again = e->head_admit_any ||
-		(obj->seen_epoch && e->heads_epoch - obj->seen_epoch <= 1);
+		(obj_disk(obj)->seen_epoch &&
+		 e->heads_epoch - obj_disk(obj)->seen_epoch <= 1);
 	if (engine_head_alloc(e, false, off) < 0 &&
 	    (!again || engine_head_alloc(e, true, off) < 0)) {
-		obj->seen_epoch = e->heads_epoch;
+		obj_disk(obj)->seen_epoch = e->heads_epoch;
 		return false;
 	}
 	obj->head_loading = true;
@@ -116,7 +118,7 @@ void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 		e->heads = h;
 		e->heads_cap = cap;
 	}
-	obj->head_pos = e->heads_len;
+	obj_disk(obj)->head_pos = e->heads_len;
 	e->heads[e->heads_len++] = obj;
 	obj->has_head = true;
 	obj->meta.head_off = off;

@@ -241,7 +241,8 @@ static struct gs_obj *find_live(struct gs_engine *e, const void *key,
 	return obj;
 }
 
-/* Room in the CLOCK for one more record: 0 or -ENOMEM. */
+/* Room in the CLOCK for one more record: 0 or -ENOMEM.  It grows by a
+ * quarter, so its spare capacity stays under a fifth of it. */
 static int clock_room(struct gs_engine *e)
 {
 	uint32_t cap;
@@ -249,7 +250,7 @@ static int clock_room(struct gs_engine *e)
 
 	if (e->clock_len < e->clock_cap)
 		return 0;
-	cap = e->clock_cap ? 2 * e->clock_cap : 1024;
+	cap = e->clock_cap ? e->clock_cap + e->clock_cap / 4 : 1024;
 	c = realloc(e->clock, cap * sizeof(*c));
 	if (!c)
 		return -ENOMEM;

@@ -114,8 +114,7 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
-	if (obj->head_pos != UINT32_MAX)
-		engine_head_forget(e, obj);
+	engine_head_forget(e, obj);
 	if (obj->has_head)
 		region_free(&e->region, obj->meta.head_off);
 	for (uint32_t i = 0; i < obj->nchunks; i++) {
@@ -180,7 +179,8 @@ struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 	obj->klen = klen;
 	obj->refs = 1;
 	obj->nchunks = nchunks;
-	obj->head_pos = UINT32_MAX;
+	if (nchunks)
+		obj_disk(obj)->head_pos = UINT32_MAX;
 	return obj;
 }
 

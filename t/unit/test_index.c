@@ -1,7 +1,8 @@
 /*
  * What the index costs (stats index_bytes), against its documented
  * formula: per record, glibc malloc's chunk for the record and its key,
- * rounded to 8, then its chunk extents (request + 8, rounded to 16, at least
+ * rounded to 8, then, with chunks, 8 bytes of head-cache place and the
+ * chunk extents (request + 8, rounded to 16, at least
  * 32); per engine, the bucket, CLOCK and head-CLOCK arrays at capacity.
  * And the journal's pages leave the page cache once written (mincore).
  */
@@ -34,7 +35,7 @@ static uint64_t malloc_chunk(uint64_t n)
 static uint64_t record(size_t klen, uint32_t nchunks)
 {
 	return malloc_chunk((offsetof(struct gs_obj, key) + klen + 7) / 8 * 8 +
-			    nchunks * sizeof(struct chunk));
+			    (nchunks ? 8 + nchunks * sizeof(struct chunk) : 0));
 }
 
 /* The record of <key> costs what the formula says, and what glibc holds. */
