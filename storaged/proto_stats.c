@@ -104,6 +104,8 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 	tables = stats_tables(arg, len);
 	if (tables) {
 		server_stats_snapshot(srv, &snap);
+		if (tables & STATS_POOLS)
+			gs_arena_stats(srv->e, &snap.arena);
 		stats_emit(tables, &snap, &sink);
 	} else if (arg_is(arg, len, "reset")) {
 		server_stats_reset(srv);

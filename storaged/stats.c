@@ -75,6 +75,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	emit_U64(sink, #name, s->engine.name -				\
 		 ((since_reset) ? s->engine_base.name : 0), desc);
 #define EMIT_LINK(name, desc) emit_U64(sink, #name, s->link[ST_##name], desc);
+#define EMIT_ARENA(name, desc) emit_U64(sink, #name, s->arena.name, desc);
 	if (tables & STATS_PROCESS) {
 		PROCESS_STATS(EMIT_KIND)
 	}
@@ -91,6 +92,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	}
 	if (tables & STATS_POOLS) {
 		POOL_STATS(EMIT_FIELD)
+		ARENA_STATS(EMIT_ARENA)
 	}
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
@@ -104,6 +106,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 #undef EMIT_ENGINE
 #undef EMIT_SINCE
 #undef EMIT_LINK
+#undef EMIT_ARENA
 }
 
 void stats_process(struct stats_snapshot *s, time_t started)

@@ -1,6 +1,7 @@
 # goblin-store and libgoblin (the engine as a library).
 
 LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
+                  storaged/arena.c \
                   storaged/region.c storaged/pool.c storaged/dirtrust.c \
                   storaged/uring.c storaged/stream.c storaged/read_into.c \
                   storaged/writer.c \
