@@ -33,7 +33,8 @@
  * pressure (victims with an eighth dead) until room is made; failing both,
  * the CLOCK evicts an object (engine_evict_one), or with --no-evict the
  * set fails.  arena_compaction_max_us is the longest stretch of steps run
- * under one hold of the lock.
+ * under one hold of the lock, wall clock (a preempted holder counts);
+ * arena_compaction_max_cpu_us the same in the holder's CPU time.
  */
 #include <errno.h>
 #include <string.h>
@@ -49,12 +50,34 @@
 #define ARENA_IDLE_MS		50
 #define NONE			UINT32_MAX
 
-static uint64_t now_us(void)
+static uint64_t clock_us(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* When a hold of the lock for compaction began: wall and thread CPU. */
+struct hold {
+	uint64_t wall, cpu;
+};
+
+static struct hold hold_begin(void)
+{
+	return (struct hold){ clock_us(CLOCK_MONOTONIC),
+			      clock_us(CLOCK_THREAD_CPUTIME_ID) };
+}
+
+static void hold_done(struct arena *a, struct hold h)
+{
+	uint64_t wall = clock_us(CLOCK_MONOTONIC) - h.wall;
+	uint64_t cpu = clock_us(CLOCK_THREAD_CPUTIME_ID) - h.cpu;
+
+	if (wall > a->max_us)
+		a->max_us = wall;
+	if (cpu > a->max_cpu_us)
+		a->max_cpu_us = cpu;
 }
 
 static uint32_t entry_size(uint64_t len)
@@ -233,30 +256,42 @@ static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
 	return best;
 }
 
-/* Chooses a victim and makes <dst> hold its live bytes; false when no
- * segment is worth it or there is no room to move into. */
+/* Chooses a victim whose live bytes fit in <dst>'s room plus, while the
+ * region has one, a spare segment (taken when <dst> fills: dst_roll());
+ * false when no segment is worth it. */
 static bool victim_start(struct gs_engine *e, bool pressure)
 {
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
-	uint32_t min = r->block / (pressure ? 8 : 4), v, b;
+	uint32_t min = r->block / (pressure ? 8 : 4), v;
+	uint64_t room = seg_room(r, a->dst);
 
-	v = pick_victim(r, min, seg_room(r, a->dst));
-	if (v == NONE && spare_segments(r) > 0) {
-		v = pick_victim(r, min, r->block);
-		if (v == NONE)
-			return false;
-		if (seg_new(e, &b) < 0)
-			return false;
-		if (a->dst != NONE)
-			seg_seal(r, a->dst);
-		a->dst = b;
-	}
+	if (spare_segments(r) > 0)
+		room += r->block;
+	v = pick_victim(r, min, room);
 	if (v == NONE)
 		return false;
 	a->victim = v;
 	a->vpos = 0;
 	a->victim_blocked = false;
+	return true;
+}
+
+/* Makes <dst> a segment with <size> bytes of room, sealing a full one;
+ * false when no segment can be had. */
+static bool dst_roll(struct gs_engine *e, uint32_t size)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint32_t b;
+
+	if (seg_room(r, a->dst) >= size)
+		return true;
+	if (seg_new(e, &b) < 0)
+		return false;
+	if (a->dst != NONE)
+		seg_seal(r, a->dst);
+	a->dst = b;
 	return true;
 }
 
@@ -286,6 +321,7 @@ static void victim_step(struct gs_engine *e)
 	struct arena *a = &r->arena;
 	struct arena_seg *s = &a->segs[a->victim];
 	uint32_t bytes = 0, looked = 0, v = a->victim;
+	bool stuck = false;
 
 	while (a->vpos < s->used && bytes < ARENA_STEP_BYTES &&
 	       looked++ < ARENA_STEP_ENTRIES) {
@@ -299,6 +335,10 @@ static void victim_step(struct gs_engine *e)
 		}
 		size = entry_size(obj->meta.head_len);
 		if (obj->linked && obj->refs == 1) {
+			if (!dst_roll(e, size)) {
+				stuck = true;	/* no room: the lap ends */
+				break;
+			}
 			entry_move(e, obj, a->vpos, size);
 			bytes += size;
 		} else {
@@ -310,10 +350,10 @@ static void victim_step(struct gs_engine *e)
 			return;
 		}
 	}
-	if (a->vpos < s->used)
+	if (a->vpos < s->used && !stuck)
 		return;
 	a->victim = NONE;
-	if (a->victim_blocked) {
+	if (a->victim_blocked || stuck) {
 		a->blocked++;
 		a->skip = v;
 	}
@@ -329,19 +369,12 @@ bool arena_compact_step(struct gs_engine *e, bool pressure)
 	return true;
 }
 
-static void hold_done(struct arena *a, uint64_t t0)
-{
-	uint64_t us = now_us() - t0;
-
-	if (us > a->max_us)
-		a->max_us = us;
-}
-
 /* Compacts until a victim is emptied (room) or no step can be taken. */
 static bool compact_for_room(struct gs_engine *e)
 {
 	struct arena *a = &e->region.arena;
-	uint64_t t0 = now_us(), done = a->compactions;
+	struct hold h = hold_begin();
+	uint64_t done = a->compactions;
 	bool ran = false;
 
 	while (a->compactions == done) {
@@ -352,7 +385,7 @@ static bool compact_for_room(struct gs_engine *e)
 			break;		/* a lap passed a pinned entry */
 	}
 	if (ran)
-		hold_done(a, t0);
+		hold_done(a, h);
 	return a->compactions != done;
 }
 
@@ -429,11 +462,11 @@ static void *compactor(void *arg)
 	pthread_setname_np(pthread_self(), "goblin-arena");
 	pthread_mutex_lock(&e->lock);
 	while (!a->stop) {
-		uint64_t t0 = now_us();
+		struct hold h = hold_begin();
 		bool worked = arena_compact_step(e, false);
 
 		if (worked) {
-			hold_done(a, t0);
+			hold_done(a, h);
 			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_lock(&e->lock);
 			if (a->victim != NONE || !a->victim_blocked)
@@ -484,6 +517,7 @@ void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st)
 		.arena_compactions = a->compactions,
 		.arena_bytes_moved = a->moved,
 		.arena_compaction_max_us = a->max_us,
+		.arena_compaction_max_cpu_us = a->max_cpu_us,
 		.arena_compaction_blocked = a->blocked,
 		.arena_segments_released = a->released,
 	};

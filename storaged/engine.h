@@ -79,7 +79,8 @@ struct arena {
 	bool victim_blocked;		/* a pinned entry was passed this lap */
 	uint64_t used;			/* sum of segs' used */
 	uint64_t live;			/* sum of segs' live */
-	uint64_t compactions, moved, max_us, blocked, released;
+	uint64_t compactions, moved, blocked, released;
+	uint64_t max_us, max_cpu_us;	/* longest hold for compaction */
 	struct gs_engine *e;		/* set when the first segment is taken */
 	pthread_t thread;		/* the compactor, started then */
 	pthread_cond_t wake;		/* with the engine lock */

@@ -105,7 +105,8 @@
 	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
 	ACTION(arena_compactions, "segments compaction emptied and gave back") \
 	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
-	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds") \
+	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
+	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
 	ACTION(arena_compaction_blocked, "compaction laps that left a segment for later: a pinned object (or one being written) was in it") \
 	ACTION(arena_segments_released, "segments given back to the region (unlocked, dropped from the mapping)")
 
