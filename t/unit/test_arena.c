@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +80,10 @@ static int set_value(struct gs_engine *e, uint32_t k, uint32_t ver,
 }
 
 /* Checks key <k> if present: 0 (or -ENOENT), or -EILSEQ on a wrong byte.
- * <want_size>, when not UINT64_MAX, must be its size. */
-static int check_value(struct gs_engine *e, uint32_t k, char *buf,
-		       uint64_t want_size)
+ * <want_size>, when not UINT64_MAX, must be its size; with <linger>, the
+ * bytes are compared again after a yield, the pin still held. */
+static int check_value_at(struct gs_engine *e, uint32_t k, char *buf,
+			  uint64_t want_size, bool linger)
 {
 	char key[32];
 	int klen = key_of(key, k), ret;
@@ -101,8 +103,16 @@ static int check_value(struct gs_engine *e, uint32_t k, char *buf,
 		ret = -EINVAL;
 	else if (len && memcmp(head, buf, len))
 		ret = -EILSEQ;
+	else if (len && linger && (sched_yield(), memcmp(head, buf, len)))
+		ret = -EILSEQ;		/* changed while pinned */
 	gs_obj_put(e, &obj);
 	return ret;
+}
+
+static int check_value(struct gs_engine *e, uint32_t k, char *buf,
+		       uint64_t want_size)
+{
+	return check_value_at(e, k, buf, want_size, false);
 }
 
 static struct gs_engine *open_engine(const struct gs_config *cfg)
@@ -143,8 +153,8 @@ static void *reader(void *arg)
 	uint64_t x = (uintptr_t)&buf | 1;
 
 	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
-		int ret = check_value(c->e, rnd(&x) % (KEYS + 1), buf,
-				      UINT64_MAX);
+		int ret = check_value_at(c->e, rnd(&x) % (KEYS + 1), buf,
+					 UINT64_MAX, true);
 
 		if (ret == -ENOENT)
 			__atomic_fetch_add(&c->misses, 1, __ATOMIC_RELAXED);
