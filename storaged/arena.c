@@ -165,6 +165,18 @@ static int seg_new(struct gs_engine *e, uint32_t *b)
 	return 0;
 }
 
+/* Drops the given-back segments' pages with the lock held. */
+static void drop_now(struct region *r)
+{
+	while (r->drops != NONE) {
+		uint32_t b = r->drops;
+
+		r->drops = r->blocks[b].next_partial;
+		region_segment_drop(r, b);
+		region_segment_dropped(r, b);
+	}
+}
+
 static void seg_release(struct region *r, uint32_t b)
 {
 	struct arena *a = &r->arena;
@@ -174,6 +186,10 @@ static void seg_release(struct region *r, uint32_t b)
 	a->nsegs--;
 	a->released++;
 	region_segment_release(r, b);
+	if (a->running)
+		pthread_cond_signal(&a->wake);	/* it drops the pages */
+	else
+		drop_now(r);
 }
 
 /* Closes segment <b> to appends: its tail becomes a dead filler; an
@@ -416,6 +432,10 @@ static int make_room(struct gs_engine *e, uint32_t size)
 		}
 		if (compact_for_room(e))
 			continue;
+		if (r->drops != NONE) {	/* the compactor has not run yet */
+			drop_now(r);
+			continue;
+		}
 		if (region_arena_shares_heads(r) && engine_head_drop_one(e))
 			continue;
 		if (!engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
@@ -453,6 +473,27 @@ void arena_free(struct gs_engine *e, struct gs_obj *obj)
 
 /* ---- the compactor thread ---- */
 
+/* Drops the pages of the segments given back, the lock released for the
+ * system calls.  Called with e->lock held. */
+static void drop_released(struct gs_engine *e)
+{
+	struct region *r = &e->region;
+	uint32_t list = r->drops, b;
+
+	if (list == NONE)
+		return;
+	r->drops = NONE;
+	pthread_mutex_unlock(&e->lock);
+	for (b = list; b != NONE; b = r->blocks[b].next_partial)
+		region_segment_drop(r, b);
+	pthread_mutex_lock(&e->lock);
+	while (list != NONE) {
+		b = list;
+		list = r->blocks[b].next_partial;
+		region_segment_dropped(r, b);
+	}
+}
+
 static void *compactor(void *arg)
 {
 	struct gs_engine *e = arg;
@@ -462,8 +503,12 @@ static void *compactor(void *arg)
 	pthread_setname_np(pthread_self(), "goblin-arena");
 	pthread_mutex_lock(&e->lock);
 	while (!a->stop) {
-		struct hold h = hold_begin();
-		bool worked = arena_compact_step(e, false);
+		struct hold h;
+		bool worked;
+
+		drop_released(e);
+		h = hold_begin();
+		worked = arena_compact_step(e, false);
 
 		if (worked) {
 			hold_done(a, h);

@@ -50,6 +50,7 @@ struct region_block {
 	bool on_partial;
 	bool small;			/* charged to sub_memory */
 	bool locked;			/* an arena segment mlock()ed on first use */
+	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 };
@@ -99,6 +100,8 @@ struct region {
 	struct region_block *blocks;
 	uint32_t head_blocks, head_blocks_max;
 	uint32_t small_blocks, small_blocks_max;
+	uint32_t drops;			/* given-back segments to drop, linked
+					 * by next_partial; UINT32_MAX: none */
 	struct region_class cls[REGION_CLASSES];
 	uint64_t used;
 	struct numa_topo numa;		/* --numa: per-node arenas */
@@ -115,8 +118,14 @@ void region_free(struct region *r, uint64_t off);
  * --memory when that is 0), and locks it with mlock on: 0 and <*b>, or
  * -ENOMEM. */
 int region_segment_take(struct region *r, uint32_t *b);
-/* Gives segment <b> back: unlocked, its pages dropped from the mapping. */
+/* Gives segment <b> back: it joins r->drops, and is taken again only
+ * after region_segment_drop() and region_segment_dropped(). */
 void region_segment_release(struct region *r, uint32_t b);
+/* Unlocks given-back segment <b> and drops its pages from the mapping
+ * (system calls of a few hundred microseconds for 2M: no lock needed). */
+void region_segment_drop(struct region *r, uint32_t b);
+/* Segment <b> is dropped: its block is free again. */
+void region_segment_dropped(struct region *r, uint32_t b);
 /* Whether the bytes at <off> are in an arena segment. */
 static inline bool region_is_arena(const struct region *r, uint64_t off)
 {

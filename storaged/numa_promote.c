@@ -75,7 +75,7 @@ static bool movable(const struct region *r, const struct round *rd, uint32_t b)
 	const struct region_block *blk = &r->blocks[b];
 
 	if (blk->cls < 0)
-		return true;
+		return !blk->dropping;
 	if (blk->cls != REGION_HEAD)
 		return false;
 	return !rd->pinned[b] &&
@@ -102,7 +102,7 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 	for (uint32_t b = 0; b < r->numa.arena_blocks; b++) {
 		const struct region_block *blk = &r->blocks[b];
 
-		if (blk->cls < 0)
+		if (blk->cls < 0 && !blk->dropping)
 			return b;
 		if (2ull * blk->hits < hits && movable(r, rd, b) &&
 		    (best == UINT32_MAX || blk->hits < r->blocks[best].hits))

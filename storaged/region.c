@@ -187,6 +187,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	}
 	r->arena.cur = r->arena.dst = r->arena.victim = UINT32_MAX;
 	r->arena.skip = UINT32_MAX;
+	r->drops = UINT32_MAX;
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
 		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
@@ -248,7 +249,7 @@ static void partial_remove(struct region *r, uint32_t b)
 static uint32_t low_block(const struct region *r, uint32_t from, uint32_t to)
 {
 	for (uint32_t b = from; b < to; b++)
-		if (r->blocks[b].cls < 0)
+		if (r->blocks[b].cls < 0 && !r->blocks[b].dropping)
 			return b;
 	return UINT32_MAX;
 }
@@ -348,7 +349,12 @@ int region_segment_take(struct region *r, uint32_t *bp)
 	blk->nfree = r->block;
 	blk->locked = false;
 	if (small && r->mlock) {
-		if (mlock((char *)r->base + (uint64_t)b * r->block, r->block) == 0)
+		char *p = (char *)r->base + (uint64_t)b * r->block;
+
+		/* locked page by page as appends touch them: no 2M of page
+		 * faults under the engine lock */
+		if (mlock2(p, r->block, MLOCK_ONFAULT) == 0 ||
+		    (errno == EINVAL && mlock(p, r->block) == 0))
 			blk->locked = true;
 		else
 			log_warn("arena segment %u: mlock: %s (it stays unlocked)",
@@ -362,19 +368,36 @@ int region_segment_take(struct region *r, uint32_t *bp)
 void region_segment_release(struct region *r, uint32_t b)
 {
 	struct region_block *blk = &r->blocks[b];
+
+	blk->cls = -1;
+	blk->dropping = true;
+	blk->next_partial = r->drops;
+	r->drops = b;
+}
+
+void region_segment_drop(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
 	char *p = (char *)r->base + (uint64_t)b * r->block;
 
-	if (blk->small) {
-		if (blk->locked)
-			munlock(p, r->block);
-		/* the sealed memfd keeps the pages (see the top) */
-		madvise(p, r->block, MADV_DONTNEED);
+	if (!blk->small)
+		return;			/* a head block: stays locked */
+	if (blk->locked)
+		munlock(p, r->block);
+	/* the sealed memfd keeps the pages (see the top) */
+	madvise(p, r->block, MADV_DONTNEED);
+}
+
+void region_segment_dropped(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+
+	if (blk->small)
 		r->small_blocks--;
-	} else {
+	else
 		r->head_blocks--;
-	}
 	blk->locked = false;
-	blk->cls = -1;
+	blk->dropping = false;
 }
 
 void region_hit(struct region *r, uint64_t off)

@@ -88,7 +88,12 @@ static void segments(void)
 	CHECK(r.head_blocks == 1, "head block");
 	p = (char *)r.base + (uint64_t)b[1] * r.block;
 	memset(p, 0x33, r.block);
-	region_segment_release(&r, b[1]);	/* RSS: test_arena */
+	region_segment_release(&r, b[1]);
+	CHECK(r.drops == b[1] && r.small_blocks == 2, "to drop, still counted");
+	CHECK(region_segment_take(&r, &b[2]) == -ENOMEM, "not taken before dropped");
+	region_segment_drop(&r, b[1]);		/* RSS: test_arena */
+	r.drops = UINT32_MAX;
+	region_segment_dropped(&r, b[1]);
 	CHECK(r.small_blocks == 1, "released");
 	CHECK(region_segment_take(&r, &b[2]) == 0 && b[2] == b[1], "lowest block reused");
 	region_close(&r);
@@ -101,6 +106,8 @@ static void segments(void)
 	CHECK(region_alloc(&r, &off) == 0, "a head block too");
 	CHECK(region_segment_take(&r, &b[1]) == -ENOMEM, "memory full");
 	region_segment_release(&r, b[0]);
+	region_segment_drop(&r, b[0]);
+	region_segment_dropped(&r, b[0]);
 	CHECK(r.head_blocks == 1, "segment back");
 	region_close(&r);
 }
