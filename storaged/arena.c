@@ -385,20 +385,22 @@ bool arena_compact_step(struct gs_engine *e, bool pressure)
 	return true;
 }
 
-/* Compacts until a victim is emptied (room) or no step can be taken. */
+/* Compacts until a victim is emptied (room), no step can be taken, or
+ * three laps passed pinned entries. */
 static bool compact_for_room(struct gs_engine *e)
 {
 	struct arena *a = &e->region.arena;
 	struct hold h = hold_begin();
 	uint64_t done = a->compactions;
 	bool ran = false;
+	int blocked = 0;
 
-	while (a->compactions == done) {
+	while (a->compactions == done && blocked < 3) {
 		if (!arena_compact_step(e, true))
 			break;
 		ran = true;
-		if (a->victim == NONE && a->compactions == done)
-			break;		/* a lap passed a pinned entry */
+		/* a lap passed a pinned entry: another victim next */
+		blocked += a->victim == NONE && a->compactions == done;
 	}
 	if (ran)
 		hold_done(a, h);
