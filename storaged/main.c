@@ -1,6 +1,7 @@
 /*
  * goblin-store: parse options, open the engine, start the memcache front
- * (and the nginx link), run until SIGINT or SIGTERM, then stop cleanly.
+ * (and the nginx link, and the RDMA endpoint), run until SIGINT or
+ * SIGTERM, then stop cleanly.
  */
 #include <errno.h>
 #include <numa.h>
@@ -13,6 +14,7 @@
 #include "numa_topo.h"
 #include "options.h"
 #include "link.h"
+#include "rdma_thread.h"
 #include "server.h"
 
 int main(int argc, char **argv)
@@ -21,6 +23,7 @@ int main(int argc, char **argv)
 	struct gs_config cfg;
 	struct gs_engine *e = NULL;
 	struct server srv = { 0 };
+	struct rdma_thread *rdma = NULL;
 	char err[512];
 	sigset_t sigs;
 	int ret, sig;
@@ -65,6 +68,14 @@ int main(int argc, char **argv)
 			goto out_server;
 		}
 	}
+	if (*opt.rdma) {
+		ret = rdma_thread_start(e, opt.rdma, opt.rdma_transport, &rdma,
+					err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "goblin-store: %s\n", err);
+			goto out_link;
+		}
+	}
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
 		 (unsigned)opt.cores, opt.no_http ? "off (--no-http)" : opt.socket);
@@ -72,6 +83,8 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);
 	ret = 0;
+	rdma_thread_stop(&rdma);
+out_link:
 	if (!opt.no_http)
 		link_stop();
 out_server:
