@@ -51,10 +51,20 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out_engine;
 	}
+	/* before the memcache port opens: a client that reached it finds the
+	 * RDMA listener up too */
+	if (*opt.rdma) {
+		ret = rdma_thread_start(e, opt.rdma, opt.rdma_transport, &rdma,
+					err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "goblin-store: %s\n", err);
+			goto out_engine;
+		}
+	}
 	ret = server_start(&srv, e, &opt, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "goblin-store: %s\n", err);
-		goto out_engine;
+		goto out_rdma;
 	}
 	if (!opt.no_http) {
 		struct link_conf rc = {
@@ -68,14 +78,6 @@ int main(int argc, char **argv)
 			goto out_server;
 		}
 	}
-	if (*opt.rdma) {
-		ret = rdma_thread_start(e, opt.rdma, opt.rdma_transport, &rdma,
-					err, sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "goblin-store: %s\n", err);
-			goto out_link;
-		}
-	}
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
 		 (unsigned)opt.cores, opt.no_http ? "off (--no-http)" : opt.socket);
@@ -83,16 +85,17 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);
 	ret = 0;
-	rdma_thread_stop(&rdma);
-out_link:
 	if (!opt.no_http)
 		link_stop();
 out_server:
 	server_stop(&srv);
+	rdma_thread_stop(&rdma);
 	gs_engine_close(&e);
 	log_info("stopped");
 	return ret < 0 ? 1 : 0;
 
+out_rdma:
+	rdma_thread_stop(&rdma);
 out_engine:
 	gs_engine_close(&e);
 	return 1;
