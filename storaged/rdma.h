@@ -247,10 +247,12 @@ void gs_rdma_engine_destroy(struct gs_rdma_engine **esp);
 struct gs_rdma_server;
 
 /* conns: accepted in all; live: open now; gone: closed by the peer
- * (mid-object too); errors: connections dropped for a failure on our side
+ * (mid-object too); aborted: those of gone closed with an object open
+ * (mid-object); errors: connections dropped for a failure on our side
  * and failed opens. */
 struct gs_rdma_server_stats {
-	uint64_t conns, live, gone, gets, hits, misses, rounds, bytes, errors;
+	uint64_t conns, live, gone, aborted, gets, hits, misses, rounds,
+		 bytes, errors;
 };
 
 /*

@@ -478,6 +478,8 @@ static int srv_cm(struct gs_rdma_server *s)
 			c = sc_find(s, ep);
 			if (c) {
 				s->st.gone += c->st != SC_CLOSING;
+				s->st.aborted += c->st != SC_CLOSING &&
+						 c->open;
 				sc_destroy(c);
 			}
 		}
@@ -536,8 +538,10 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 		next = c->next;
 		r = sc_step(c);
 		if (r < 0) {
-			if (sc_gone(r))
+			if (sc_gone(r)) {
 				s->st.gone++;
+				s->st.aborted += c->open;
+			}
 			else if (r != -ESHUTDOWN)
 				s->st.errors++;
 			sc_destroy(c);
