@@ -146,8 +146,7 @@ out_fail:
 	return NULL;
 }
 
-/* 0 when verbs has a device; -ENODEV with the reason in <err>. */
-static int verbs_device(char *err, size_t errlen)
+int rdma_thread_verbs_check(char *err, size_t errlen)
 {
 	struct ibv_device **list;
 	int n = 0;
@@ -179,7 +178,7 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 	int r;
 
 	if (!strcmp(transport, "verbs")) {
-		r = verbs_device(err, errlen);
+		r = rdma_thread_verbs_check(err, errlen);
 		if (r)
 			return r;
 	}

@@ -36,6 +36,10 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 		      const char *transport, struct rdma_thread **tp,
 		      char *err, size_t errlen);
 
+/* 0 when ibv_get_device_list() finds an RDMA device; -ENODEV with the
+ * reason, naming --rdma-transport tcp, in <err>. */
+int rdma_thread_verbs_check(char *err, size_t errlen);
+
 /* Wakes the thread, waits for it to free everything; clears *<tp>. */
 void rdma_thread_stop(struct rdma_thread **tp);
 
