@@ -18,6 +18,7 @@
 #include "log.h"
 #include "options.h"
 #include "rdma_thread.h"
+#include "stats.h"
 
 struct rdma_thread {
 	struct gs_engine *e;
@@ -35,32 +36,14 @@ struct rdma_thread {
 	size_t errlen;
 };
 
-/* The counters as of the last step, for any thread. */
-static pthread_mutex_t pub_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gs_rdma_server_stats pub;
-static bool pub_on;
-
+/* The counters as of the last step, for `stats goblin` (stats.c). */
 static void publish(const struct gs_rdma_server *s, bool on)
 {
 	struct gs_rdma_server_stats st = { 0 };
 
 	if (s)
 		gs_rdma_server_stats(s, &st);
-	pthread_mutex_lock(&pub_lock);
-	pub = st;
-	pub_on = on;
-	pthread_mutex_unlock(&pub_lock);
-}
-
-bool rdma_thread_stats(struct gs_rdma_server_stats *st)
-{
-	bool on;
-
-	pthread_mutex_lock(&pub_lock);
-	*st = pub;
-	on = pub_on;
-	pthread_mutex_unlock(&pub_lock);
-	return on;
+	stats_rdma_publish(on ? &st : NULL);
 }
 
 /* Tells rdma_thread_start() how the start went: 1, or -errno. */
