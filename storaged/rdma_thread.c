@@ -95,7 +95,7 @@ static void *rdma_main(void *arg)
 	r = gs_rdma_engine_create(t->e, io, &es);
 	if (r)
 		goto out_io;
-	what = "listen";
+	what = "listen or register the RAM region";
 	region = gs_rdma_engine_region(es, &len);
 	r = gs_rdma_server_create(t->tp, t->host, t->port, &bound,
 				  &gs_rdma_engine_ops, es, &region, &len, 1,
