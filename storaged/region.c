@@ -128,6 +128,10 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	ret = numa_topo_setup(&r->numa, cfg, err, errlen);
 	if (ret < 0)
 		return ret;
+	if (cfg->block > (1u << 31)) {	/* arena offsets are 32-bit */
+		snprintf(err, errlen, "`block` must be at most 2G");
+		return -EINVAL;
+	}
 	r->block = cfg->block;
 	r->head_blocks_max = cfg->memory / cfg->block;
 	if (r->numa.nnodes) {
