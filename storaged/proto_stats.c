@@ -77,7 +77,7 @@ static unsigned stats_tables(const char *arg, size_t len)
 	if (arg_is(arg, len, "slabs"))
 		return STATS_SLABS;
 	if (arg_is(arg, len, "goblin"))
-		return STATS_ENGINE | STATS_POOLS;
+		return STATS_ENGINE | STATS_POOLS | STATS_RDMA;
 	return 0;
 }
 

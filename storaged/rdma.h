@@ -247,10 +247,12 @@ void gs_rdma_engine_destroy(struct gs_rdma_engine **esp);
 struct gs_rdma_server;
 
 /* conns: accepted in all; live: open now; gone: closed by the peer
- * (mid-object too); errors: connections dropped for a failure on our side
+ * (mid-object too); aborted: those of gone closed with an object open
+ * (mid-object); errors: connections dropped for a failure on our side
  * and failed opens. */
 struct gs_rdma_server_stats {
-	uint64_t conns, live, gone, gets, hits, misses, rounds, bytes, errors;
+	uint64_t conns, live, gone, aborted, gets, hits, misses, rounds,
+		 bytes, errors;
 };
 
 /*
@@ -271,6 +273,9 @@ int gs_rdma_server_step(struct gs_rdma_server *s);
  * none); returns at once when something is ready.  Returns 1 (woken), 0
  * (timed out) or -errno.  Call it after a step that did nothing. */
 int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms);
+/* Makes gs_rdma_server_wait() also return when <fd> polls readable (the
+ * daemon's stop eventfd); -1: none (the default). */
+void gs_rdma_server_wake_fd(struct gs_rdma_server *s, int fd);
 void gs_rdma_server_stats(const struct gs_rdma_server *s,
 			  struct gs_rdma_server_stats *st);
 void gs_rdma_server_destroy(struct gs_rdma_server **sp);

@@ -64,6 +64,15 @@ static void emit_numa(const struct stats_sink *sink,
 	}
 }
 
+/* The RDMA_STATS lines of <st>. */
+static void emit_rdma(const struct stats_sink *sink,
+		      const struct gs_rdma_server_stats *st)
+{
+#define EMIT_RDMA(stat, field, desc) emit_U64(sink, #stat, st->field, desc);
+	RDMA_STATS(EMIT_RDMA)
+#undef EMIT_RDMA
+}
+
 void stats_emit(unsigned tables, const struct stats_snapshot *s,
 		const struct stats_sink *sink)
 {
@@ -92,6 +101,8 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	if (tables & STATS_POOLS) {
 		POOL_STATS(EMIT_FIELD)
 	}
+	if ((tables & STATS_RDMA) && s->rdma_on)
+		emit_rdma(sink, &s->rdma);
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
 	}
@@ -207,6 +218,17 @@ static void markdown_numa(void)
 	markdown_flush(&m);
 }
 
+static void markdown_rdma(void)
+{
+	static const struct gs_rdma_server_stats none;
+	struct markdown_rows m = { 0 };
+	struct stats_sink sink = { markdown_emit, &m };
+
+	printf("| stat | meaning |\n|---|---|\n");
+	emit_rdma(&sink, &none);
+	markdown_flush(&m);
+}
+
 void stats_markdown(void)
 {
 	printf("`stats` (memcached's general fields plus the front end's counters):\n\n");
@@ -215,6 +237,8 @@ void stats_markdown(void)
 	markdown_table(STATS_ENGINE | STATS_POOLS);
 	printf("\nWith `--numa`, `stats goblin` and the nginx link's engine counters add, after the engine's (N: each node by id):\n\n");
 	markdown_numa();
+	printf("\nWith `--rdma`, `stats goblin` adds the RDMA endpoint's counters, after the pools':\n\n");
+	markdown_rdma();
 	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
 	markdown_table(STATS_LINK);
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"

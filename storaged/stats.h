@@ -15,12 +15,14 @@
 #ifndef GOBLIN_STATS_H
 #define GOBLIN_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 
 #include "goblin.h"
 #include "numa_topo.h"
+#include "rdma.h"
 
 #define STATS_AS_MEMCACHED	"as in memcached"
 #define STATS_AS_GOBLIN		"engine counters, as in `stats goblin`"
@@ -114,6 +116,21 @@
 	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
 	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
 
+/* RDMA_STAT(name, field of gs_rdma_server_stats, description): the RDMA
+ * endpoint's counters (--rdma, rdma_thread.c), in `stats goblin` after
+ * POOL_STATS when it runs; counted from the start (not `stats reset`). */
+#define RDMA_STATS(ACTION)						\
+	ACTION(rdma_connections, live, "RDMA connections open now")	\
+	ACTION(rdma_total_connections, conns, "RDMA connections accepted since start") \
+	ACTION(rdma_gets, gets, "RDMA get requests answered (hits, misses, bad keys, errors)") \
+	ACTION(rdma_get_hits, hits, "RDMA gets that found the object (VALUE, then its bytes written into the window)") \
+	ACTION(rdma_get_misses, misses, "RDMA gets of an absent key (END)")	\
+	ACTION(rdma_rounds, rounds, "window-sized rounds written (one per BULK_READY; an object larger than the client's window takes several)") \
+	ACTION(rdma_bytes_written, bytes, "object bytes RDMA-written into clients' windows, counted as each round completes") \
+	ACTION(rdma_closed, gone, "RDMA connections the client closed (mid-object too)") \
+	ACTION(rdma_aborted, aborted, "of rdma_closed, those closed mid-object (between VALUE and END)") \
+	ACTION(rdma_errors, errors, "RDMA failures on the server's side: connections dropped, objects unreadable midway (SERVER_ERROR), failed opens")
+
 /* SLAB_STAT(name, description): `stats slabs` (no slab classes). */
 #define SLAB_STATS(ACTION)						\
 	ACTION(active_slabs, "always 0")				\
@@ -164,6 +181,7 @@ enum stats_table {
 	STATS_POOLS = 1 << 4,	/* POOL_STATS */
 	STATS_SLABS = 1 << 5,	/* SLAB_STATS */
 	STATS_LINK = 1 << 6,	/* LINK_STATS */
+	STATS_RDMA = 1 << 7,	/* RDMA_STATS, when rdma_on */
 };
 
 /* The values: a field per PROCESS_, SUMMARY_, POOL_ and SLAB_ stat; each
@@ -180,6 +198,8 @@ struct stats_snapshot {
 	struct gs_numa_stats numa;	/* .nodes 0: no NUMA lines */
 	uint64_t active_slabs, total_malloced;
 	uint64_t link[ST_MAX];
+	bool rdma_on;			/* --rdma: RDMA_STATS from rdma */
+	struct gs_rdma_server_stats rdma;
 };
 
 /* Where stats go: <emit>(<arg>, name, value as text, description). */
