@@ -121,7 +121,8 @@ verbs)
 		exit 3
 	fi
 	label="verbs: $devices"; label=${label% };;
-tcp)	label="EMULATED tcp, no RDMA hardware";;
+tcp)	label="EMULATED tcp${devices:+ (devices $devices unused)}"
+	[ -n "$devices" ] || label="$label, no RDMA hardware";;
 *)	die "--transport: '$transport' is not verbs or tcp";;
 esac
 
@@ -223,6 +224,7 @@ main() {
 	started=$(date +%s)
 	state=$(mktemp -d /var/tmp/goblin-rdma-bench.XXXXXX) || return 1
 	mkdir -p "$state/runs" "$state/ssd"
+	echo "state dir $state (removed at the end)"
 	mhost=${server:-127.0.0.1}
 	rhost=${server:-$addr}
 	[ -n "$port" ] || port=$(free_port)
