@@ -38,6 +38,12 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* before the pools are opened: nothing to undo */
+	if (*opt.rdma && !strcmp(opt.rdma_transport, "verbs") &&
+	    rdma_thread_verbs_check(err, sizeof(err))) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		return 1;
+	}
 	options_to_config(&opt, &cfg);
 	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
 	if (ret < 0) {

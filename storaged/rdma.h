@@ -14,6 +14,7 @@
  *   rdma_server.c   the protocol state machine, server side, over any
  *                   transport and any object source
  *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
+ *   rdma_thread.c   the endpoint in goblin-store (--rdma): its thread
  *
  * Transport.  struct gs_rdma_transport is a table of operations on opaque
  * devices (a fabric + domain + CM event queue; MRs belong to a device, so
@@ -77,12 +78,14 @@
  * released callback: open() on them says -EAGAIN and the server keeps a
  * closed connection's memory until the source's busy() lets go.
  *
- * In the daemon (next): --rdma ADDR:PORT starts one thread with its own
- * gs_io and the engine source over it; the thread steps the server (CM
- * events, every endpoint's CQ, gs_io_run through the source's progress)
- * and, when a step did nothing, sleeps in gs_rdma_server_wait(): poll on
+ * In the daemon (rdma_thread.h): --rdma ADDR:PORT starts one thread,
+ * goblin-rdma, with its own gs_io and the engine source over it; the
+ * thread steps the server (CM events, every endpoint's CQ, gs_io_run
+ * through the source's progress) and, when a step did nothing, sleeps
+ * in gs_rdma_server_wait(): poll on
  * the CM descriptor, each endpoint's CQ descriptor (libfabric FI_WAIT_FD
- * behind fi_trywait; a verbs completion channel) and gs_io_fd().
+ * behind fi_trywait; a verbs completion channel), gs_io_fd() and the
+ * daemon's stop eventfd (gs_rdma_server_wake_fd).
  */
 #ifndef GOBLIN_STORAGED_RDMA_H
 #define GOBLIN_STORAGED_RDMA_H

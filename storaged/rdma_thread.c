@@ -18,6 +18,7 @@
 #include "log.h"
 #include "options.h"
 #include "rdma_thread.h"
+#include "stats.h"
 
 struct rdma_thread {
 	struct gs_engine *e;
@@ -35,32 +36,14 @@ struct rdma_thread {
 	size_t errlen;
 };
 
-/* The counters as of the last step, for any thread. */
-static pthread_mutex_t pub_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gs_rdma_server_stats pub;
-static bool pub_on;
-
+/* The counters as of the last step, for `stats goblin` (stats.c). */
 static void publish(const struct gs_rdma_server *s, bool on)
 {
 	struct gs_rdma_server_stats st = { 0 };
 
 	if (s)
 		gs_rdma_server_stats(s, &st);
-	pthread_mutex_lock(&pub_lock);
-	pub = st;
-	pub_on = on;
-	pthread_mutex_unlock(&pub_lock);
-}
-
-bool rdma_thread_stats(struct gs_rdma_server_stats *st)
-{
-	bool on;
-
-	pthread_mutex_lock(&pub_lock);
-	*st = pub;
-	on = pub_on;
-	pthread_mutex_unlock(&pub_lock);
-	return on;
+	stats_rdma_publish(on ? &st : NULL);
 }
 
 /* Tells rdma_thread_start() how the start went: 1, or -errno. */
@@ -112,7 +95,7 @@ static void *rdma_main(void *arg)
 	r = gs_rdma_engine_create(t->e, io, &es);
 	if (r)
 		goto out_io;
-	what = "listen";
+	what = "listen or register the RAM region";
 	region = gs_rdma_engine_region(es, &len);
 	r = gs_rdma_server_create(t->tp, t->host, t->port, &bound,
 				  &gs_rdma_engine_ops, es, &region, &len, 1,
@@ -146,8 +129,7 @@ out_fail:
 	return NULL;
 }
 
-/* 0 when verbs has a device; -ENODEV with the reason in <err>. */
-static int verbs_device(char *err, size_t errlen)
+int rdma_thread_verbs_check(char *err, size_t errlen)
 {
 	struct ibv_device **list;
 	int n = 0;
@@ -179,7 +161,7 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 	int r;
 
 	if (!strcmp(transport, "verbs")) {
-		r = verbs_device(err, errlen);
+		r = rdma_thread_verbs_check(err, errlen);
 		if (r)
 			return r;
 	}

@@ -12,8 +12,8 @@
  *                                    nothing done: wait (CM, CQs, io, stop)
  *   rdma_thread_stop() --stopfd-> destroy server, source, io; exit
  *
- * rdma_thread_stats() may be called from any thread (the memcache
- * workers' `stats goblin`).
+ * The thread publishes its counters after each step that did something
+ * (stats_rdma_publish, stats.h) for the memcache workers' `stats goblin`.
  */
 #ifndef GOBLIN_RDMA_THREAD_H
 #define GOBLIN_RDMA_THREAD_H
@@ -36,11 +36,11 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 		      const char *transport, struct rdma_thread **tp,
 		      char *err, size_t errlen);
 
+/* 0 when ibv_get_device_list() finds an RDMA device; -ENODEV with the
+ * reason, naming --rdma-transport tcp, in <err>. */
+int rdma_thread_verbs_check(char *err, size_t errlen);
+
 /* Wakes the thread, waits for it to free everything; clears *<tp>. */
 void rdma_thread_stop(struct rdma_thread **tp);
-
-/* The running endpoint's counters, as of its last step: false (and zeroes)
- * when there is none (no --rdma). */
-bool rdma_thread_stats(struct gs_rdma_server_stats *st);
 
 #endif

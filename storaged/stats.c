@@ -3,6 +3,7 @@
  * name, value and description to a sink.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,6 +130,32 @@ void stats_process(struct stats_snapshot *s, time_t started)
 	s->pointer_size = 8 * sizeof(void *);
 	s->rusage_user = ru.ru_utime;
 	s->rusage_system = ru.ru_stime;
+}
+
+/* ---- the RDMA endpoint's counters, published by its thread ---- */
+
+static pthread_mutex_t rdma_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gs_rdma_server_stats rdma_pub;
+static bool rdma_on;
+
+void stats_rdma_publish(const struct gs_rdma_server_stats *st)
+{
+	pthread_mutex_lock(&rdma_lock);
+	rdma_on = st != NULL;
+	if (st)
+		rdma_pub = *st;
+	pthread_mutex_unlock(&rdma_lock);
+}
+
+bool stats_rdma_read(struct gs_rdma_server_stats *st)
+{
+	bool on;
+
+	pthread_mutex_lock(&rdma_lock);
+	on = rdma_on;
+	*st = on ? rdma_pub : (struct gs_rdma_server_stats){ 0 };
+	pthread_mutex_unlock(&rdma_lock);
+	return on;
 }
 
 /* ---- the link's "name value\n" text ---- */

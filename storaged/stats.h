@@ -226,6 +226,12 @@ void stats_process(struct stats_snapshot *s, time_t started);
 size_t stats_format(unsigned tables, const struct stats_snapshot *s,
 		    char *buf, size_t size);
 
+/* The RDMA endpoint's counters (rdma_thread.c, after each step; NULL: the
+ * endpoint stopped), and a copy of the last for <st>: false (and zeroes)
+ * without one.  Any thread; one endpoint per process. */
+void stats_rdma_publish(const struct gs_rdma_server_stats *st);
+bool stats_rdma_read(struct gs_rdma_server_stats *st);
+
 /* Prints `--help=stats`: the tables as README markdown. */
 void stats_markdown(void);
 
