@@ -287,7 +287,9 @@ void gs_rdma_server_destroy(struct gs_rdma_server **sp);
 
 struct gs_rdma_client;
 
-/* When a GET's steps were seen, in ns from its send (0: not seen). */
+/* When a GET's steps were seen, in ns from its send (0: not seen):
+ * the VALUE line; the last BULK_READY (the window holds every byte: taken
+ * before the client copies it out); END. */
 struct gs_rdma_times {
 	uint64_t header_ns, bulk_ns, end_ns;
 };

@@ -30,3 +30,8 @@ build/asan/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma.h
 
 all: build/t/rdma-get
 asan: build/asan/t/rdma-get
+
+# rdma-bench.test: bench/run_rdma_256k_ib.sh --quick over the emulated
+# transport (libfabric tcp: storaged.mk's packages) and goblin-bench
+# --proto rdma against goblin-store --rdma; its PNG needs gnuplot.
+DEB_PACKAGES += gnuplot-nox
