@@ -23,11 +23,11 @@
 
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
-	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects over half --ram-head")		\
+	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects of --ram-head bytes or more")		\
 	OPTION(sub_memory, "sub-memory", SIZE, "64M", 0, 0,		\
-	       "RAM budget for objects smaller than --ram-head")		\
+	       "RAM for objects smaller than --ram-head: the byte-granular arena, committed a --block segment at a time (taken from --memory when 0)")		\
 	OPTION(block, "block", SIZE, "2M", 0, 0,			\
-	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
+	       "RAM allocation unit (one huge page): heads take fixed slots in blocks, smaller objects are packed in block segments") \
 	OPTION(ram_head, "ram-head", SIZE, "256K", 0, 0,		\
 	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M", 0, 0,		\
