@@ -189,11 +189,12 @@ static void put_want(struct gs_engine *e, struct want *w)
 	}
 	if (ret == 0)
 		ret = journal_put(e, obj);
-	if (obj->has_head)	/* its chunks are made up: no engine_free_record */
-		region_free(&e->region, obj->meta.head_off);
+	if (w->nchunks)		/* made-up extents: not the pool's to free */
+		free(obj);
+	else
+		engine_free_record(e, obj);
 	pthread_mutex_unlock(&e->lock);
 	CHECK(ret == 0, "put %.*s: %d", w->klen, w->key, ret);
-	free(obj);
 }
 
 static void del_key(struct gs_engine *e, const char *key)
