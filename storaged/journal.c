@@ -458,7 +458,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	close(old);
 	if (sync)
 		journal_shed(fd, size);
-	__atomic_store_n(&j->end, size, __ATOMIC_RELEASE);	/* sync_once reads it */
+	/* sync_once reads it unlocked */
+	__atomic_store_n(&j->end, size, __ATOMIC_RELEASE);
 	j->wb = j->shed_lo = 0;
 	j->records = nrec;
 	j->next_check = 2 * size > JOURNAL_MIN_CHECKPOINT ? 2 * size :
