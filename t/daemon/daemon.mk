@@ -15,3 +15,7 @@ all: build/t/failmalloc.so
 
 # pools.test: pool files that grow in steps, the marker's format version
 # and stripe unit, --fresh; nothing to build or install beyond the daemon.
+
+# small-http.test: bench/small-http --quick in a rig of its own (root, FUSE,
+# cgroup v1 memory, nginx, fio, gnuplot); build/goblin-corpus comes from
+# bench/small-http.d/small-http.mk.
