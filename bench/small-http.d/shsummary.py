@@ -93,10 +93,21 @@ def main_lines(res):
                 "cpu per GET (by process)", "cpu load (s/s)",
                 "TTFB p50 / p99 (serial)", "complete p50 / p99 (serial)",
                 "TTFB p50 / p99 (loaded)"], rows)
-    st = res["targets"]["static"]["populate"]
+    s = res["targets"]["static"]
+    st, pages = s["populate"], res["corpus"]["file_page_bytes"]
     L += ["", "static's files reached the SSD (`sync -f`) %.1f s after the "
-          "last PUT: %.0f objects/s counting that." % (
-              st["flush_seconds"], st["objects_per_s_flushed"]), ""]
+          "last PUT: %.0f objects/s counting that. Their page cache (fincore) "
+          "held %s of their %s after the fill and %s after the sweep (%.1f%%); "
+          "the sweep read %s from the SSD, the loaded run %s%s." % (
+              st["flush_seconds"], st["objects_per_s_flushed"],
+              human(s.get("resident_populated", 0)), human(pages),
+              human(s.get("resident_swept", 0)),
+              100.0 * s.get("resident_swept", 0) / pages,
+              human(s["sweep"]["devices"]["ssd"]["read_bytes"]),
+              human(s["loaded"]["devices"]["ssd"]["read_bytes"]),
+              ": the runs are warm" if s["loaded"]["devices"]["ssd"]["read_bytes"]
+              < pages / 100 else " (**not all warm**: the host reclaimed page "
+              "cache; see the JSON's device counters)"), ""]
     L += ["Against static (ratios): " + "; ".join(
         "%s: req/s %s, cpu per GET %s, RAM (cgroup) %s, serial TTFB p99 %s, "
         "fill %s" % (t, x(v["qps"]), x(v["cpu_per_get"]), x(v["cgroup_bytes"]),
