@@ -48,25 +48,8 @@ run_tests();
 
 my $port = server_port();
 
-sub status () {
-    my ($st, $h, $body) = http_request($port, 'GET', '/status');
-    return eval { JSON::PP::decode_json($body) } || {};
-}
-
-# deltas of module and storaged counters around <fn>
-sub around (&) {
-    my $fn = shift;
-    my $b = status();
-    my @r = $fn->();
-    my $a = status();
-    my %d;
-    for my $side (qw(module storaged)) {
-        for my $n (keys %{ $a->{$side} || {} }) {
-            $d{$n} = ($a->{$side}{$n} // 0) - ($b->{$side}{$n} // 0);
-        }
-    }
-    return (\%d, @r);
-}
+sub status () { http_status($port) }
+sub around (&) { status_deltas($port, $_[0]) }
 
 # whether <d> says every staged byte went in place, and <n> of them
 # (nginx may still copy some aside for a client slow to take earlier

@@ -23,6 +23,7 @@ use Exporter ();
 use File::Path qw(remove_tree);
 use File::Temp qw(tempdir);
 use IO::Select;
+use JSON::PP ();
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h SIGTERM SIGKILL);
 use Test::More ();
@@ -34,6 +35,7 @@ our @EXPORT = qw(
     goblin_defaults goblin_plan goblin_stats goblin_module
     goblin_store_binary
     mc_set mc_get mc_delete http_request payload nginx_workers wait_for
+    http_status status_deltas
 );
 
 our $Top = getcwd();
@@ -378,6 +380,30 @@ sub http_request ($$$;%) {
 }
 
 # The worker pids of the nginx under test (master_process on).
+# nginx's JSON status at <path> (default /status) on <port>; {} when it
+# does not parse.
+sub http_status ($;$) {
+    my ($port, $path) = @_;
+    my ($st, $h, $body) = http_request($port, 'GET', $path // '/status');
+    return eval { JSON::PP::decode_json($body) } || {};
+}
+
+# Runs <fn> and returns (deltas of the module's and storaged's counters in
+# the status at <port> around it, what <fn> returned).
+sub status_deltas ($$) {
+    my ($port, $fn) = @_;
+    my $before = http_status($port);
+    my @r = $fn->();
+    my $after = http_status($port);
+    my %d;
+    for my $side (qw(module storaged)) {
+        for my $n (keys %{ $after->{$side} || {} }) {
+            $d{$n} = ($after->{$side}{$n} // 0) - ($before->{$side}{$n} // 0);
+        }
+    }
+    return (\%d, @r);
+}
+
 sub nginx_workers ($) {
     my $master = shift;
     my @pids;
