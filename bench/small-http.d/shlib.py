@@ -366,17 +366,14 @@ def goblin_session(rig, a, d, corpus, head):
         shutil.rmtree(pool, ignore_errors=True)
 
 
-ARENA = ("arena_bytes_live", "arena_bytes_free", "arena_fragmentation",
-         "arena_compactions", "arena_bytes_moved", "arena_header_bytes")
-
-
 def goblin_memory(s, store):
     """From the daemon's counts after the fill: N objects x (value bytes in
     RAM + index bytes per object + allocation overhead per object, i.e.
     RAM region bytes allocated beyond the values: slot rounding or arena
     headers and free space), against goblin-store's RSS growth over the
     fill (its RSS when empty is the fixed cost: binary, buffers, rings)
-    and the cgroup's.  The arena_* counters are recorded when the daemon
+    and the cgroup's, whose file page cache (cache less shmem: the
+    index journal's appends and the pool files) is set apart.  The arena_* counters are recorded when the daemon
     has them."""
     st = s["stats_populated"]
     n = st["curr_items"]
@@ -386,6 +383,8 @@ def goblin_memory(s, store):
     expected = values + index + alloc
     grow = s["rss_populated"][store]["rss"] - s["rss_empty"][store]["rss"]
     cg = s["cgroup_populated"]["usage_bytes"] - s["cgroup_started"]["usage_bytes"]
+    cache = s["cgroup_populated"]["cache_bytes"] - s["cgroup_started"]["cache_bytes"]
+    shmem = s["cgroup_populated"]["shmem_bytes"] - s["cgroup_started"]["shmem_bytes"]
     return {"objects": n, "value_bytes_in_ram": values,
             "value_per_object": values / n,
             "index_bytes": index,
@@ -399,6 +398,8 @@ def goblin_memory(s, store):
             "rss_growth_bytes": grow, "rss_growth_per_object": grow / n,
             "cgroup_growth_bytes": cg, "cgroup_growth_per_object": cg / n,
             "cgroup_bytes": s["cgroup_populated"]["usage_bytes"],
+            "cgroup_file_cache_growth_bytes": cache - shmem,
+            "journal_bytes": st.get("journal_bytes"),
             "unexplained_bytes": grow - expected,
             "ratio": grow / expected if expected else None,
             "arena": {k: st[k] for k in st if k.startswith("arena_")}}

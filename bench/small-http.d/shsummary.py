@@ -8,6 +8,9 @@ from report import fmt_us, table
 SOURCE = ("Atikoglu et al., \"Workload Analysis of a Large-Scale Key-Value "
           "Store\", SIGMETRICS 2012 (Facebook's ETC pool), as mutilate's "
           "fb_value")
+# of the daemon's arena_* counters (all are in the JSON), the table's
+ARENA_SHOWN = ("arena_segments", "arena_bytes_live", "arena_bytes_dead",
+               "arena_bytes_free", "arena_fragmentation_permille")
 
 
 def x(v):
@@ -106,8 +109,9 @@ def main_lines(res):
               human(s["sweep"]["devices"]["ssd"]["read_bytes"]),
               human(s["loaded"]["devices"]["ssd"]["read_bytes"]),
               ": the runs are warm" if s["loaded"]["devices"]["ssd"]["read_bytes"]
-              < pages / 100 else " (**not all warm**: the host reclaimed page "
-              "cache; see the JSON's device counters)"), ""]
+              < pages / 100 else " (**not all warm**: the GETs of files whose "
+              "pages are not in page cache read the SSD; the JSON has the "
+              "device counters of each run)"), ""]
     L += ["Against static (ratios): " + "; ".join(
         "%s: req/s %s, cpu per GET %s, RAM (cgroup) %s, serial TTFB p99 %s, "
         "fill %s" % (t, x(v["qps"]), x(v["cpu_per_get"]), x(v["cgroup_bytes"]),
@@ -152,8 +156,9 @@ def memory_lines(res):
          "arena's headers and free space). Measured: goblin-store's RSS "
          "after the fill minus its RSS started empty (the fixed cost: "
          "binary, I/O buffers, rings), and the cgroup's growth over the "
-         "same span (adds the page cache of its journal and pool files and "
-         "nginx's growth).\n"]
+         "same span: it adds the file page cache (the index journal's "
+         "buffered appends, `journal_bytes`, and pool file pages) and "
+         "nginx's growth.\n"]
     rows = []
     for r in res["rows"][1:]:
         m = res["targets"][r["target"]]["memory"]
@@ -166,11 +171,14 @@ def memory_lines(res):
                      x(m["ratio"]), "%s (%.0f B/object)" % (
                          human(m["cgroup_growth_bytes"]),
                          m["cgroup_growth_per_object"]),
-                     ", ".join("%s %s" % (k, v) for k, v in m["arena"].items())
-                     or "-"])
+                     "%s (journal %s)" % (
+                         human(m["cgroup_file_cache_growth_bytes"]),
+                         human(m["journal_bytes"] or 0)),
+                     ", ".join("%s %s" % (k[6:], v) for k, v in m["arena"].items()
+                               if k in ARENA_SHOWN) or "-"])
     L += table(["target", "N", "v", "i", "a", "expected N(v+i+a)",
                 "RSS empty", "RSS growth", "growth / expected", "cgroup growth",
-                "arena_* stats"], rows)
+                "of it file page cache", "arena_* stats"], rows)
     m = res["targets"]["static"]["memory"]
     L += ["", "static: expected = each file's 4 KiB pages (%s) + N x (an "
           "inode and a dentry at their slab sizes: %s = %d B) = %s (%.0f B "
