@@ -28,6 +28,15 @@ def made(res):
                 "loopback (client and servers on one host, unshaped)"
                 if net["name"] == "loopback" else
                 "%s (shaped link, bench/rig/up --net; JSON `net`)" % net["name"]),
+            "".join(
+                " The host runs DAMON (kdamond %s: %s of %s regions not "
+                "accessed for %s x %s us, at most %s bytes per %s ms): cold "
+                "page cache is reclaimed whatever the cgroup's limit, so "
+                "static files untouched that long leave it; goblin-store's "
+                "memfd region cannot be paged out (no swap)." % (
+                    k, d["action"], d["operations"], d["min_age_aggr_intervals"],
+                    d["aggr_us"], d["quota_bytes"], d["quota_reset_ms"])
+                for k, d in m.get("damon", {}).items()),
             "" if not m.get("quick") else
             "\n**--quick: a development run** (few objects, short runs); not a "
             "published measurement.", "",
