@@ -34,14 +34,23 @@ static inline uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-/* ---- RAM region: fixed-size slots carved out of blocks ---- */
+/* ---- RAM region: --block blocks of head slots or arena segments ---- */
+
+/* Block kinds: r->cls[REGION_HEAD] is the --ram-head slot class; an arena
+ * segment is of the pseudo class REGION_ARENA (slot 1, nslots block, nfree
+ * block - live bytes), so per-block byte counts read the same. */
+#define REGION_HEAD	0
+#define REGION_ARENA	1
+#define REGION_CLASSES	2
 
 struct region_block {
-	int cls;			/* slot class, -1 when free */
+	int cls;			/* REGION_HEAD, REGION_ARENA, -1 free */
 	uint32_t nfree;
 	uint32_t next_partial;		/* partial-list link, UINT32_MAX = end */
 	bool on_partial;
 	bool small;			/* charged to sub_memory */
+	bool locked;			/* an arena segment mlock()ed on first use */
+	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 };
@@ -50,10 +59,34 @@ struct region_class {
 	uint64_t slot;			/* slot size */
 	uint32_t nslots;		/* per block */
 	uint32_t partial;		/* first block with a free slot */
-	bool small;			/* charged to sub_memory */
 };
 
-#define REGION_CLASSES 32
+/* One arena segment's bookkeeping (arena.c), by block number. */
+struct arena_seg {
+	uint32_t used;			/* append point: entries below it */
+	uint32_t live;			/* bytes of live entries */
+	uint32_t nlive;			/* live entries */
+};
+
+/* The byte-granular arena of objects smaller than --ram-head (arena.c). */
+struct arena {
+	struct arena_seg *segs;		/* by block number */
+	uint32_t nsegs;			/* segments in use */
+	uint32_t cur;			/* where new objects go, UINT32_MAX none */
+	uint32_t dst;			/* where compaction moves them */
+	uint32_t victim;		/* being emptied, UINT32_MAX none */
+	uint32_t vpos;			/* next entry of <victim> to look at */
+	uint32_t skip;			/* a pinned entry held it last lap */
+	bool victim_blocked;		/* a pinned entry was passed this lap */
+	uint64_t used;			/* sum of segs' used */
+	uint64_t live;			/* sum of segs' live */
+	uint64_t compactions, moved, blocked, released;
+	uint64_t max_us, max_cpu_us;	/* longest hold for compaction */
+	struct gs_engine *e;		/* set when the first segment is taken */
+	pthread_t thread;		/* the compactor, started then */
+	pthread_cond_t wake;		/* with the engine lock */
+	bool running, stop;
+};
 
 struct region {
 	int fd;
@@ -61,34 +94,76 @@ struct region {
 	uint64_t size;
 	uint64_t block;
 	bool hugetlb;
+	bool mlock;			/* lock head blocks at start, segments
+					 * as they are taken */
 	uint32_t nblocks;
 	struct region_block *blocks;
-	uint32_t free_block;		/* next never-used or freed block hint */
 	uint32_t head_blocks, head_blocks_max;
 	uint32_t small_blocks, small_blocks_max;
-	int nclasses;
+	uint32_t drops;			/* given-back segments to drop, linked
+					 * by next_partial; UINT32_MAX: none */
 	struct region_class cls[REGION_CLASSES];
 	uint64_t used;
 	struct numa_topo numa;		/* --numa: per-node arenas */
+	struct arena arena;
 };
 
 int region_open(struct region *r, const struct gs_config *cfg,
 		char *err, size_t errlen);
 void region_close(struct region *r);
-/* Class for an object head of <len> bytes (len <= ram_head). */
-int region_class_for(const struct region *r, uint64_t len);
-/* Allocates a slot of class <cls>: 0 and <*off>, or -ENOMEM. */
-int region_alloc(struct region *r, int cls, uint64_t *off);
+/* Allocates a --ram-head slot: 0 and <*off>, or -ENOMEM. */
+int region_alloc(struct region *r, uint64_t *off);
 void region_free(struct region *r, uint64_t off);
-uint64_t region_slot_size(const struct region *r, uint64_t off);
-/* Whether slots of class <cls> come out of the heads' budget (--memory). */
-bool region_shares_heads(const struct region *r, int cls);
+/* Takes a free block for an arena segment, charged to --sub-memory (to
+ * --memory when that is 0), and locks it with mlock on: 0 and <*b>, or
+ * -ENOMEM. */
+int region_segment_take(struct region *r, uint32_t *b);
+/* Gives segment <b> back: it joins r->drops, and is taken again only
+ * after region_segment_drop() and region_segment_dropped(). */
+void region_segment_release(struct region *r, uint32_t b);
+/* Unlocks given-back segment <b> and drops its pages from the mapping
+ * (system calls of a few hundred microseconds for 2M: no lock needed). */
+void region_segment_drop(struct region *r, uint32_t b);
+/* Segment <b> is dropped: its block is free again. */
+void region_segment_dropped(struct region *r, uint32_t b);
+/* Whether the bytes at <off> are in an arena segment. */
+static inline bool region_is_arena(const struct region *r, uint64_t off)
+{
+	return r->blocks[off / r->block].cls == REGION_ARENA;
+}
+/* Whether a value of <len> bytes goes to the arena: under --ram-head, its
+ * entry (8-byte header, rounded to 8) within a block. */
+static inline bool region_arena_takes(const struct region *r, uint64_t len)
+{
+	return len < r->cls[REGION_HEAD].slot &&
+	       8 + round_up(len, 8) <= r->block;
+}
+/* Whether arena segments come out of the heads' budget (--sub-memory 0). */
+static inline bool region_arena_shares_heads(const struct region *r)
+{
+	return r->small_blocks_max == 0;
+}
 /* With --numa: counts a lookup served from the slot at <off>. */
 void region_hit(struct region *r, uint64_t off);
-/* Exchanges blocks <a> and <b>, bytes and slot tables (<b> may be free,
- * <a> not); the caller moves every offset into them.  Returns the bytes
- * copied. */
+/* Exchanges head blocks <a> and <b>, bytes and slot tables (<b> may be
+ * free, <a> not; neither an arena segment); the caller moves every offset
+ * into them.  Returns the bytes copied. */
 uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b);
+
+/* ---- arena.c ---- */
+
+/* Places <obj>'s value (meta.head_len bytes, under --ram-head) in the
+ * arena, evicting (CLOCK) and compacting for room; sets meta.head_off
+ * through obj_set_head().  Called with e->lock held; 0 or -ENOMEM. */
+int arena_alloc(struct gs_engine *e, struct gs_obj *obj);
+/* Marks <obj>'s entry dead; a segment left empty goes back to the region.
+ * Called with e->lock held. */
+void arena_free(struct gs_engine *e, struct gs_obj *obj);
+/* One bounded step of compaction; false when there was nothing to do.
+ * Called with e->lock held. */
+bool arena_compact_step(struct gs_engine *e, bool pressure);
+/* Stops the compactor thread (region_close()). Takes e->lock. */
+void arena_stop(struct region *r);
 
 /* ---- disk pools: one per tier, dirs striped ---- */
 
@@ -212,6 +287,15 @@ struct gs_engine {
 	pthread_mutex_t io_lock;	/* guards io_list */
 	struct list io_list;		/* of struct gs_io, by engine_node */
 };
+
+/* Points <obj>'s head at region offset <off> (meta.head_off and the
+ * pointer both): the one place the arena writes a record's location. */
+static inline void obj_set_head(struct gs_engine *e, struct gs_obj *obj,
+				uint64_t off)
+{
+	obj->meta.head_off = off;
+	obj->head = (char *)e->region.base + off;
+}
 
 /* ---- layout.c ---- */
 

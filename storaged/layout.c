@@ -105,7 +105,9 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
 	if (obj->head_pos != UINT32_MAX)
 		engine_head_forget(e, obj);
-	if (obj->head)
+	if (obj->head && region_is_arena(&e->region, obj->meta.head_off))
+		arena_free(e, obj);
+	else if (obj->head)
 		region_free(&e->region, obj->meta.head_off);
 	for (uint32_t i = 0; i < obj->nchunks; i++) {
 		struct chunk *c = &obj->chunks[i];
@@ -120,15 +122,12 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 	free(obj);
 }
 
-/* RAM for an object's own bytes: cached heads are dropped for it first
- * (they are copies), then objects holding RAM are evicted. */
-static int alloc_ram(struct gs_engine *e, uint64_t len, uint64_t *off)
+/* A --ram-head slot for an object's own bytes: cached heads are dropped
+ * for it first (they are copies), then objects holding RAM are evicted. */
+static int alloc_ram(struct gs_engine *e, uint64_t *off)
 {
-	int cls = region_class_for(&e->region, len);
-	bool heads_help = region_shares_heads(&e->region, cls);
-
-	while (region_alloc(&e->region, cls, off) < 0)
-		if (!(heads_help && engine_head_drop_one(e)) &&
+	while (region_alloc(&e->region, off) < 0)
+		if (!engine_head_drop_one(e) &&
 		    !engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
 			return -ENOMEM;
 	return 0;
@@ -145,9 +144,7 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 
 int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
 {
-	int cls = region_class_for(&e->region, e->cfg.ram_head);
-
-	while (region_alloc(&e->region, cls, off) < 0)
+	while (region_alloc(&e->region, off) < 0)
 		if (!drop || !engine_head_drop_one(e))
 			return -ENOMEM;
 	return 0;
@@ -210,16 +207,19 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 	if (i < 0) {
 		if (obj->head || !obj->meta.head_len)
 			return 0;
-		ret = alloc_ram(e, obj->meta.head_len, &obj->meta.head_off);
+		/* smaller than a head slot: packed in the arena */
+		if (region_arena_takes(&e->region, obj->meta.head_len))
+			return arena_alloc(e, obj);
+		ret = alloc_ram(e, &addr);
 		if (ret == 0)
-			obj->head = (char *)e->region.base + obj->meta.head_off;
+			obj_set_head(e, obj, addr);
 		return ret;
 	}
 	c = &obj->chunks[i];
 	if (c->addr != UINT64_MAX)
 		return 0;
 	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
-		ret = alloc_ram(e, e->cfg.ram_head, &addr);
+		ret = alloc_ram(e, &addr);
 	else
 		ret = alloc_disk(e, c->tier, c->len, &addr);
 	if (ret == 0)

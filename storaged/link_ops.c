@@ -536,8 +536,10 @@ static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 
 	gs_stats(srv->e, &snap.engine);
 	gs_numa_stats(srv->e, &snap.numa);
+	gs_arena_stats(srv->e, &snap.arena);
 	memcpy(snap.link, srv->st, sizeof(snap.link));
-	return stats_format(STATS_ENGINE | STATS_LINK, &snap, buf, size);
+	return stats_format(STATS_ENGINE | STATS_POOLS | STATS_LINK, &snap,
+			    buf, size);
 }
 
 static void pump_stats(struct link_handle *h)

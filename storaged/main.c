@@ -1,6 +1,7 @@
 /*
  * goblin-store: parse options, open the engine, start the memcache front
- * (and the nginx link), run until SIGINT or SIGTERM, then stop cleanly.
+ * (and the nginx link, and the RDMA endpoint), run until SIGINT or
+ * SIGTERM, then stop cleanly.
  */
 #include <errno.h>
 #include <numa.h>
@@ -13,6 +14,7 @@
 #include "numa_topo.h"
 #include "options.h"
 #include "link.h"
+#include "rdma_thread.h"
 #include "server.h"
 
 int main(int argc, char **argv)
@@ -21,6 +23,7 @@ int main(int argc, char **argv)
 	struct gs_config cfg;
 	struct gs_engine *e = NULL;
 	struct server srv = { 0 };
+	struct rdma_thread *rdma = NULL;
 	char err[512];
 	sigset_t sigs;
 	int ret, sig;
@@ -35,6 +38,12 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* before the pools are opened: nothing to undo */
+	if (*opt.rdma && !strcmp(opt.rdma_transport, "verbs") &&
+	    rdma_thread_verbs_check(err, sizeof(err))) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		return 1;
+	}
 	options_to_config(&opt, &cfg);
 	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
 	if (ret < 0) {
@@ -48,10 +57,20 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out_engine;
 	}
+	/* before the memcache port opens: a client that reached it finds the
+	 * RDMA listener up too */
+	if (*opt.rdma) {
+		ret = rdma_thread_start(e, opt.rdma, opt.rdma_transport, &rdma,
+					err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "goblin-store: %s\n", err);
+			goto out_engine;
+		}
+	}
 	ret = server_start(&srv, e, &opt, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "goblin-store: %s\n", err);
-		goto out_engine;
+		goto out_rdma;
 	}
 	if (!opt.no_http) {
 		struct link_conf rc = {
@@ -76,10 +95,13 @@ int main(int argc, char **argv)
 		link_stop();
 out_server:
 	server_stop(&srv);
+	rdma_thread_stop(&rdma);
 	gs_engine_close(&e);
 	log_info("stopped");
 	return ret < 0 ? 1 : 0;
 
+out_rdma:
+	rdma_thread_stop(&rdma);
 out_engine:
 	gs_engine_close(&e);
 	return 1;

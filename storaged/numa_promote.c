@@ -1,6 +1,8 @@
 /*
  * Hot-block promotion (numa_topo.h): moves the hottest foreign head blocks
  * into region zero, the serving node's arena, under the engine lock.
+ * Segments of the small-object arena (arena.c: in head blocks when
+ * --sub-memory is 0) never move: compaction owns their offsets.
  */
 #include <errno.h>
 #include <numa.h>
@@ -65,14 +67,17 @@ static void move_owner(uint64_t *off, void *arg)
 	*off = (uint64_t)o->rd->moved[b] * o->r->block + *off % o->r->block;
 }
 
-/* Whether block <b> may move: free, or every slot in use owned by a linked
- * object (no set or head load in flight into it) and none pinned. */
+/* Whether block <b> may move: free, or a head block with every slot in
+ * use owned by a linked object (no set or head load in flight into it)
+ * and none pinned. */
 static bool movable(const struct region *r, const struct round *rd, uint32_t b)
 {
 	const struct region_block *blk = &r->blocks[b];
 
 	if (blk->cls < 0)
-		return true;
+		return !blk->dropping;
+	if (blk->cls != REGION_HEAD)
+		return false;
 	return !rd->pinned[b] &&
 	       rd->owned[b] == r->cls[blk->cls].nslots - blk->nfree;
 }
@@ -97,7 +102,7 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 	for (uint32_t b = 0; b < r->numa.arena_blocks; b++) {
 		const struct region_block *blk = &r->blocks[b];
 
-		if (blk->cls < 0)
+		if (blk->cls < 0 && !blk->dropping)
 			return b;
 		if (2ull * blk->hits < hits && movable(r, rd, b) &&
 		    (best == UINT32_MAX || blk->hits < r->blocks[best].hits))
@@ -171,7 +176,7 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 	int moved = 0;
 
 	for (uint32_t b = r->numa.arena_blocks; b < r->head_blocks_max; b++)
-		if (r->blocks[b].cls >= 0 && r->blocks[b].hits)
+		if (r->blocks[b].cls == REGION_HEAD && r->blocks[b].hits)
 			rd->hot[nhot++] = b;
 	sort_region = r;
 	qsort(rd->hot, nhot, sizeof(*rd->hot), hotter);
@@ -199,7 +204,7 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 
 		each_slot(obj, move_owner, &o);
 		if (obj->head)		/* the pointer follows the offset */
-			obj->head = (char *)r->base + obj->meta.head_off;
+			obj_set_head(e, obj, obj->meta.head_off);
 	}
 	return moved;
 }

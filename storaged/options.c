@@ -1,6 +1,7 @@
 /*
  * Command-line parsing driven by the OPTIONS table.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -156,6 +157,79 @@ static int check_ranges(const struct options *o)
 	return 0;
 }
 
+int options_rdma_addr(const char *v, char *host, size_t hostlen,
+		      uint16_t *port, char *err, size_t errlen)
+{
+	const char *colon = strrchr(v, ':'), *h = v, *p;
+	unsigned char bin[sizeof(struct in6_addr)];
+	size_t hlen;
+	char *end;
+	unsigned long n;
+	int family = AF_INET;
+
+	if (!colon) {
+		snprintf(err, errlen, "want ADDR:PORT, such as 192.168.1.5:11311 or [fe80::1]:11311");
+		return -EINVAL;
+	}
+	hlen = (size_t)(colon - v);
+	if (*v == '[') {
+		if (hlen < 2 || colon[-1] != ']') {
+			snprintf(err, errlen, "an IPv6 address goes in brackets: [ADDR]:PORT");
+			return -EINVAL;
+		}
+		h = v + 1;
+		hlen -= 2;
+		family = AF_INET6;
+	}
+	if (!hlen || hlen >= hostlen) {
+		snprintf(err, errlen, "no address before the port");
+		return -EINVAL;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(family, host, bin) != 1) {
+		snprintf(err, errlen, family == AF_INET6 ?
+			 "\"%s\" is not an IPv6 address" :
+			 strchr(host, ':') ? "\"%s\" is IPv6: put it in brackets, [ADDR]:PORT" :
+			 "\"%s\" is not an IPv4 address (numeric; [ADDR] for IPv6)",
+			 host);
+		return -EINVAL;
+	}
+	p = colon + 1;
+	errno = 0;
+	n = isdigit((unsigned char)*p) ? strtoul(p, &end, 10) : 0;
+	if (!isdigit((unsigned char)*p) || *end || errno || n < 1 ||
+	    n > 65535) {
+		snprintf(err, errlen, "port \"%s\" is not a number from 1 to 65535", p);
+		return -EINVAL;
+	}
+	*port = (uint16_t)n;
+	return 0;
+}
+
+/* --rdma and --rdma-transport: 0, or 2 after printing what is wrong. */
+static int check_rdma(const struct options *o)
+{
+	char host[INET6_ADDRSTRLEN + 1], err[160];
+	uint16_t port;
+
+	if (strcmp(o->rdma_transport, "verbs") &&
+	    strcmp(o->rdma_transport, "tcp")) {
+		fprintf(stderr, "goblin-store: --rdma-transport: bad value \"%s\" (want verbs or tcp)\n",
+			o->rdma_transport);
+		return 2;
+	}
+	if (!*o->rdma)
+		return 0;
+	if (options_rdma_addr(o->rdma, host, sizeof(host), &port, err,
+			      sizeof(err))) {
+		fprintf(stderr, "goblin-store: --rdma: bad value \"%s\": %s\n",
+			o->rdma, err);
+		return 2;
+	}
+	return 0;
+}
+
 int options_parse(struct options *o, int argc, char **argv)
 {
 	struct option longs[IDX_COUNT + 4];
@@ -214,7 +288,7 @@ int options_parse(struct options *o, int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	return check_ranges(o);
+	return check_ranges(o) ? 2 : check_rdma(o);
 }
 
 void options_to_config(const struct options *o, struct gs_config *cfg)

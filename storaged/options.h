@@ -23,11 +23,11 @@
 
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
-	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects over half --ram-head")		\
+	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects of --ram-head bytes or more")		\
 	OPTION(sub_memory, "sub-memory", SIZE, "64M", 0, 0,		\
-	       "RAM budget for objects smaller than --ram-head")		\
+	       "RAM for objects smaller than --ram-head: the byte-granular arena, committed a --block segment at a time (taken from --memory when 0)")		\
 	OPTION(block, "block", SIZE, "2M", 0, 0,			\
-	       "RAM allocation unit (one huge page); heads take fixed slots in blocks") \
+	       "RAM allocation unit (one huge page): heads take fixed slots in blocks, smaller objects are packed in block segments") \
 	OPTION(ram_head, "ram-head", SIZE, "256K", 0, 0,		\
 	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	OPTION(ssd_prefix, "ssd-prefix", SIZE, "1M", 0, 0,		\
@@ -85,7 +85,11 @@
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
 	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
-	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)")
+	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)") \
+	OPTION(rdma, "rdma", STR, "", 0, 0,				\
+	       "serve memcache GETs over RDMA on ADDR:PORT ([ADDR]:PORT for IPv6), objects written into the client's window (none: off)") \
+	OPTION(rdma_transport, "rdma-transport", STR, "verbs", 0, 0,	\
+	       "--rdma's transport: verbs (rdma_cm + ibverbs RC QPs, needs an RDMA device) or tcp (emulated: libfabric's tcp provider)")
 
 enum option_kind { OPT_SIZE, OPT_UINT, OPT_INT, OPT_STR, OPT_DIRS, OPT_BOOL,
 		   OPT_TIME };
@@ -120,6 +124,14 @@ void options_config_defaults(struct gs_config *cfg);
 /* Words an engine error for the command line: each gs_config field named
  * in backquotes (`ram_head`) becomes its flag (--ram-head), in place. */
 void options_word_error(char *err, size_t errlen);
+
+/*
+ * Splits an --rdma value "ADDR:PORT" or "[IPV6]:PORT" into <host> (room for
+ * <hostlen> bytes, brackets dropped) and *<port> (1 to 65535).  Returns 0,
+ * or -EINVAL with the reason in <err>.
+ */
+int options_rdma_addr(const char *v, char *host, size_t hostlen,
+		      uint16_t *port, char *err, size_t errlen);
 
 /* Calls <emit>(<arg>, name, value) for every option ("stats settings"). */
 void options_each(const struct options *o,

@@ -77,7 +77,7 @@ static unsigned stats_tables(const char *arg, size_t len)
 	if (arg_is(arg, len, "slabs"))
 		return STATS_SLABS;
 	if (arg_is(arg, len, "goblin"))
-		return STATS_ENGINE | STATS_POOLS;
+		return STATS_ENGINE | STATS_POOLS | STATS_RDMA;
 	return 0;
 }
 
@@ -104,6 +104,8 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 	tables = stats_tables(arg, len);
 	if (tables) {
 		server_stats_snapshot(srv, &snap);
+		if (tables & STATS_POOLS)
+			gs_arena_stats(srv->e, &snap.arena);
 		stats_emit(tables, &snap, &sink);
 	} else if (arg_is(arg, len, "reset")) {
 		server_stats_reset(srv);

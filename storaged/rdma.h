@@ -14,6 +14,7 @@
  *   rdma_server.c   the protocol state machine, server side, over any
  *                   transport and any object source
  *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
+ *   rdma_thread.c   the endpoint in goblin-store (--rdma): its thread
  *
  * Transport.  struct gs_rdma_transport is a table of operations on opaque
  * devices (a fabric + domain + CM event queue; MRs belong to a device, so
@@ -77,12 +78,14 @@
  * released callback: open() on them says -EAGAIN and the server keeps a
  * closed connection's memory until the source's busy() lets go.
  *
- * In the daemon (next): --rdma ADDR:PORT starts one thread with its own
- * gs_io and the engine source over it; the thread steps the server (CM
- * events, every endpoint's CQ, gs_io_run through the source's progress)
- * and, when a step did nothing, sleeps in gs_rdma_server_wait(): poll on
+ * In the daemon (rdma_thread.h): --rdma ADDR:PORT starts one thread,
+ * goblin-rdma, with its own gs_io and the engine source over it; the
+ * thread steps the server (CM events, every endpoint's CQ, gs_io_run
+ * through the source's progress) and, when a step did nothing, sleeps
+ * in gs_rdma_server_wait(): poll on
  * the CM descriptor, each endpoint's CQ descriptor (libfabric FI_WAIT_FD
- * behind fi_trywait; a verbs completion channel) and gs_io_fd().
+ * behind fi_trywait; a verbs completion channel), gs_io_fd() and the
+ * daemon's stop eventfd (gs_rdma_server_wake_fd).
  */
 #ifndef GOBLIN_STORAGED_RDMA_H
 #define GOBLIN_STORAGED_RDMA_H
@@ -247,10 +250,12 @@ void gs_rdma_engine_destroy(struct gs_rdma_engine **esp);
 struct gs_rdma_server;
 
 /* conns: accepted in all; live: open now; gone: closed by the peer
- * (mid-object too); errors: connections dropped for a failure on our side
+ * (mid-object too); aborted: those of gone closed with an object open
+ * (mid-object); errors: connections dropped for a failure on our side
  * and failed opens. */
 struct gs_rdma_server_stats {
-	uint64_t conns, live, gone, gets, hits, misses, rounds, bytes, errors;
+	uint64_t conns, live, gone, aborted, gets, hits, misses, rounds,
+		 bytes, errors;
 };
 
 /*
@@ -271,6 +276,9 @@ int gs_rdma_server_step(struct gs_rdma_server *s);
  * none); returns at once when something is ready.  Returns 1 (woken), 0
  * (timed out) or -errno.  Call it after a step that did nothing. */
 int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms);
+/* Makes gs_rdma_server_wait() also return when <fd> polls readable (the
+ * daemon's stop eventfd); -1: none (the default). */
+void gs_rdma_server_wake_fd(struct gs_rdma_server *s, int fd);
 void gs_rdma_server_stats(const struct gs_rdma_server *s,
 			  struct gs_rdma_server_stats *st);
 void gs_rdma_server_destroy(struct gs_rdma_server **sp);
@@ -279,7 +287,9 @@ void gs_rdma_server_destroy(struct gs_rdma_server **sp);
 
 struct gs_rdma_client;
 
-/* When a GET's steps were seen, in ns from its send (0: not seen). */
+/* When a GET's steps were seen, in ns from its send (0: not seen):
+ * the VALUE line; the last BULK_READY (the window holds every byte: taken
+ * before the client copies it out); END. */
 struct gs_rdma_times {
 	uint64_t header_ns, bulk_ns, end_ns;
 };

@@ -230,6 +230,8 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 			cl_err(err, errlen, line);
 			return -EPROTO;
 		}
+		if (got + n == size)	/* every byte is in the window */
+			t->bulk_ns = now_ns() - t0;
 		if (size <= cap)
 			memcpy((char *)out + off, c->window, n);
 		got += n;
@@ -239,7 +241,6 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 				return r;
 		}
 	} while (got < size);
-	t->bulk_ns = now_ns() - t0;
 	r = cl_line(c, line);
 	if (r)
 		return r;

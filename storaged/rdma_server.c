@@ -55,6 +55,7 @@ struct gs_rdma_server {
 	struct zombie *zombies;		/* closed connections' busy memory */
 	struct pollfd *pfd;		/* gs_rdma_server_wait's */
 	unsigned npfd;
+	int wake_fd;			/* polled too; -1: none */
 	struct gs_rdma_server_stats st;
 };
 
@@ -477,6 +478,8 @@ static int srv_cm(struct gs_rdma_server *s)
 			c = sc_find(s, ep);
 			if (c) {
 				s->st.gone += c->st != SC_CLOSING;
+				s->st.aborted += c->st != SC_CLOSING &&
+						 c->open;
 				sc_destroy(c);
 			}
 		}
@@ -535,8 +538,10 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 		next = c->next;
 		r = sc_step(c);
 		if (r < 0) {
-			if (sc_gone(r))
+			if (sc_gone(r)) {
 				s->st.gone++;
+				s->st.aborted += c->open;
+			}
 			else if (r != -ESHUTDOWN)
 				s->st.errors++;
 			sc_destroy(c);
@@ -566,7 +571,7 @@ static int srv_pfd(struct gs_rdma_server *s, unsigned n)
 int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms)
 {
 	const struct gs_rdma_transport *tp = s->tp;
-	unsigned n = 0, want = 2;
+	unsigned n = 0, want = 3;
 	struct sconn *c;
 	int r;
 
@@ -581,6 +586,9 @@ int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms)
 				       .events = POLLIN };
 	if (s->src->fd)
 		s->pfd[n++] = (struct pollfd){ .fd = s->src->fd(s->arg),
+					       .events = POLLIN };
+	if (s->wake_fd >= 0)
+		s->pfd[n++] = (struct pollfd){ .fd = s->wake_fd,
 					       .events = POLLIN };
 	for (c = s->conns; c; c = c->next) {
 		if (tp->ep_arm(c->ep))
@@ -614,6 +622,7 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 	s->tp = tp;
 	s->src = src;
 	s->arg = arg;
+	s->wake_fd = -1;
 	r = tp->listen(host, port, bound, &s->dev);
 	if (r) {
 		free(s);
@@ -630,6 +639,11 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 	}
 	*sp = s;
 	return 0;
+}
+
+void gs_rdma_server_wake_fd(struct gs_rdma_server *s, int fd)
+{
+	s->wake_fd = fd;
 }
 
 void gs_rdma_server_stats(const struct gs_rdma_server *s,

@@ -1,10 +1,18 @@
 /*
  * The RAM region: one memfd (hugetlb-backed when huge pages are reserved)
- * carved into --block blocks.  A block serves one slot class at a time:
- * full heads take --ram-head slots, smaller objects take power-of-two
- * slots from 64 bytes up.  Head blocks are charged to --memory, small ones
- * to --sub-memory (to --memory when that is 0).  All calls expect the engine lock.
- * The memfd is sealed (seal_region): only the engine's mapping writes it.
+ * carved into --block blocks: [0, head_blocks_max) for --memory, then
+ * [head_blocks_max, nblocks) for --sub-memory.  A head block holds
+ * --ram-head slots; a segment of the arena (arena.c) holds the objects
+ * smaller than --ram-head, packed.  Head blocks are locked (mlock) at
+ * start; segments come out of the --sub-memory blocks (out of --memory's
+ * when that is 0) and are locked when taken, unlocked and dropped from the
+ * mapping when given back, so the arena's resident memory tracks its use.
+ * The memfd is sealed (seal_region): only the engine's mapping writes it,
+ * and so nobody can punch holes in it either (F_SEAL_FUTURE_WRITE makes
+ * fallocate(PUNCH_HOLE) fail with EPERM): a given-back segment leaves the
+ * process's mapping (RSS) but its pages stay in the memfd until reused,
+ * and segments are taken lowest block first so reuse comes before growth.
+ * All calls expect the engine lock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +27,6 @@
 #include "engine.h"
 #include "log.h"
 
-#define MIN_SLOT 64u
 #define HUGE_PAGE (2u << 20)
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | \
 		      F_SEAL_SEAL)
@@ -76,19 +83,11 @@ out_close:
 
 static void setup_classes(struct region *r, uint64_t ram_head)
 {
-	uint64_t slot;
-
-	r->nclasses = 0;
-	for (slot = MIN_SLOT; slot < ram_head && r->nclasses < REGION_CLASSES - 1;
-	     slot *= 2) {
-		r->cls[r->nclasses++] = (struct region_class){
-			.slot = slot, .small = true };
-	}
-	r->cls[r->nclasses++] = (struct region_class){ .slot = ram_head };
-	for (int i = 0; i < r->nclasses; i++) {
-		r->cls[i].nslots = r->block / r->cls[i].slot;
-		r->cls[i].partial = UINT32_MAX;
-	}
+	r->cls[REGION_HEAD] = (struct region_class){
+		.slot = ram_head, .nslots = r->block / ram_head,
+		.partial = UINT32_MAX };
+	r->cls[REGION_ARENA] = (struct region_class){
+		.slot = 1, .nslots = r->block, .partial = UINT32_MAX };
 }
 
 /*
@@ -122,12 +121,17 @@ static void bind_region(struct region *r, const struct gs_config *cfg)
 int region_open(struct region *r, const struct gs_config *cfg,
 		char *err, size_t errlen)
 {
+	uint64_t heads;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
 	ret = numa_topo_setup(&r->numa, cfg, err, errlen);
 	if (ret < 0)
 		return ret;
+	if (cfg->block > (1u << 31)) {	/* arena offsets are 32-bit */
+		snprintf(err, errlen, "`block` must be at most 2G");
+		return -EINVAL;
+	}
 	r->block = cfg->block;
 	r->head_blocks_max = cfg->memory / cfg->block;
 	if (r->numa.nnodes) {
@@ -163,10 +167,12 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		madvise(r->base, r->size, MADV_HUGEPAGE);
 	}
 	bind_region(r, cfg);
-	if (cfg->mlock && mlock(r->base, r->size) < 0) {
+	r->mlock = cfg->mlock;
+	heads = (uint64_t)r->head_blocks_max * r->block;
+	if (cfg->mlock && heads && mlock(r->base, heads) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "mlock of the %llu-byte RAM region: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
-			 (unsigned long long)r->size, strerror(errno));
+		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
+			 (unsigned long long)heads, strerror(errno));
 		goto out_unmap;
 	}
 	r->blocks = calloc(r->nblocks, sizeof(*r->blocks));
@@ -177,12 +183,24 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	}
 	for (uint32_t i = 0; i < r->nblocks; i++)
 		r->blocks[i].cls = -1;
+	r->arena.segs = calloc(r->nblocks, sizeof(*r->arena.segs));
+	if (!r->arena.segs) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory for the arena's segment table");
+		goto out_blocks;
+	}
+	r->arena.cur = r->arena.dst = r->arena.victim = UINT32_MAX;
+	r->arena.skip = UINT32_MAX;
+	r->drops = UINT32_MAX;
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
 		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
-		 cfg->mlock ? ", locked" : "");
+		 cfg->mlock ? ", head blocks locked, segments as used" : "");
 	return 0;
 
+out_blocks:
+	free(r->blocks);
+	r->blocks = NULL;
 out_unmap:
 	munmap(r->base, r->size);
 	close(r->fd);
@@ -196,6 +214,9 @@ void region_close(struct region *r)
 	r->numa.swap_buf = NULL;
 	if (!r->blocks)
 		return;
+	arena_stop(r);
+	free(r->arena.segs);
+	r->arena.segs = NULL;
 	for (uint32_t i = 0; i < r->nblocks; i++)
 		free(r->blocks[i].freemap);
 	free(r->blocks);
@@ -203,14 +224,6 @@ void region_close(struct region *r)
 	munmap(r->base, r->size);
 	close(r->fd);
 	r->fd = -1;
-}
-
-int region_class_for(const struct region *r, uint64_t len)
-{
-	for (int i = 0; i < r->nclasses; i++)
-		if (len <= r->cls[i].slot)
-			return i;
-	return -1;
 }
 
 static void partial_push(struct region *r, uint32_t b)
@@ -234,45 +247,27 @@ static void partial_remove(struct region *r, uint32_t b)
 	blk->on_partial = false;
 }
 
-/* A free block, the first from the hint on: UINT32_MAX when none. */
-static uint32_t any_block(const struct region *r)
+/* The lowest free block of [<from>, <to>): UINT32_MAX when none.  Lowest
+ * first: with --numa, region zero fills first; segments reuse pages the
+ * memfd already holds before touching new ones. */
+static uint32_t low_block(const struct region *r, uint32_t from, uint32_t to)
 {
-	for (uint32_t b = 0; b < r->nblocks; b++)
-		if (r->blocks[(r->free_block + b) % r->nblocks].cls < 0)
-			return (r->free_block + b) % r->nblocks;
-	return UINT32_MAX;
-}
-
-/* With --numa: the lowest free block of the arenas (population order:
- * region zero first), or of the small blocks after them when <small>;
- * UINT32_MAX when none. */
-static uint32_t numa_block(const struct region *r, bool small)
-{
-	uint32_t b = small ? r->head_blocks_max : 0;
-	uint32_t end = small ? r->nblocks : r->head_blocks_max;
-
-	for (; b < end; b++)
-		if (r->blocks[b].cls < 0)
+	for (uint32_t b = from; b < to; b++)
+		if (r->blocks[b].cls < 0 && !r->blocks[b].dropping)
 			return b;
 	return UINT32_MAX;
 }
 
-static int block_take(struct region *r, int cls)
+static int block_take(struct region *r)
 {
-	struct region_class *c = &r->cls[cls];
-	bool small = c->small && r->small_blocks_max > 0;
-	uint32_t *count = small ? &r->small_blocks : &r->head_blocks;
-	uint32_t max = small ? r->small_blocks_max : r->head_blocks_max;
+	const struct region_class *c = &r->cls[REGION_HEAD];
 	struct region_block *blk;
 	size_t words = (c->nslots + 63) / 64;
 	uint32_t b;
 
-	if (*count >= max)
+	if (r->head_blocks >= r->head_blocks_max)
 		return -ENOMEM;
-	if (r->numa.nnodes)
-		b = numa_block(r, small);
-	else
-		b = any_block(r);
+	b = low_block(r, 0, r->head_blocks_max);
 	if (b == UINT32_MAX)
 		return -ENOMEM;
 	blk = &r->blocks[b];
@@ -281,23 +276,22 @@ static int block_take(struct region *r, int cls)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < c->nslots; s++)
 		blk->freemap[s / 64] |= 1ull << (s % 64);
-	blk->cls = cls;
+	blk->cls = REGION_HEAD;
 	blk->hits = 0;
-	blk->small = small;
+	blk->small = false;
 	blk->nfree = c->nslots;
-	(*count)++;
-	r->free_block = (b + 1) % r->nblocks;
+	r->head_blocks++;
 	partial_push(r, b);
 	return 0;
 }
 
-int region_alloc(struct region *r, int cls, uint64_t *off)
+int region_alloc(struct region *r, uint64_t *off)
 {
-	struct region_class *c = &r->cls[cls];
+	struct region_class *c = &r->cls[REGION_HEAD];
 	struct region_block *blk;
 	uint32_t b;
 
-	if (c->partial == UINT32_MAX && block_take(r, cls) < 0)
+	if (c->partial == UINT32_MAX && block_take(r) < 0)
 		return -ENOMEM;
 	b = c->partial;
 	blk = &r->blocks[b];
@@ -319,7 +313,7 @@ void region_free(struct region *r, uint64_t off)
 {
 	uint32_t b = off / r->block;
 	struct region_block *blk = &r->blocks[b];
-	struct region_class *c = &r->cls[blk->cls];
+	struct region_class *c = &r->cls[REGION_HEAD];
 	uint32_t s = (off % r->block) / c->slot;
 
 	blk->freemap[s / 64] |= 1ull << (s % 64);
@@ -328,10 +322,7 @@ void region_free(struct region *r, uint64_t off)
 	if (blk->nfree == c->nslots) {
 		if (blk->on_partial)
 			partial_remove(r, b);
-		if (blk->small)
-			r->small_blocks--;
-		else
-			r->head_blocks--;
+		r->head_blocks--;
 		free(blk->freemap);
 		blk->freemap = NULL;
 		blk->cls = -1;
@@ -341,14 +332,76 @@ void region_free(struct region *r, uint64_t off)
 		partial_push(r, b);
 }
 
-bool region_shares_heads(const struct region *r, int cls)
+int region_segment_take(struct region *r, uint32_t *bp)
 {
-	return !(r->cls[cls].small && r->small_blocks_max > 0);
+	bool small = !region_arena_shares_heads(r);
+	uint32_t *count = small ? &r->small_blocks : &r->head_blocks;
+	uint32_t max = small ? r->small_blocks_max : r->head_blocks_max;
+	struct region_block *blk;
+	uint32_t b;
+
+	if (*count >= max)
+		return -ENOMEM;
+	b = small ? low_block(r, r->head_blocks_max, r->nblocks) :
+		    low_block(r, 0, r->head_blocks_max);
+	if (b == UINT32_MAX)
+		return -ENOMEM;
+	blk = &r->blocks[b];
+	blk->cls = REGION_ARENA;
+	blk->hits = 0;
+	blk->small = small;
+	blk->nfree = r->block;
+	blk->locked = false;
+	if (small && r->mlock) {
+		char *p = (char *)r->base + (uint64_t)b * r->block;
+
+		/* locked page by page as appends touch them: no 2M of page
+		 * faults under the engine lock */
+		if (mlock2(p, r->block, MLOCK_ONFAULT) == 0 ||
+		    (errno == EINVAL && mlock(p, r->block) == 0))
+			blk->locked = true;
+		else
+			log_warn("arena segment %u: mlock: %s (it stays unlocked)",
+				 b, strerror(errno));
+	}
+	(*count)++;
+	*bp = b;
+	return 0;
 }
 
-uint64_t region_slot_size(const struct region *r, uint64_t off)
+void region_segment_release(struct region *r, uint32_t b)
 {
-	return r->cls[r->blocks[off / r->block].cls].slot;
+	struct region_block *blk = &r->blocks[b];
+
+	blk->cls = -1;
+	blk->dropping = true;
+	blk->next_partial = r->drops;
+	r->drops = b;
+}
+
+void region_segment_drop(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+	char *p = (char *)r->base + (uint64_t)b * r->block;
+
+	if (!blk->small)
+		return;			/* a head block: stays locked */
+	if (blk->locked)
+		munlock(p, r->block);
+	/* the sealed memfd keeps the pages (see the top) */
+	madvise(p, r->block, MADV_DONTNEED);
+}
+
+void region_segment_dropped(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+
+	if (blk->small)
+		r->small_blocks--;
+	else
+		r->head_blocks--;
+	blk->locked = false;
+	blk->dropping = false;
 }
 
 void region_hit(struct region *r, uint64_t off)

@@ -28,6 +28,7 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 	s->ssd_dirs = srv->opt->ssd_dir.n;
 	s->hdd_dirs = srv->opt->hdd_dir.n;
 	s->total_malloced = s->engine.ram_used_bytes;
+	s->rdma_on = stats_rdma_read(&s->rdma);
 }
 
 void server_stats_reset(struct server *srv)

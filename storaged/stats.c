@@ -3,6 +3,7 @@
  * name, value and description to a sink.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,15 @@ static void emit_numa(const struct stats_sink *sink,
 	}
 }
 
+/* The RDMA_STATS lines of <st>. */
+static void emit_rdma(const struct stats_sink *sink,
+		      const struct gs_rdma_server_stats *st)
+{
+#define EMIT_RDMA(stat, field, desc) emit_U64(sink, #stat, st->field, desc);
+	RDMA_STATS(EMIT_RDMA)
+#undef EMIT_RDMA
+}
+
 void stats_emit(unsigned tables, const struct stats_snapshot *s,
 		const struct stats_sink *sink)
 {
@@ -75,6 +85,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	emit_U64(sink, #name, s->engine.name -				\
 		 ((since_reset) ? s->engine_base.name : 0), desc);
 #define EMIT_LINK(name, desc) emit_U64(sink, #name, s->link[ST_##name], desc);
+#define EMIT_ARENA(name, desc) emit_U64(sink, #name, s->arena.name, desc);
 	if (tables & STATS_PROCESS) {
 		PROCESS_STATS(EMIT_KIND)
 	}
@@ -91,7 +102,10 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	}
 	if (tables & STATS_POOLS) {
 		POOL_STATS(EMIT_FIELD)
+		ARENA_STATS(EMIT_ARENA)
 	}
+	if ((tables & STATS_RDMA) && s->rdma_on)
+		emit_rdma(sink, &s->rdma);
 	if (tables & STATS_SLABS) {
 		SLAB_STATS(EMIT_FIELD)
 	}
@@ -104,6 +118,7 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 #undef EMIT_ENGINE
 #undef EMIT_SINCE
 #undef EMIT_LINK
+#undef EMIT_ARENA
 }
 
 void stats_process(struct stats_snapshot *s, time_t started)
@@ -118,6 +133,32 @@ void stats_process(struct stats_snapshot *s, time_t started)
 	s->pointer_size = 8 * sizeof(void *);
 	s->rusage_user = ru.ru_utime;
 	s->rusage_system = ru.ru_stime;
+}
+
+/* ---- the RDMA endpoint's counters, published by its thread ---- */
+
+static pthread_mutex_t rdma_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gs_rdma_server_stats rdma_pub;
+static bool rdma_on;
+
+void stats_rdma_publish(const struct gs_rdma_server_stats *st)
+{
+	pthread_mutex_lock(&rdma_lock);
+	rdma_on = st != NULL;
+	if (st)
+		rdma_pub = *st;
+	pthread_mutex_unlock(&rdma_lock);
+}
+
+bool stats_rdma_read(struct gs_rdma_server_stats *st)
+{
+	bool on;
+
+	pthread_mutex_lock(&rdma_lock);
+	on = rdma_on;
+	*st = on ? rdma_pub : (struct gs_rdma_server_stats){ 0 };
+	pthread_mutex_unlock(&rdma_lock);
+	return on;
 }
 
 /* ---- the link's "name value\n" text ---- */
@@ -207,6 +248,17 @@ static void markdown_numa(void)
 	markdown_flush(&m);
 }
 
+static void markdown_rdma(void)
+{
+	static const struct gs_rdma_server_stats none;
+	struct markdown_rows m = { 0 };
+	struct stats_sink sink = { markdown_emit, &m };
+
+	printf("| stat | meaning |\n|---|---|\n");
+	emit_rdma(&sink, &none);
+	markdown_flush(&m);
+}
+
 void stats_markdown(void)
 {
 	printf("`stats` (memcached's general fields plus the front end's counters):\n\n");
@@ -215,6 +267,8 @@ void stats_markdown(void)
 	markdown_table(STATS_ENGINE | STATS_POOLS);
 	printf("\nWith `--numa`, `stats goblin` and the nginx link's engine counters add, after the engine's (N: each node by id):\n\n");
 	markdown_numa();
+	printf("\nWith `--rdma`, `stats goblin` adds the RDMA endpoint's counters, after the pools':\n\n");
+	markdown_rdma();
 	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
 	markdown_table(STATS_LINK);
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"

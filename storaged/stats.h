@@ -15,12 +15,14 @@
 #ifndef GOBLIN_STATS_H
 #define GOBLIN_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 
 #include "goblin.h"
 #include "numa_topo.h"
+#include "rdma.h"
 
 #define STATS_AS_MEMCACHED	"as in memcached"
 #define STATS_AS_GOBLIN		"engine counters, as in `stats goblin`"
@@ -93,6 +95,32 @@
 	ACTION(ssd_dirs, STATS_PER_POOL)				\
 	ACTION(hdd_dirs, STATS_PER_POOL)
 
+/* ARENA_STAT(name, description): `stats goblin` after POOL_STATS, from
+ * gs_arena_stats() (arena.c): the byte-granular arena of the objects
+ * smaller than --ram-head.  Entry bytes count an 8-byte header and the
+ * value rounded up to 8. */
+#define ARENA_STATS(ACTION)						\
+	ACTION(arena_segments, "--block segments the arena holds now")	\
+	ACTION(arena_bytes_live, "bytes of live entries (values, headers, padding)") \
+	ACTION(arena_bytes_dead, "bytes of freed entries and sealed tails not yet compacted away") \
+	ACTION(arena_bytes_free, "bytes at the segments' ends, ready for appends") \
+	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
+	ACTION(arena_compactions, "segments compaction emptied and gave back") \
+	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
+	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
+	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
+	ACTION(arena_compaction_blocked, "compaction laps that left a segment for later: a pinned object (or one being written) was in it") \
+	ACTION(arena_segments_released, "segments given back to the region (unlocked, dropped from the mapping)")
+
+struct gs_arena_stats {
+#define ARENA_STAT_FIELD(name, desc) uint64_t name;
+	ARENA_STATS(ARENA_STAT_FIELD)
+#undef ARENA_STAT_FIELD
+};
+
+/* Reads the arena's counters into <st>.  Takes e->lock. */
+void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st);
+
 /* NUMA_STAT(name, description): after GS_STATS (`stats goblin`, the
  * link's STATS) when the snapshot's numa.nodes is not 0 (--numa), then
  * NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name, description): then
@@ -113,6 +141,21 @@
 	ACTION(bytes, "RAM region bytes allocated on node N: its arena, and on region zero's node the --sub-memory blocks") \
 	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
 	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
+
+/* RDMA_STAT(name, field of gs_rdma_server_stats, description): the RDMA
+ * endpoint's counters (--rdma, rdma_thread.c), in `stats goblin` after
+ * POOL_STATS when it runs; counted from the start (not `stats reset`). */
+#define RDMA_STATS(ACTION)						\
+	ACTION(rdma_connections, live, "RDMA connections open now")	\
+	ACTION(rdma_total_connections, conns, "RDMA connections accepted since start") \
+	ACTION(rdma_gets, gets, "RDMA get requests answered (hits, misses, bad keys, errors)") \
+	ACTION(rdma_get_hits, hits, "RDMA gets that found the object (VALUE, then its bytes written into the window)") \
+	ACTION(rdma_get_misses, misses, "RDMA gets of an absent key (END)")	\
+	ACTION(rdma_rounds, rounds, "window-sized rounds written (one per BULK_READY; an object larger than the client's window takes several)") \
+	ACTION(rdma_bytes_written, bytes, "object bytes RDMA-written into clients' windows, counted as each round completes") \
+	ACTION(rdma_closed, gone, "RDMA connections the client closed (mid-object too)") \
+	ACTION(rdma_aborted, aborted, "of rdma_closed, those closed mid-object (between VALUE and END)") \
+	ACTION(rdma_errors, errors, "RDMA failures on the server's side: connections dropped, objects unreadable midway (SERVER_ERROR), failed opens")
 
 /* SLAB_STAT(name, description): `stats slabs` (no slab classes). */
 #define SLAB_STATS(ACTION)						\
@@ -161,9 +204,10 @@ enum stats_table {
 	STATS_SERVER = 1 << 1,	/* SERVER_STATS */
 	STATS_SUMMARY = 1 << 2,	/* SUMMARY_STATS */
 	STATS_ENGINE = 1 << 3,	/* GS_STATS */
-	STATS_POOLS = 1 << 4,	/* POOL_STATS */
+	STATS_POOLS = 1 << 4,	/* POOL_STATS, ARENA_STATS */
 	STATS_SLABS = 1 << 5,	/* SLAB_STATS */
 	STATS_LINK = 1 << 6,	/* LINK_STATS */
+	STATS_RDMA = 1 << 7,	/* RDMA_STATS, when rdma_on */
 };
 
 /* The values: a field per PROCESS_, SUMMARY_, POOL_ and SLAB_ stat; each
@@ -177,9 +221,12 @@ struct stats_snapshot {
 	struct gs_stats engine;
 	struct gs_stats engine_base;	/* engine at the last stats reset */
 	uint64_t index_bytes_per_object, ssd_dirs, hdd_dirs;
+	struct gs_arena_stats arena;	/* after POOL_STATS */
 	struct gs_numa_stats numa;	/* .nodes 0: no NUMA lines */
 	uint64_t active_slabs, total_malloced;
 	uint64_t link[ST_MAX];
+	bool rdma_on;			/* --rdma: RDMA_STATS from rdma */
+	struct gs_rdma_server_stats rdma;
 };
 
 /* Where stats go: <emit>(<arg>, name, value as text, description). */
@@ -205,6 +252,12 @@ void stats_process(struct stats_snapshot *s, time_t started);
  */
 size_t stats_format(unsigned tables, const struct stats_snapshot *s,
 		    char *buf, size_t size);
+
+/* The RDMA endpoint's counters (rdma_thread.c, after each step; NULL: the
+ * endpoint stopped), and a copy of the last for <st>: false (and zeroes)
+ * without one.  Any thread; one endpoint per process. */
+void stats_rdma_publish(const struct gs_rdma_server_stats *st);
+bool stats_rdma_read(struct gs_rdma_server_stats *st);
 
 /* Prints `--help=stats`: the tables as README markdown. */
 void stats_markdown(void);

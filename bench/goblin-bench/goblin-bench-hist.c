@@ -71,3 +71,17 @@ double gb_hist_mean(const struct gb_hist *h)
 {
 	return h->count ? (double)h->sum / (double)h->count : 0;
 }
+
+void gb_hist_merge(struct gb_hist *dst, const struct gb_hist *src)
+{
+	if (!src->count)
+		return;
+	for (unsigned i = 0; i < GB_HIST_BUCKETS; i++)
+		dst->bucket[i] += src->bucket[i];
+	dst->count += src->count;
+	dst->sum += src->sum;
+	if (src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+}

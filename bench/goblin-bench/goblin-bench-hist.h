@@ -24,6 +24,8 @@ void gb_hist_record(struct gb_hist *h, uint64_t v);
  * holds the ceil(p/100 * count)-th sample, capped at the maximum; 0 when
  * empty. */
 uint64_t gb_hist_percentile(const struct gb_hist *h, double p);
+/* Adds every sample of <src> to <dst>. */
+void gb_hist_merge(struct gb_hist *dst, const struct gb_hist *src);
 double gb_hist_mean(const struct gb_hist *h);
 unsigned gb_hist_index(uint64_t v);
 /* Highest value that lands in bucket <i>. */

@@ -86,20 +86,22 @@ struct bench {
 	unsigned printed_verify, printed_err, printed_fail;
 };
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t gb_interrupted;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	gb_interrupted = 1;
 }
 
-static uint64_t now_ns(void)
+void gb_catch_signals(void)
 {
-	struct timespec ts;
+	struct sigaction sa = { .sa_handler = on_signal };
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 /* Prints at most PRINT_MAX messages per <counter>, then says it stops. */
@@ -255,7 +257,7 @@ static void conn_reset(struct bench *b, struct conn *c, const char *why)
 		lose(b, c);
 	conn_close(b, c);
 	if (c->streak < STREAK_MAX) {
-		for (int i = 0; i < CONNECT_TRIES && !interrupted; i++) {
+		for (int i = 0; i < CONNECT_TRIES && !gb_interrupted; i++) {
 			err = conn_open(b, c);
 			if (!err) {
 				b->st->reconnects++;
@@ -393,7 +395,7 @@ static void conn_flush(struct bench *b, struct conn *c)
 			return;
 		}
 		c->wpos += (size_t)n;
-		c->t_active = now_ns();
+		c->t_active = gb_now_ns();
 	}
 	set_out(b, c, false);
 	if (c->rdone)
@@ -415,7 +417,7 @@ static bool rate_held(struct bench *b)
 	uint64_t issued = b->st->get_issued + b->st->set_issued;
 
 	return b->o->rate > 0 &&
-	       (double)issued >= b->o->rate * (double)(now_ns() - b->start) / NSEC;
+	       (double)issued >= b->o->rate * (double)(gb_now_ns() - b->start) / NSEC;
 }
 
 static void issue(struct bench *b, struct conn *c)
@@ -424,7 +426,7 @@ static void issue(struct bench *b, struct conn *c)
 
 	if (b->stopping || c->dead || c->fd < 0 || c->busy)
 		return;
-	if (b->open ? !gb_sched_due(&b->sched, now_ns()) : rate_held(b))
+	if (b->open ? !gb_sched_due(&b->sched, gb_now_ns()) : rate_held(b))
 		return;
 	if (b->phase == PH_POPULATE) {
 		if (b->next_key >= o->keys) {
@@ -472,7 +474,7 @@ static void issue(struct bench *b, struct conn *c)
 	c->vpos = c->wlen = c->wpos = 0;
 	c->cand = 0;
 	c->t_first = c->t_payload = c->t_done = 0;
-	c->t_issue = c->t_active = now_ns();
+	c->t_issue = c->t_active = gb_now_ns();
 	if (b->open) {
 		c->t_issue = gb_sched_take(&b->sched);
 		gb_hist_record(&b->st->send_lag, c->t_active - c->t_issue);
@@ -501,7 +503,7 @@ static void conn_read(struct bench *b, struct conn *c)
 				   "connection closed by server" : NULL);
 			return;
 		}
-		c->t_recv = c->t_active = now_ns();
+		c->t_recv = c->t_active = gb_now_ns();
 		if (!c->busy || c->rdone) {
 			conn_reset(b, c, "bytes from the server after its answer");
 			return;
@@ -553,9 +555,9 @@ static void progress(struct bench *b, uint64_t now)
 
 static void tick(struct bench *b)
 {
-	uint64_t now = now_ns(), limit = (uint64_t)(b->o->timeout * NSEC);
+	uint64_t now = gb_now_ns(), limit = (uint64_t)(b->o->timeout * NSEC);
 
-	if (interrupted || (b->phase == PH_RUN && now >= b->deadline))
+	if (gb_interrupted || (b->phase == PH_RUN && now >= b->deadline))
 		b->stopping = true;
 	if (!b->o->quiet && now >= b->next_progress) {
 		progress(b, now);
@@ -590,7 +592,7 @@ static int wait_events(struct bench *b, struct epoll_event *ev, int max)
 
 	if (!b->open)
 		return epoll_wait(b->epfd, ev, max, b->o->rate > 0 ? 1 : TICK_MS);
-	now = now_ns();
+	now = gb_now_ns();
 	next = gb_sched_next(&b->sched);
 	if (next > now && next - now < ns)
 		ns = next - now;
@@ -612,7 +614,7 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 	gb_hist_reset(&st->complete);
 	gb_hist_reset(&st->set_complete);
 	gb_hist_reset(&st->send_lag);
-	b->start = now_ns();
+	b->start = gb_now_ns();
 	b->deadline = b->start + (uint64_t)(b->o->duration * NSEC);
 	b->open = phase == PH_RUN && b->o->arrivals != GB_ARRIVALS_NONE;
 	if (b->open)
@@ -640,9 +642,9 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 		for (unsigned i = 0; i < b->o->conns; i++)
 			issue(b, &b->conns[i]);
 		if (b->open)
-			gb_sched_note_backlog(&b->sched, now_ns());
+			gb_sched_note_backlog(&b->sched, gb_now_ns());
 	}
-	st->seconds = (double)(now_ns() - b->start) / NSEC;
+	st->seconds = (double)(gb_now_ns() - b->start) / NSEC;
 	if (b->open) {
 		st->scheduled = gb_sched_total(&b->sched);
 		st->unissued = st->scheduled - b->sched.issued.n;
@@ -656,8 +658,6 @@ static void run_phase(struct bench *b, enum phase phase, struct gb_stats *st)
 static int setup(struct bench *b, const struct gb_opts *o,
 		 const struct gb_sizer *sizer)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-
 	b->o = o;
 	b->sizer = sizer;
 	b->vtag = gb_value_tag(o->seed);
@@ -696,10 +696,7 @@ static int setup(struct bench *b, const struct gb_opts *o,
 		perror("goblin-bench: epoll_create1");
 		return -1;
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	gb_catch_signals();
 	return gb_resolve(o->host, o->port, &b->addr);
 }
 
@@ -740,12 +737,12 @@ int gb_run(const struct gb_opts *o, const struct gb_sizer *sizer,
 		run_phase(&b, PH_POPULATE, &res->populate);
 		res->populated = true;
 	}
-	if (!o->populate_only && !interrupted && b.live) {
+	if (!o->populate_only && !gb_interrupted && b.live) {
 		run_phase(&b, PH_RUN, &res->run);
 		res->measured = true;
 	}
-	if (interrupted)
-		fprintf(stderr, "goblin-bench: interrupted\n");
+	if (gb_interrupted)
+		fprintf(stderr, "goblin-bench: gb_interrupted\n");
 	rc = 0;
 out:
 	teardown(&b);

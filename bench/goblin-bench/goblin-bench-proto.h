@@ -24,6 +24,8 @@
 enum gb_proto {
 	GB_PROTO_MEMCACHE,
 	GB_PROTO_HTTP,
+	GB_PROTO_RDMA,		/* gets over goblin-store's RDMA endpoint
+				 * (goblin-bench-rdma.c); sets over memcache */
 };
 
 enum gb_op {

@@ -55,6 +55,24 @@ static double per_s(uint64_t n, double secs)
 	return secs > 0 ? (double)n / secs : 0;
 }
 
+static const char *proto_name(enum gb_proto p)
+{
+	return p == GB_PROTO_HTTP ? "http" : p == GB_PROTO_RDMA ? "rdma" :
+	       "memcache";
+}
+
+/* --proto rdma: serial (one queue pair, --requests) or closed loop. */
+static const char *rdma_mode(const struct gb_opts *o)
+{
+	return o->rdma.qps == 1 && o->rdma.requests ? "serial" : "closed-loop";
+}
+
+/* Payload (object bytes read) in Gbit/s. */
+static double gbit(uint64_t bytes, double secs)
+{
+	return secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
+}
+
 static const double pcts[] = { 50, 90, 99, 99.9 };
 
 static void table_row(FILE *f, const char *name, const struct gb_hist *h)
@@ -75,8 +93,16 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 	uint64_t gets = gb_gets(r);
 
 	fprintf(f, "goblin-bench %s: %s %s:%u, %u conns, seed %" PRIu64 "\n",
-		GB_VERSION, o->proto == GB_PROTO_HTTP ? "http" : "memcache",
-		o->host, o->port, o->conns, o->seed);
+		GB_VERSION, proto_name(o->proto), o->host, o->port, o->conns,
+		o->seed);
+	if (o->proto == GB_PROTO_RDMA)
+		fprintf(f, "rdma      %s:%u over %s%s, %s, %u queue pairs, "
+			"window %s\n", o->rdma.host, o->rdma.port,
+			gb_rdma_tp_names[o->rdma.transport],
+			o->rdma.transport == GB_RDMA_TCP ?
+			" (emulated: libfabric tcp, no RDMA hardware)" : "",
+			rdma_mode(o), o->rdma.qps,
+			human_bytes(b1, sizeof(b1), (double)o->rdma.window));
 	fprintf(f, "sizes     %s: mean %s over %" PRIu64 " keys (min %s, max %s; "
 		"distribution mean %s)\n", gb_dist_name(o->dist),
 		human_bytes(b1, sizeof(b1), s->mean), o->keys,
@@ -102,6 +128,9 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 			gb_mbps(r->get_bytes + r->set_bytes, r->seconds),
 			gb_mbps(r->get_bytes, r->seconds),
 			gb_mbps(r->set_bytes, r->seconds));
+		if (o->proto == GB_PROTO_RDMA)
+			fprintf(f, "          payload %.3f Gbit/s\n",
+				gbit(r->get_bytes, r->seconds));
 		fprintf(f, "          gets %" PRIu64 ": hits %" PRIu64 ", misses %"
 			PRIu64 "; sets %" PRIu64 "; errors %" PRIu64
 			" (get %" PRIu64 ", set %" PRIu64 "); lost %" PRIu64 "\n",
@@ -126,12 +155,18 @@ void gb_report_table(FILE *f, const struct gb_opts *o,
 		"count", "p50", "p90", "p99", "p99.9", "max");
 	if (res->populated)
 		table_row(f, "populate set", &p->set_complete);
-	if (res->measured) {
+	if (res->measured && o->proto == GB_PROTO_RDMA) {
+		table_row(f, "get header (VALUE)", &r->ttfb);
+		table_row(f, "get bulk ready", &r->payload);
+		table_row(f, "get complete (END)", &r->complete);
+	} else if (res->measured) {
 		table_row(f, "get first byte", &r->ttfb);
 		table_row(f, "get first payload", &r->payload);
 		table_row(f, "get complete", &r->complete);
 		table_row(f, "set complete", &r->set_complete);
 		table_row(f, "send lag", &r->send_lag);
+	}
+	if (res->measured) {
 		fprintf(f, "check     gets = hits + misses: %" PRIu64 " = %" PRIu64
 			" + %" PRIu64 ": %s\n", gets, r->hits, r->misses,
 			gets == r->hits + r->misses ? "ok" : "FAILED");
@@ -161,9 +196,13 @@ static const double cdf_pcts[] = {
 	80, 85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 100,
 };
 
+/* <buckets>: also every non-empty bucket as [highest ns, count], so runs
+ * can be merged exactly (within the histogram's 0.79%) afterwards. */
 static void json_hist(FILE *f, const char *name, const struct gb_hist *h,
-		      bool last)
+		      bool last, bool buckets)
 {
+	bool first = true;
+
 	fprintf(f, "      \"%s\": {\"count\": %" PRIu64 ", \"mean\": %.3f, "
 		"\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, "
 		"\"max\": %.3f,\n        \"cdf\": [", name, h->count,
@@ -174,7 +213,20 @@ static void json_hist(FILE *f, const char *name, const struct gb_hist *h,
 	     i++)
 		fprintf(f, "%s[%g, %.3f]", i ? ", " : "", cdf_pcts[i],
 			gb_hist_percentile(h, cdf_pcts[i]) / 1e3);
-	fprintf(f, "]}%s\n", last ? "" : ",");
+	fprintf(f, "]");
+	if (buckets) {
+		fprintf(f, ",\n        \"buckets_ns\": [");
+		for (unsigned i = 0; i < GB_HIST_BUCKETS; i++) {
+			if (!h->bucket[i])
+				continue;
+			fprintf(f, "%s[%" PRIu64 ", %" PRIu64 "]",
+				first ? "" : ", ", gb_hist_bucket_high(i),
+				h->bucket[i]);
+			first = false;
+		}
+		fprintf(f, "]");
+	}
+	fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 /* <o>: the options when <st> is the measured phase, else NULL. */
@@ -205,6 +257,8 @@ static void json_counters(FILE *f, const struct gb_stats *st,
 		gb_mbps(st->get_bytes + st->set_bytes, st->seconds));
 	fprintf(f, "    \"get_mb_per_s\": %.3f,\n",
 		gb_mbps(st->get_bytes, st->seconds));
+	fprintf(f, "    \"payload_gbit_per_s\": %.6f,\n",
+		gbit(st->get_bytes + st->set_bytes, st->seconds));
 	fprintf(f, "    \"gets_eq_hits_plus_misses\": %s,\n",
 		gets == st->hits + st->misses ? "true" : "false");
 	if (o && o->arrivals != GB_ARRIVALS_NONE) {
@@ -217,17 +271,45 @@ static void json_counters(FILE *f, const struct gb_stats *st,
 			st->scheduled - st->unissued, st->unissued, st->queued,
 			st->backlog_max, o->duration > 0 ?
 			(double)st->scheduled / o->duration : 0);
-		json_hist(f, "send_lag_us", &st->send_lag, true);
+		json_hist(f, "send_lag_us", &st->send_lag, true, false);
 		fprintf(f, "    },\n");
 	} else {
 		fprintf(f, "    \"open_loop\": null,\n");
 	}
 	fprintf(f, "    \"latency_us\": {\n");
-	json_hist(f, "ttfb", &st->ttfb, false);
-	json_hist(f, "first_payload", &st->payload, false);
-	json_hist(f, "complete", &st->complete, false);
-	json_hist(f, "set_complete", &st->set_complete, true);
+	if (o && o->proto == GB_PROTO_RDMA) {
+		json_hist(f, "header", &st->ttfb, false, true);
+		json_hist(f, "bulk_ready", &st->payload, false, true);
+		json_hist(f, "complete", &st->complete, true, true);
+	} else {
+		json_hist(f, "ttfb", &st->ttfb, false, false);
+		json_hist(f, "first_payload", &st->payload, false, false);
+		json_hist(f, "complete", &st->complete, false, false);
+		json_hist(f, "set_complete", &st->set_complete, true, false);
+	}
 	fprintf(f, "    }\n");
+}
+
+static void json_rdma(FILE *f, const struct gb_opts *o)
+{
+	const struct gb_rdma_opts *r = &o->rdma;
+
+	if (o->proto != GB_PROTO_RDMA) {
+		fprintf(f, "    \"rdma\": null,\n");
+		return;
+	}
+	fprintf(f, "    \"rdma\": {\"host\": ");
+	json_str(f, r->host);
+	fprintf(f, ", \"port\": %u, \"transport\": \"%s\", "
+		"\"emulated\": %s, \"window\": %" PRIu64 ", \"qps\": %u, "
+		"\"requests\": %" PRIu64 ", \"mode\": \"%s\",\n"
+		"      \"timestamps\": \"run.latency_us from each get's "
+		"send: header: the VALUE line; bulk_ready: the last "
+		"BULK_READY, sent after the object's RDMA writes completed "
+		"(every byte in the window); complete: the END line\"},\n",
+		r->port, gb_rdma_tp_names[r->transport],
+		r->transport == GB_RDMA_TCP ? "true" : "false", r->window,
+		r->qps, r->requests, rdma_mode(o));
 }
 
 static void json_params(FILE *f, const struct gb_opts *o)
@@ -235,8 +317,8 @@ static void json_params(FILE *f, const struct gb_opts *o)
 	fprintf(f, "  \"params\": {\n    \"host\": ");
 	json_str(f, o->host);
 	fprintf(f, ",\n    \"port\": %u,\n", o->port);
-	fprintf(f, "    \"proto\": \"%s\",\n",
-		o->proto == GB_PROTO_HTTP ? "http" : "memcache");
+	fprintf(f, "    \"proto\": \"%s\",\n", proto_name(o->proto));
+	json_rdma(f, o);
 	fprintf(f, "    \"http_prefix\": ");
 	json_str(f, o->http_prefix);
 	fprintf(f, ",\n    \"dist\": \"%s\",\n", gb_dist_name(o->dist));

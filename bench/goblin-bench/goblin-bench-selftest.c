@@ -427,8 +427,82 @@ static void test_sched(void)
 	      "poisson arrivals rise and repeat with the seed");
 }
 
+/* --rdma HOST:PORT and the checks --proto rdma puts on other options. */
+static void test_rdma_opts(void)
+{
+	static const char *const bad[] = {
+		"", "host", "host:", ":80", "host:0", "host:65536", "host:-1",
+		"host:80x", "a:b:80", "[::1]80", "[::1", "[]:80",
+	};
+	struct gb_rdma_opts r = { .port = 0 };
+	struct gb_opts o = {
+		.proto = GB_PROTO_RDMA, .duration = 1,
+		.rdma = { .transport = GB_RDMA_VERBS, .qps = 1,
+			  .window = GB_RDMA_WINDOW_DEFAULT },
+	};
+	const char *why = NULL;
+
+	CHECK(!gb_rdma_parse_addr("10.0.0.2:7471", &r, &why) &&
+	      !strcmp(r.host, "10.0.0.2") && r.port == 7471,
+	      "--rdma 10.0.0.2:7471 -> %s %u", r.host, r.port);
+	CHECK(!gb_rdma_parse_addr("[fe80::1]:1", &r, &why) &&
+	      !strcmp(r.host, "fe80::1") && r.port == 1,
+	      "--rdma [fe80::1]:1 -> %s %u", r.host, r.port);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		CHECK(gb_rdma_parse_addr(bad[i], &r, &why) && why,
+		      "--rdma '%s' refused", bad[i]);
+	}
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--proto rdma without --rdma");
+	o.rdma.port = 7471;
+	CHECK(gb_rdma_check_opts(&o) == NULL, "--proto rdma --rdma H:P: %s",
+	      gb_rdma_check_opts(&o));
+	o.rdma.window = GB_RDMA_WINDOW_MIN - 1;
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--window below 4K");
+	o.rdma.window = GB_RDMA_WINDOW_MIN;
+	CHECK(gb_rdma_check_opts(&o) == NULL, "--window 4K");
+	o.rdma.qps = 0;
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--qps 0 (or above 256)");
+	o.rdma.qps = GB_RDMA_QPS_MAX;
+	o.set_ratio = 0.1;
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--proto rdma --set-ratio");
+	o.set_ratio = 0;
+	o.rate = 10;
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--proto rdma --rate");
+	o.rate = 0;
+	o.proto = GB_PROTO_MEMCACHE;
+	CHECK(gb_rdma_check_opts(&o) != NULL, "--qps without --proto rdma");
+	o.rdma = (struct gb_rdma_opts){ .transport = GB_RDMA_VERBS, .qps = 1,
+					.window = GB_RDMA_WINDOW_DEFAULT };
+	CHECK(gb_rdma_check_opts(&o) == NULL, "memcache, rdma defaults");
+	CHECK(!strcmp(gb_rdma_tp_names[GB_RDMA_VERBS], "verbs") &&
+	      !strcmp(gb_rdma_tp_names[GB_RDMA_TCP], "tcp") &&
+	      !gb_rdma_tp_names[2], "transport names verbs, tcp");
+}
+
+/* Merging per-queue-pair histograms keeps every sample. */
+static void test_hist_merge(void)
+{
+	static struct gb_hist a, b, all;
+
+	gb_hist_reset(&a);
+	gb_hist_reset(&b);
+	gb_hist_reset(&all);
+	for (uint64_t v = 1; v <= 10000; v++) {
+		gb_hist_record(v % 3 ? &a : &b, v * 37);
+		gb_hist_record(&all, v * 37);
+	}
+	gb_hist_merge(&a, &b);
+	CHECK(a.count == all.count && a.sum == all.sum && a.min == all.min &&
+	      a.max == all.max && !memcmp(a.bucket, all.bucket,
+					  sizeof(a.bucket)),
+	      "merged histogram equals the one that saw every sample");
+}
+
 int gb_self_test(void)
 {
+	test_rdma_opts();
+	test_hist_merge();
 	test_hist();
 	test_values();
 	test_sizes();

@@ -31,9 +31,21 @@ static const char usage[] =
 "\n"
 "  --host H            server host (127.0.0.1)\n"
 "  --port P            server port (11211; 80 with --proto http)\n"
-"  --proto memcache|http   memcache text protocol, or HTTP/1.1 GET/PUT\n"
-"                      on <prefix><key> with keep-alive (memcache)\n"
+"  --proto memcache|http|rdma   memcache text protocol, HTTP/1.1 GET/PUT\n"
+"                      on <prefix><key> with keep-alive, or rdma: populate\n"
+"                      over memcache (--host, --port), then GETs over\n"
+"                      goblin-store's RDMA endpoint (--rdma) (memcache)\n"
 "  --http-prefix PATH  URL path before the key, starting with / (/)\n"
+"  --rdma HOST:PORT    --proto rdma: the RDMA endpoint (goblin-store --rdma)\n"
+"  --rdma-transport verbs|tcp   verbs: rdma_cm + ibverbs RC queue pairs;\n"
+"                      tcp: the emulated transport, libfabric's tcp\n"
+"                      provider (verbs)\n"
+"  --window N          bulk window each queue pair registers: bytes or K/M/G,\n"
+"                      at least 4K; larger objects come in window-sized\n"
+"                      rounds (8M)\n"
+"  --qps N             queue pairs (connections), one GET in flight each (1)\n"
+"  --requests N        end the measured phase after N GETs in all, instead\n"
+"                      of at --duration (--qps 1 --requests N: serial)\n"
 "  --size N            value size for --dist fixed: bytes or K/M/G (256K)\n"
 "  --dist fixed|gpd|fb_value   value sizes (fixed):\n"
 "                      gpd: generalized Pareto over 256 KiB - 8 MiB,\n"
@@ -76,7 +88,8 @@ enum {
 	OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_PREFIX, OPT_SIZE, OPT_DIST,
 	OPT_KEYS, OPT_HOT_START, OPT_HOT_KEYS, OPT_KEY_DIST, OPT_THETA,
 	OPT_SEED, OPT_SET_RATIO, OPT_CONNS, OPT_DURATION, OPT_TIMEOUT,
-	OPT_RATE, OPT_OPEN_LOOP,
+	OPT_RATE, OPT_OPEN_LOOP, OPT_RDMA, OPT_RDMA_TP, OPT_WINDOW, OPT_QPS,
+	OPT_REQUESTS,
 	OPT_POPULATE_ONLY, OPT_NO_STORE, OPT_VERIFY, OPT_NO_VERIFY, OPT_JSON,
 	OPT_QUIET, OPT_SELF_TEST, OPT_HELP, OPT_VERSION,
 };
@@ -100,6 +113,11 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "open-loop", required_argument, NULL, OPT_OPEN_LOOP },
+	{ "rdma", required_argument, NULL, OPT_RDMA },
+	{ "rdma-transport", required_argument, NULL, OPT_RDMA_TP },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "qps", required_argument, NULL, OPT_QPS },
+	{ "requests", required_argument, NULL, OPT_REQUESTS },
 	{ "populate-only", no_argument, NULL, OPT_POPULATE_ONLY },
 	{ "no-store", no_argument, NULL, OPT_NO_STORE },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
@@ -189,7 +207,8 @@ struct parse_seen {
 static bool parse_server_opt(int c, const char *name, struct gb_opts *o,
 			     struct parse_seen *seen)
 {
-	static const char *const protos[] = { "memcache", "http", NULL };
+	static const char *const protos[] = { "memcache", "http", "rdma",
+					      NULL };
 
 	switch (c) {
 	case OPT_HOST:
@@ -298,6 +317,39 @@ static bool parse_load_opt(int c, const char *name, struct gb_opts *o)
 	return false;
 }
 
+/* The RDMA options (--proto rdma).  False: not one of them. */
+static bool parse_rdma_opt(int c, const char *name, struct gb_opts *o)
+{
+	const char *why;
+	uint64_t n;
+
+	switch (c) {
+	case OPT_RDMA:
+		if (gb_rdma_parse_addr(optarg, &o->rdma, &why))
+			bad_usage("--%s: '%s' %s", name, optarg, why);
+		return true;
+	case OPT_RDMA_TP:
+		o->rdma.transport = (enum gb_rdma_tp)pick(name, optarg,
+							  gb_rdma_tp_names);
+		return true;
+	case OPT_WINDOW:
+		if (size_parse(optarg, &o->rdma.window))
+			bad_usage("--%s: '%s' is not a size (bytes, or "
+				  "with a K, M or G suffix)", name, optarg);
+		return true;
+	case OPT_QPS:
+		n = parse_count(name, optarg);
+		o->rdma.qps = n > GB_RDMA_QPS_MAX ? 0 : (unsigned)n;
+		return true;
+	case OPT_REQUESTS:
+		o->rdma.requests = parse_count(name, optarg);
+		if (!o->rdma.requests)
+			bad_usage("--%s: must be at least 1", name);
+		return true;
+	}
+	return false;
+}
+
 /* The run-mode switches, output and the options that exit at once. */
 static void parse_mode_opt(int c, const char *name, char **argv,
 			   struct gb_opts *o)
@@ -341,6 +393,8 @@ static void parse_mode_opt(int c, const char *name, char **argv,
 /* Defaults that depend on other options, and the checks across options. */
 static void check_opts(struct gb_opts *o, const struct parse_seen *seen)
 {
+	const char *why;
+
 	o->port = seen->port ? (unsigned)seen->port_value :
 		  o->proto == GB_PROTO_HTTP ? 80 : 11211;
 	if (seen->size && o->dist != GB_DIST_FIXED)
@@ -359,6 +413,9 @@ static void check_opts(struct gb_opts *o, const struct parse_seen *seen)
 		bad_usage("--populate-only and --no-store exclude each other");
 	if (o->arrivals != GB_ARRIVALS_NONE && o->rate <= 0)
 		bad_usage("--open-loop needs --rate R > 0 (the offered rate)");
+	why = gb_rdma_check_opts(o);
+	if (why)
+		bad_usage("%s", why);
 }
 
 static void parse(int argc, char **argv, struct gb_opts *o)
@@ -372,6 +429,8 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 		.key_dist = GB_KEYS_UNIFORM, .zipf_theta = 0.99, .seed = 1,
 		.conns = 4, .duration = 10, .timeout = 10, .http_prefix = "/",
 		.verify = true,
+		.rdma = { .transport = GB_RDMA_VERBS, .qps = 1,
+			  .window = GB_RDMA_WINDOW_DEFAULT },
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -379,12 +438,39 @@ static void parse(int argc, char **argv, struct gb_opts *o)
 
 		if (!parse_server_opt(c, name, o, &seen) &&
 		    !parse_data_opt(c, name, o, &seen) &&
-		    !parse_load_opt(c, name, o))
+		    !parse_load_opt(c, name, o) &&
+		    !parse_rdma_opt(c, name, o))
 			parse_mode_opt(c, name, argv, o);
 	}
 	if (optind < argc)
 		bad_usage("unexpected argument '%s'", argv[optind]);
 	check_opts(o, &seen);
+}
+
+/* The phases: --proto rdma populates over memcache, then measures over
+ * the RDMA endpoint.  0, or -1 when nothing could connect. */
+static int measure(const struct gb_opts *o, const struct gb_sizer *sizer,
+		   const struct gb_sizes *sizes, struct gb_result *res)
+{
+	struct gb_opts mc;
+
+	if (o->proto != GB_PROTO_RDMA)
+		return gb_run(o, sizer, res);
+	if (!o->no_store) {
+		mc = *o;
+		mc.proto = GB_PROTO_MEMCACHE;
+		mc.populate_only = true;
+		if (gb_run(&mc, sizer, res))
+			return -1;
+		if (!gb_result_ok(res)) {
+			fprintf(stderr, "goblin-bench: populating failed; no "
+				"rdma run\n");
+			return 0;
+		}
+	}
+	if (o->populate_only)
+		return 0;
+	return gb_rdma_run(o, sizer, sizes, res);
 }
 
 int main(int argc, char **argv)
@@ -403,7 +489,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-bench: out of memory\n");
 		return 1;
 	}
-	if (gb_run(&o, &sizer, res)) {
+	if (measure(&o, &sizer, &sizes, res)) {
 		free(res);
 		return 1;
 	}

@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "goblin-bench-gen.h"
 #include "goblin-bench-hist.h"
@@ -23,6 +25,27 @@
 #include "goblin-bench-sched.h"
 
 #define GB_VERSION	"0.1.0"
+
+/* --proto rdma: where the RDMA endpoint is, over which transport, the
+ * bulk window each queue pair registers, how many queue pairs (one GET in
+ * flight each) and, with --requests, how many GETs in all. */
+enum gb_rdma_tp { GB_RDMA_VERBS, GB_RDMA_TCP };
+
+struct gb_rdma_opts {
+	char host[256];
+	unsigned port;		/* 0: --rdma not given */
+	enum gb_rdma_tp transport;
+	uint64_t window;
+	unsigned qps;
+	uint64_t requests;	/* 0: run for --duration */
+};
+
+#define GB_RDMA_WINDOW_DEFAULT	(8ULL << 20)
+#define GB_RDMA_WINDOW_MIN	4096ULL		/* the server's least */
+#define GB_RDMA_WINDOW_MAX	(1ULL << 30)
+#define GB_RDMA_QPS_MAX		256u
+
+extern const char *const gb_rdma_tp_names[];
 
 enum gb_key_dist {
 	GB_KEYS_UNIFORM,
@@ -52,9 +75,12 @@ struct gb_opts {
 	const char *json;
 	const char *http_prefix;
 	bool populate_only, no_store, verify, quiet;
+	struct gb_rdma_opts rdma;	/* --proto rdma */
 };
 
 struct gb_stats {
+	/* --proto rdma: ttfb is the VALUE line, payload the last BULK_READY
+	 * (the whole object in the window), complete the END line */
 	uint64_t get_issued, hits, misses, get_errors, get_failed;
 	uint64_t set_issued, sets, set_errors, set_failed;
 	uint64_t verify_errors;		/* GETs whose bytes were wrong */
@@ -103,10 +129,35 @@ int gb_resolve(const char *host, unsigned port, struct gb_addr *a);
  * seconds; returns the fd or -errno. */
 int gb_connect(const struct gb_addr *a, double timeout);
 
+/* goblin-bench-loop.c: SIGINT and SIGTERM set gb_interrupted (the phase
+ * ends, what was measured is reported); SIGPIPE is ignored. */
+extern volatile sig_atomic_t gb_interrupted;
+void gb_catch_signals(void);
+
+static inline uint64_t gb_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* goblin-bench-loop.c: runs the phases <o> asks for into <res>; returns 0,
  * or -1 when no connection could be made (message printed). */
 int gb_run(const struct gb_opts *o, const struct gb_sizer *sizer,
 	   struct gb_result *res);
+
+/* goblin-bench-rdma.c: the measured phase of --proto rdma (GETs only; the
+ * keys were stored over memcache) into res->run; returns 0, or -1 when a
+ * queue pair could not connect (message printed, res->connect_failed). */
+int gb_rdma_run(const struct gb_opts *o, const struct gb_sizer *sizer,
+		const struct gb_sizes *sizes, struct gb_result *res);
+/* Parses "HOST:PORT" or "[V6]:PORT" into <r>; 0, or -1 with <why> set. */
+int gb_rdma_parse_addr(const char *s, struct gb_rdma_opts *r,
+		       const char **why);
+/* The checks --proto rdma puts on the other options; NULL when <o> is
+ * fine, else what is wrong. */
+const char *gb_rdma_check_opts(const struct gb_opts *o);
 
 /* goblin-bench-report.c */
 void gb_sizes_compute(const struct gb_opts *o, const struct gb_sizer *z,

@@ -381,7 +381,7 @@ GET /status
 
 
 
-=== TEST 20: goblin_status: the daemon's and the module's counters, JSON
+=== TEST 20: goblin_status: the daemon's (the arena's too) and the module's counters, JSON
 --- config
     location = /status {
         goblin_status;
@@ -394,7 +394,7 @@ GET /status
 --- response_headers
 Content-Type: application/json
 --- response_body_like chomp
-"link": "up",.*"module": \{.*"requests": \d+,.*"storaged": \{.*"curr_items": \d+,.*"ring_connections": \d+
+"link": "up",.*"module": \{.*"requests": \d+,.*"storaged": \{.*"curr_items": \d+,.*"arena_segments": \d+,.*"arena_bytes_live": \d+,.*"ring_connections": \d+
 --- no_error_log
 [alert]
 [crit]

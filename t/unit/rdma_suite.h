@@ -478,6 +478,8 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	CHECK(st.gone == 8 + PAR_CLIENTS && st.errors == 4,
 	      "gone %llu, errors %llu",
 	      (unsigned long long)st.gone, (unsigned long long)st.errors);
+	/* test_drop_mid_write's client left after VALUE */
+	CHECK(st.aborted >= 1, "aborted %llu", (unsigned long long)st.aborted);
 	gs_rdma_server_destroy(&srv);
 	free(region);
 	return check_result();

@@ -1,7 +1,8 @@
 /*
  * The RAM region's slot allocator: heads take fixed --ram-head slots (eight
- * per 2M block), small objects power-of-two slots charged to --sub-memory,
- * budgets are honoured, freed blocks return, slots never overlap.  The
+ * per 2M block), arena segments whole blocks charged to --sub-memory (to
+ * --memory when that is 0), budgets are honoured, freed blocks return,
+ * slots never overlap.  The
  * region's memfd is sealed: only the engine's own mapping writes it (huge
  * pages too when some are reserved).
  */
@@ -36,14 +37,15 @@ static void heads(void)
 	struct region r;
 	char err[256];
 	uint64_t off[40];
-	int cls, n = 0;
+	const struct region_class *c;
+	int n = 0;
 
 	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
-	cls = region_class_for(&r, 256 << 10);
-	CHECK(r.cls[cls].slot == 256 << 10 && r.cls[cls].nslots == 8,
-	      "head class: slot %llu x %u", (unsigned long long)r.cls[cls].slot,
-	      r.cls[cls].nslots);
-	while (n < 40 && region_alloc(&r, cls, &off[n]) == 0)
+	c = &r.cls[REGION_HEAD];
+	CHECK(c->slot == 256 << 10 && c->nslots == 8,
+	      "head class: slot %llu x %u", (unsigned long long)c->slot,
+	      c->nslots);
+	while (n < 40 && region_alloc(&r, &off[n]) == 0)
 		n++;
 	CHECK(n == 32, "8M of 256K heads: got %d", n);
 	for (int i = 0; i < n; i++) {
@@ -65,35 +67,48 @@ static void heads(void)
 	region_close(&r);
 }
 
-static void small(void)
+static void segments(void)
 {
-	struct gs_config cfg = config(2 << 20, 2 << 20);
+	struct gs_config cfg = config(2 << 20, 4 << 20);
 	struct region r;
 	char err[256];
-	uint64_t off, first;
-	int n = 0;
+	uint32_t b[3];
+	uint64_t off;
+	char *p;
 
 	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
-	CHECK(r.cls[region_class_for(&r, 1)].slot == 64, "smallest slot");
-	CHECK(r.cls[region_class_for(&r, 65)].slot == 128, "65 -> 128");
-	CHECK(r.cls[region_class_for(&r, 100000)].slot == 128 << 10, "100000 -> 128K");
-	CHECK(region_alloc(&r, region_class_for(&r, 100), &first) == 0, "small");
+	CHECK(region_segment_take(&r, &b[0]) == 0, "first segment");
 	CHECK(r.small_blocks == 1 && r.head_blocks == 0, "charged to sub-memory");
-	/* sub-memory is one block: a second class can't get one */
-	CHECK(region_alloc(&r, region_class_for(&r, 5000), &off) == -ENOMEM,
-	      "second small class over budget");
+	CHECK(b[0] >= r.head_blocks_max, "segment %u in the sub-memory blocks", b[0]);
+	CHECK(region_is_arena(&r, (uint64_t)b[0] * r.block + 100), "is arena");
+	CHECK(region_segment_take(&r, &b[1]) == 0 && b[1] != b[0], "second");
+	CHECK(region_segment_take(&r, &b[2]) == -ENOMEM, "sub-memory is two blocks");
 	/* the head budget is still there */
-	CHECK(region_alloc(&r, region_class_for(&r, 256 << 10), &off) == 0, "head");
-	while (region_alloc(&r, region_class_for(&r, 100), &off) == 0)
-		n++;
-	CHECK(n == (2 << 20) / 128 - 1, "128-byte slots in a block: %d", n);
+	CHECK(region_alloc(&r, &off) == 0 && !region_is_arena(&r, off), "head");
+	CHECK(r.head_blocks == 1, "head block");
+	p = (char *)r.base + (uint64_t)b[1] * r.block;
+	memset(p, 0x33, r.block);
+	region_segment_release(&r, b[1]);
+	CHECK(r.drops == b[1] && r.small_blocks == 2, "to drop, still counted");
+	CHECK(region_segment_take(&r, &b[2]) == -ENOMEM, "not taken before dropped");
+	region_segment_drop(&r, b[1]);		/* RSS: test_arena */
+	r.drops = UINT32_MAX;
+	region_segment_dropped(&r, b[1]);
+	CHECK(r.small_blocks == 1, "released");
+	CHECK(region_segment_take(&r, &b[2]) == 0 && b[2] == b[1], "lowest block reused");
 	region_close(&r);
 
-	/* --sub-memory 0: small objects are charged to --memory */
-	cfg = config(2 << 20, 0);
+	/* --sub-memory 0: segments are charged to --memory */
+	cfg = config(4 << 20, 0);
 	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
-	CHECK(region_alloc(&r, region_class_for(&r, 100), &off) == 0, "no sub-memory");
-	CHECK(r.head_blocks == 1, "charged to memory");
+	CHECK(region_segment_take(&r, &b[0]) == 0, "no sub-memory");
+	CHECK(r.head_blocks == 1 && r.small_blocks == 0, "charged to memory");
+	CHECK(region_alloc(&r, &off) == 0, "a head block too");
+	CHECK(region_segment_take(&r, &b[1]) == -ENOMEM, "memory full");
+	region_segment_release(&r, b[0]);
+	region_segment_drop(&r, b[0]);
+	region_segment_dropped(&r, b[0]);
+	CHECK(r.head_blocks == 1, "segment back");
 	region_close(&r);
 }
 
@@ -135,7 +150,7 @@ int main(void)
 {
 	log_level = LOG_WARN;
 	heads();
-	small();
+	segments();
 	sealed();
 	return check_result();
 }

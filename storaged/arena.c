@@ -1,0 +1,572 @@
+/*
+ * The arena: objects smaller than --ram-head packed byte-granular in
+ * --block segments (region blocks charged to --sub-memory, or to --memory
+ * when that is 0), reclaimed by compaction.
+ *
+ *   segment (one block)                                         used  block
+ *   | hdr | value ..pad | hdr | value | hdr(dead) ...... | hdr | value |  room  |
+ *     8 B   len, to 8 B    record's address, or (size << 1) | 1 when dead
+ *
+ * An entry is an 8-byte header then the value rounded up to 8 bytes.  A
+ * live entry's header is its record's address (8-aligned: bit 0 clear),
+ * so compaction can find and update the record; a dead one holds its
+ * entry size shifted left, bit 0 set, so a walk can skip it.  A record's
+ * meta.head_off points past the header; it and meta.head_len are all this
+ * file reads of a record (obj_set_head() writes the location).
+ *
+ * Appends go to the current segment <cur>.  A full one is sealed (its
+ * tail counted dead).  A fresh segment is taken only while another stays
+ * free: that reserve is compaction's destination <dst>, so compaction can
+ * always start.  Compaction empties a <victim>, the sealed segment with
+ * the most dead bytes: each live entry of a linked, unpinned record (refs
+ * 1: readers pin under the engine lock, so nobody reads it) is copied to
+ * <dst> and its record pointed there; an entry of a pinned record or of a
+ * value still being written (not linked) is passed, and the victim is
+ * left for a later lap.  An emptied victim goes back to the region
+ * (unlocked, dropped from the mapping: region.c).  When <cur> is full and
+ * no spare segment remains, <dst> becomes <cur>.
+ *
+ * Work is bounded per step (ARENA_STEP_BYTES copied, ARENA_STEP_ENTRIES
+ * looked at) and steps run with the engine lock held: from the compactor
+ * thread (started with the first segment; victims with a quarter of their
+ * bytes dead) with the lock dropped between steps, and from allocation
+ * pressure (victims with an eighth dead) until room is made; failing both,
+ * the CLOCK evicts an object (engine_evict_one), or with --no-evict the
+ * set fails.  arena_compaction_max_us is the longest stretch of steps run
+ * under one hold of the lock, wall clock (a preempted holder counts);
+ * arena_compaction_max_cpu_us the same in the holder's CPU time.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "log.h"
+#include "stats.h"
+
+#define ARENA_HDR		8u
+#define ARENA_STEP_BYTES	(64u << 10)
+#define ARENA_STEP_ENTRIES	2048u
+#define ARENA_IDLE_MS		50
+#define NONE			UINT32_MAX
+
+static uint64_t clock_us(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* When a hold of the lock for compaction began: wall and thread CPU. */
+struct hold {
+	uint64_t wall, cpu;
+};
+
+static struct hold hold_begin(void)
+{
+	return (struct hold){ clock_us(CLOCK_MONOTONIC),
+			      clock_us(CLOCK_THREAD_CPUTIME_ID) };
+}
+
+static void hold_done(struct arena *a, struct hold h)
+{
+	uint64_t wall = clock_us(CLOCK_MONOTONIC) - h.wall;
+	uint64_t cpu = clock_us(CLOCK_THREAD_CPUTIME_ID) - h.cpu;
+
+	if (wall > a->max_us)
+		a->max_us = wall;
+	if (cpu > a->max_cpu_us)
+		a->max_cpu_us = cpu;
+}
+
+static uint32_t entry_size(uint64_t len)
+{
+	return ARENA_HDR + round_up(len, 8);
+}
+
+static uint64_t *hdr_at(const struct region *r, uint32_t b, uint32_t pos)
+{
+	return (uint64_t *)((char *)r->base + (uint64_t)b * r->block + pos);
+}
+
+static void mark_dead(uint64_t *hdr, uint32_t size)
+{
+	*hdr = (uint64_t)size << 1 | 1;
+}
+
+static uint32_t seg_dead(const struct arena_seg *s)
+{
+	return s->used - s->live;
+}
+
+static uint32_t seg_room(const struct region *r, uint32_t b)
+{
+	return b == NONE ? 0 : r->block - r->arena.segs[b].used;
+}
+
+/* Segments the region can still give the arena. */
+static uint32_t spare_segments(const struct region *r)
+{
+	if (region_arena_shares_heads(r))
+		return r->head_blocks_max - r->head_blocks;
+	return r->small_blocks_max - r->small_blocks;
+}
+
+/* Live bytes of segment <b> change by <delta> (entries: <n>). */
+static void seg_charge(struct region *r, uint32_t b, int64_t delta, int n)
+{
+	struct arena_seg *s = &r->arena.segs[b];
+
+	s->live += delta;
+	s->nlive += n;
+	r->arena.live += delta;
+	r->used += delta;
+	r->blocks[b].nfree -= delta;
+}
+
+static void *compactor(void *arg);
+
+/* Starts the compactor with the first segment; a failure leaves the
+ * arena to allocation pressure. */
+static void compactor_start(struct gs_engine *e)
+{
+	struct arena *a = &e->region.arena;
+	pthread_condattr_t ca;
+	int ret;
+
+	if (a->e)
+		return;
+	a->e = e;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = pthread_create(&a->thread, NULL, compactor, e);
+	if (ret) {
+		log_warn("arena compactor thread: %s (compaction runs only when a set needs room)",
+			 strerror(ret));
+		return;
+	}
+	a->running = true;
+}
+
+/* A new segment: 0 and <*b>, or -ENOMEM. */
+static int seg_new(struct gs_engine *e, uint32_t *b)
+{
+	struct region *r = &e->region;
+	int ret = region_segment_take(r, b);
+
+	if (ret < 0)
+		return ret;
+	r->arena.segs[*b] = (struct arena_seg){ 0 };
+	r->arena.nsegs++;
+	compactor_start(e);
+	return 0;
+}
+
+/* Drops the given-back segments' pages with the lock held. */
+static void drop_now(struct region *r)
+{
+	while (r->drops != NONE) {
+		uint32_t b = r->drops;
+
+		r->drops = r->blocks[b].next_partial;
+		region_segment_drop(r, b);
+		region_segment_dropped(r, b);
+	}
+}
+
+static void seg_release(struct region *r, uint32_t b)
+{
+	struct arena *a = &r->arena;
+
+	a->used -= a->segs[b].used;
+	a->segs[b] = (struct arena_seg){ 0 };
+	a->nsegs--;
+	a->released++;
+	region_segment_release(r, b);
+	if (a->running)
+		pthread_cond_signal(&a->wake);	/* it drops the pages */
+	else
+		drop_now(r);
+}
+
+/* Closes segment <b> to appends: its tail becomes a dead filler; an
+ * empty one goes back to the region. */
+static void seg_seal(struct region *r, uint32_t b)
+{
+	struct arena_seg *s = &r->arena.segs[b];
+	uint32_t tail = r->block - s->used;
+
+	if (!s->nlive) {
+		seg_release(r, b);
+		return;
+	}
+	if (tail)
+		mark_dead(hdr_at(r, b, s->used), tail);
+	s->used += tail;
+	r->arena.used += tail;
+}
+
+/* Appends a live entry of <size> bytes for <obj> at segment <b>'s end;
+ * returns the value's offset. */
+static uint64_t seg_append(struct gs_engine *e, uint32_t b,
+			   struct gs_obj *obj, uint32_t size)
+{
+	struct region *r = &e->region;
+	struct arena_seg *s = &r->arena.segs[b];
+	uint64_t *hdr = hdr_at(r, b, s->used);
+
+	*hdr = (uint64_t)(uintptr_t)obj;
+	s->used += size;
+	r->arena.used += size;
+	seg_charge(r, b, size, 1);
+	return (uint64_t)b * r->block + (s->used - size) + ARENA_HDR;
+}
+
+/* Segment <b> holds nothing live now: back to the region, or rewound
+ * when it is open. */
+static void seg_emptied(struct region *r, uint32_t b)
+{
+	struct arena *a = &r->arena;
+
+	if (b == a->victim) {
+		a->victim = NONE;
+		a->compactions++;
+	}
+	if (b == a->cur || b == a->dst) {
+		a->used -= a->segs[b].used;
+		a->segs[b].used = 0;
+		return;
+	}
+	seg_release(r, b);
+}
+
+/* ---- compaction ---- */
+
+/* The sealed segment with the most dead bytes, at least <min>, whose live
+ * bytes fit in <room>, the one a pinned entry held last time aside unless
+ * it is the only one: NONE when none. */
+static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
+{
+	struct arena *a = &r->arena;
+	uint32_t best = NONE, best_dead = 0;
+
+	for (uint32_t b = 0; b < r->nblocks; b++) {
+		const struct arena_seg *s = &a->segs[b];
+
+		if (r->blocks[b].cls != REGION_ARENA || b == a->cur ||
+		    b == a->dst || b == a->skip || seg_dead(s) < min ||
+		    s->live > room)
+			continue;
+		if (seg_dead(s) > best_dead) {
+			best = b;
+			best_dead = seg_dead(s);
+		}
+	}
+	if (best == NONE && a->skip != NONE) {
+		a->skip = NONE;
+		return pick_victim(r, min, room);
+	}
+	return best;
+}
+
+/* Chooses a victim whose live bytes fit in <dst>'s room plus, while the
+ * region has one, a spare segment (taken when <dst> fills: dst_roll());
+ * false when no segment is worth it. */
+static bool victim_start(struct gs_engine *e, bool pressure)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint32_t min = r->block / (pressure ? 8 : 4), v;
+	uint64_t room = seg_room(r, a->dst);
+
+	if (spare_segments(r) > 0)
+		room += r->block;
+	v = pick_victim(r, min, room);
+	if (v == NONE)
+		return false;
+	a->victim = v;
+	a->vpos = 0;
+	a->victim_blocked = false;
+	return true;
+}
+
+/* Makes <dst> a segment with <size> bytes of room, sealing a full one;
+ * false when no segment can be had. */
+static bool dst_roll(struct gs_engine *e, uint32_t size)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint32_t b;
+
+	if (seg_room(r, a->dst) >= size)
+		return true;
+	if (seg_new(e, &b) < 0)
+		return false;
+	if (a->dst != NONE)
+		seg_seal(r, a->dst);
+	a->dst = b;
+	return true;
+}
+
+/* Moves the live entry of <obj> at <pos> in the victim to <dst>. */
+static void entry_move(struct gs_engine *e, struct gs_obj *obj, uint32_t pos,
+		       uint32_t size)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint64_t len = obj->meta.head_len;
+	uint64_t off = seg_append(e, a->dst, obj, size);
+	char *base = r->base;
+
+	memcpy(base + off, (char *)hdr_at(r, a->victim, pos) + ARENA_HDR, len);
+	mark_dead(hdr_at(r, a->victim, pos), size);
+	seg_charge(r, a->victim, -(int64_t)size, -1);
+	/* under the engine lock: a reader pins, then reads the new place */
+	obj_set_head(e, obj, off);
+	a->moved += len;
+}
+
+/* One bounded step of the walk over the victim.  Ends the lap at the end
+ * of the segment: released when it emptied, else left for later. */
+static void victim_step(struct gs_engine *e)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	struct arena_seg *s = &a->segs[a->victim];
+	uint32_t bytes = 0, looked = 0, v = a->victim;
+	bool stuck = false;
+
+	while (a->vpos < s->used && bytes < ARENA_STEP_BYTES &&
+	       looked++ < ARENA_STEP_ENTRIES) {
+		uint64_t h = *hdr_at(r, v, a->vpos);
+		struct gs_obj *obj = (struct gs_obj *)(uintptr_t)h;
+		uint32_t size;
+
+		if (h & 1) {
+			a->vpos += h >> 1;
+			continue;
+		}
+		size = entry_size(obj->meta.head_len);
+		if (obj->linked && obj->refs == 1) {
+			if (!dst_roll(e, size)) {
+				stuck = true;	/* no room: the lap ends */
+				break;
+			}
+			entry_move(e, obj, a->vpos, size);
+			bytes += size;
+		} else {
+			a->victim_blocked = true;
+		}
+		a->vpos += size;
+		if (!s->nlive) {
+			seg_emptied(r, v);
+			return;
+		}
+	}
+	if (a->vpos < s->used && !stuck)
+		return;
+	a->victim = NONE;
+	if (a->victim_blocked || stuck) {
+		a->blocked++;
+		a->skip = v;
+	}
+}
+
+bool arena_compact_step(struct gs_engine *e, bool pressure)
+{
+	struct arena *a = &e->region.arena;
+
+	if (a->victim == NONE && !victim_start(e, pressure))
+		return false;
+	victim_step(e);
+	return true;
+}
+
+/* Compacts until a victim is emptied (room), no step can be taken, or
+ * three laps passed pinned entries. */
+static bool compact_for_room(struct gs_engine *e)
+{
+	struct arena *a = &e->region.arena;
+	struct hold h = hold_begin();
+	uint64_t done = a->compactions;
+	bool ran = false;
+	int blocked = 0;
+
+	while (a->compactions == done && blocked < 3) {
+		if (!arena_compact_step(e, true))
+			break;
+		ran = true;
+		/* a lap passed a pinned entry: another victim next */
+		blocked += a->victim == NONE && a->compactions == done;
+	}
+	if (ran)
+		hold_done(a, h);
+	return a->compactions != done;
+}
+
+/* ---- allocation ---- */
+
+/* Makes <cur> a segment with <size> bytes of room, by taking a segment,
+ * handing <dst> over, compacting, dropping cached heads (--sub-memory 0)
+ * or evicting: 0, or -ENOMEM. */
+static int make_room(struct gs_engine *e, uint32_t size)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint32_t b;
+
+	while (seg_room(r, a->cur) < size) {
+		if (a->cur != NONE) {
+			seg_seal(r, a->cur);
+			a->cur = NONE;
+		}
+		if ((spare_segments(r) > 1 || !a->nsegs) && seg_new(e, &b) == 0) {
+			a->cur = b;
+			continue;
+		}
+		if (a->dst != NONE && a->victim == NONE) {
+			a->cur = a->dst;
+			a->dst = NONE;
+			continue;
+		}
+		if (compact_for_room(e))
+			continue;
+		if (r->drops != NONE) {	/* the compactor has not run yet */
+			drop_now(r);
+			continue;
+		}
+		if (region_arena_shares_heads(r) && engine_head_drop_one(e))
+			continue;
+		if (!engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int arena_alloc(struct gs_engine *e, struct gs_obj *obj)
+{
+	uint32_t size = entry_size(obj->meta.head_len);
+	int ret = make_room(e, size);
+
+	if (ret < 0)
+		return ret;
+	obj_set_head(e, obj, seg_append(e, e->region.arena.cur, obj, size));
+	return 0;
+}
+
+void arena_free(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint64_t off = obj->meta.head_off - ARENA_HDR;
+	uint32_t b = off / r->block, size = entry_size(obj->meta.head_len);
+
+	mark_dead(hdr_at(r, b, off % r->block), size);
+	seg_charge(r, b, -(int64_t)size, -1);
+	if (!a->segs[b].nlive)
+		seg_emptied(r, b);
+	else if (a->running && b != a->cur && b != a->dst &&
+		 seg_dead(&a->segs[b]) >= r->block / 4)
+		pthread_cond_signal(&a->wake);
+}
+
+/* ---- the compactor thread ---- */
+
+/* Drops the pages of the segments given back, the lock released for the
+ * system calls.  Called with e->lock held. */
+static void drop_released(struct gs_engine *e)
+{
+	struct region *r = &e->region;
+	uint32_t list = r->drops, b;
+
+	if (list == NONE)
+		return;
+	r->drops = NONE;
+	pthread_mutex_unlock(&e->lock);
+	for (b = list; b != NONE; b = r->blocks[b].next_partial)
+		region_segment_drop(r, b);
+	pthread_mutex_lock(&e->lock);
+	while (list != NONE) {
+		b = list;
+		list = r->blocks[b].next_partial;
+		region_segment_dropped(r, b);
+	}
+}
+
+static void *compactor(void *arg)
+{
+	struct gs_engine *e = arg;
+	struct arena *a = &e->region.arena;
+	struct timespec at;
+
+	pthread_setname_np(pthread_self(), "goblin-arena");
+	pthread_mutex_lock(&e->lock);
+	while (!a->stop) {
+		struct hold h;
+		bool worked;
+
+		drop_released(e);
+		h = hold_begin();
+		worked = arena_compact_step(e, false);
+
+		if (worked) {
+			hold_done(a, h);
+			pthread_mutex_unlock(&e->lock);
+			pthread_mutex_lock(&e->lock);
+			if (a->victim != NONE || !a->victim_blocked)
+				continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_nsec += ARENA_IDLE_MS * 1000000L;
+		at.tv_sec += at.tv_nsec / 1000000000L;
+		at.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&a->wake, &e->lock, &at);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+void arena_stop(struct region *r)
+{
+	struct arena *a = &r->arena;
+
+	if (!a->e)
+		return;
+	if (a->running) {
+		pthread_mutex_lock(&a->e->lock);
+		a->stop = true;
+		pthread_cond_signal(&a->wake);
+		pthread_mutex_unlock(&a->e->lock);
+		pthread_join(a->thread, NULL);
+		a->running = false;
+	}
+	pthread_cond_destroy(&a->wake);
+	a->e = NULL;
+}
+
+void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st)
+{
+	struct region *r = &e->region;
+	struct arena *a = &r->arena;
+	uint64_t dead;
+
+	pthread_mutex_lock(&e->lock);
+	dead = a->used - a->live;
+	*st = (struct gs_arena_stats){
+		.arena_segments = a->nsegs,
+		.arena_bytes_live = a->live,
+		.arena_bytes_dead = dead,
+		.arena_bytes_free = (uint64_t)a->nsegs * r->block - a->used,
+		.arena_fragmentation_permille = a->used ? dead * 1000 / a->used : 0,
+		.arena_compactions = a->compactions,
+		.arena_bytes_moved = a->moved,
+		.arena_compaction_max_us = a->max_us,
+		.arena_compaction_max_cpu_us = a->max_cpu_us,
+		.arena_compaction_blocked = a->blocked,
+		.arena_segments_released = a->released,
+	};
+	pthread_mutex_unlock(&e->lock);
+}
