@@ -53,15 +53,18 @@ def nginx_conf(d, port, host, locations, extra="", module=None):
 
 def goblin_sizes(corpus, head):
     """goblin-store's RAM and SSD sizes for the corpus at --ram-head <head>
-    (a power of two), from its power-of-two classes: --sub-memory holds
-    the objects up to head/2 in power-of-two slots (from 64 B) with 20%
-    and 16 blocks of slack (a partly filled block per slot class); --memory
-    a head slot for each object over head/2 (RAM-only up to the head, the
-    cached head of an on-disk one) with 5% and 2 blocks; the SSD pool the
-    objects over the head, 4 KiB-aligned, with 25% and 64 MiB."""
+    (a power of two), from its power-of-two classes, enough for either
+    layout of the small objects (power-of-two slots from 64 B up to
+    head/2, or the byte-granular arena of everything below the head):
+    --sub-memory every RAM-only object in a power-of-two slot, with 20%
+    and 16 blocks of slack (a partly filled block per slot class);
+    --memory a head slot for each object over head/2 (RAM-only up to the
+    head, the cached head of an on-disk one) with 5% and 2 blocks; the SSD
+    pool the objects over the head, 4 KiB-aligned, with 25% and 64 MiB.
+    With --no-mlock what is not used is not resident."""
     cls = corpus["classes"]
     slots = sum(c["count"] * max(MIN_SLOT, c["up_to"]) for c in cls
-                if c["up_to"] <= head // 2)
+                if c["up_to"] <= head)
     heads = sum(c["count"] for c in cls if c["up_to"] > head // 2)
     on_disk = [c for c in cls if c["up_to"] > head]
     disk = sum(c["bytes"] + c["count"] * PAGE for c in on_disk)
@@ -369,8 +372,9 @@ def goblin_session(rig, a, d, corpus, head):
 def goblin_memory(s, store):
     """From the daemon's counts after the fill: N objects x (value bytes in
     RAM + index bytes per object + allocation overhead per object, i.e.
-    RAM region bytes allocated beyond the values: slot rounding or arena
-    headers and free space), against goblin-store's RSS growth over the
+    RAM region bytes allocated beyond the values: slot rounding, or the
+    arena's entry headers and padding plus its dead bytes; its free
+    segment tails are not counted, being untouched), against goblin-store's RSS growth over the
     fill (its RSS when empty is the fixed cost: binary, buffers, rings)
     and the cgroup's, whose file page cache (cache less shmem: the
     index journal's appends and the pool files) is set apart.  The arena_* counters are recorded when the daemon
@@ -379,7 +383,7 @@ def goblin_memory(s, store):
     n = st["curr_items"]
     values = st["ram_head_bytes"]
     index = st["index_bytes"]
-    alloc = st["ram_used_bytes"] - values
+    alloc = st["ram_used_bytes"] - values + st.get("arena_bytes_dead", 0)
     expected = values + index + alloc
     grow = s["rss_populated"][store]["rss"] - s["rss_empty"][store]["rss"]
     cg = s["cgroup_populated"]["usage_bytes"] - s["cgroup_started"]["usage_bytes"]

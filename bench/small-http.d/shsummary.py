@@ -131,11 +131,12 @@ def main_lines(res):
 
 def sweep_lines(res):
     L = ["## The head-size sweep (`--ram-head`)\n",
-         "RAM-only: objects up to the head (the region's slots or arena); "
-         "on SSD: larger ones, whole on the SSD pool with the head cached "
-         "in RAM. Sizes: --sub-memory and --memory from the corpus's "
-         "classes (`sizes` in the JSON), `--no-mlock` so the RSS counts "
-         "what is touched.\n"]
+         "RAM-only: objects up to the head (power-of-two slots, or the "
+         "arena when the daemon has one: `arena_*` stats); on SSD: larger "
+         "ones, whole on the SSD pool with the head cached in RAM. Sizes: "
+         "--sub-memory and --memory from the corpus's classes, enough for "
+         "either layout (`sizes` in the JSON), `--no-mlock` so the RSS "
+         "counts what is touched.\n"]
     rows = []
     for r in res["rows"][1:]:
         s = res["targets"][r["target"]]
@@ -161,8 +162,8 @@ def memory_lines(res):
          "from `stats goblin` after it: v = value bytes in RAM per object "
          "(`ram_head_bytes` / N), i = `index_bytes_per_object`, a = RAM "
          "region bytes allocated beyond the values per object "
-         "(`ram_used_bytes` - `ram_head_bytes`: slot rounding, or the "
-         "arena's headers and free space). Measured: goblin-store's RSS "
+         "(`ram_used_bytes` - `ram_head_bytes` + `arena_bytes_dead`: slot "
+         "rounding, or the arena's entry headers, padding and dead bytes). Measured: goblin-store's RSS "
          "after the fill minus its RSS started empty (the fixed cost: "
          "binary, I/O buffers, rings), and the cgroup's growth over the "
          "same span: it adds the file page cache (the index journal's "
