@@ -35,3 +35,7 @@ asan: build/asan/t/rdma-get
 # transport (libfabric tcp: storaged.mk's packages) and goblin-bench
 # --proto rdma against goblin-store --rdma; its PNG needs gnuplot.
 DEB_PACKAGES += gnuplot-nox
+
+# small-http.test: bench/small-http --quick in a rig of its own (root, FUSE,
+# cgroup v1 memory, nginx, fio, gnuplot); build/goblin-corpus comes from
+# bench/small-http.d/small-http.mk.
