@@ -166,9 +166,9 @@ def memory_lines(res):
          "rounding, or the arena's entry headers, padding and dead bytes). Measured: goblin-store's RSS "
          "after the fill minus its RSS started empty (the fixed cost: "
          "binary, I/O buffers, rings), and the cgroup's growth over the "
-         "same span: it adds the file page cache (the index journal's "
-         "buffered appends, `journal_bytes`, and pool file pages) and "
-         "nginx's growth.\n"]
+         "same span: it adds the file page cache (pool file pages, and what "
+         "is still cached of the index journal, `journal_bytes` long: its "
+         "pages are dropped once written back) and nginx's growth.\n"]
     rows = []
     for r in res["rows"][1:]:
         m = res["targets"][r["target"]]["memory"]
@@ -181,7 +181,7 @@ def memory_lines(res):
                      x(m["ratio"]), "%s (%.0f B/object)" % (
                          human(m["cgroup_growth_bytes"]),
                          m["cgroup_growth_per_object"]),
-                     "%s (journal %s)" % (
+                     "%s (journal file %s)" % (
                          human(m["cgroup_file_cache_growth_bytes"]),
                          human(m["journal_bytes"] or 0)),
                      ", ".join("%s %s" % (k[6:], v) for k, v in m["arena"].items()
