@@ -53,12 +53,20 @@ run: deps
 # Every test against the ASan+UBSan build, then the HTTP and daemon-level
 # ones again against the optimised build: t/http/*.t are Test::Nginx suites
 # run by prove; t/run runs t/daemon/*.test and, by default, the unit tests.
+# The benchmark method checks run against the optimised build only: they
+# check the scripts (arithmetic, reports, the rig), and the daemon paths
+# they drive are the daemon tests' too.
+BENCH_METHOD_TESTS := t/daemon/compare.test t/daemon/http-compare.test \
+	t/daemon/numa-bench.test t/daemon/rdma-bench.test \
+	t/daemon/restart-bench.test t/daemon/rig.test t/daemon/rig-net.test \
+	t/daemon/small-http.test
 test: deps
 	$(MAKE) all asan
 	BUILD=build/asan prove t/http/*.t
 	BUILD=build prove t/http/*.t
 	BUILD=build t/run $$(ls t/daemon/*.test)
-	BUILD=build/asan t/run
+	BUILD=build/asan t/run $$(ls build/asan/t/test_*) \
+		$(filter-out $(BENCH_METHOD_TESTS),$(wildcard t/daemon/*.test))
 	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
 
 clean:
