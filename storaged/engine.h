@@ -436,7 +436,9 @@ void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
  * <n>th time (default 1) it passes <point>.  Points: chunk-write (a chunk
  * write completed, the object not finished), before-journal (every chunk
  * on disk, the record not journaled), after-journal (journaled, not yet
- * acknowledged), recovery (a record replayed at start).
+ * acknowledged), recovery (a record replayed at start), checkpoint (a
+ * checkpoint written, not yet renamed over the journal), after-checkpoint
+ * (renamed: the append that weighed it not yet made).
  */
 void engine_crash_point(const char *point);
 

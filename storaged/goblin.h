@@ -70,6 +70,8 @@ struct gs_config {
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
 	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */
+	uint64_t checkpoint_size;	/* journal bytes before a checkpoint is
+					 * weighed (0: JOURNAL_MIN_CHECKPOINT) */
 };
 
 struct gs_engine;

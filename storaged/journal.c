@@ -51,6 +51,13 @@ uint64_t journal_hdr_sum(const struct jhdr *h)
 	return XXH3_64bits(h, offsetof(struct jhdr, sum));
 }
 
+/* Journal bytes below which no checkpoint is weighed (--checkpoint-size). */
+static uint64_t checkpoint_min(const struct gs_engine *e)
+{
+	return e->cfg.checkpoint_size ? e->cfg.checkpoint_size :
+		JOURNAL_MIN_CHECKPOINT;
+}
+
 bool journal_obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 		      int64_t now)
 {
@@ -204,9 +211,19 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 		pthread_cond_signal(&j->tick);
 		pthread_mutex_unlock(&j->sync_lock);
 	}
+	return 0;
+}
+
+/* Called at the start of every append, before its record is encoded: the
+ * change the previous append filed is wholly applied to the index by then
+ * (its caller still held e->lock), so a checkpoint taken here holds it, and
+ * the record about to be appended goes into the new journal.  Weighing
+ * after an append instead would snapshot the index without the change that
+ * crossed the limit and discard its record with the old file. */
+static void weigh_before_append(struct gs_engine *e, struct journal *j)
+{
 	if (j->end >= j->next_check)
 		journal_weigh(e);
-	return 0;
 }
 
 int journal_put(struct gs_engine *e, const struct gs_obj *obj)
@@ -218,6 +235,7 @@ int journal_put(struct gs_engine *e, const struct gs_obj *obj)
 
 	if (!j)
 		return 0;
+	weigh_before_append(e, j);
 	len = journal_put_len(obj);
 	if (!len)
 		return -EINVAL;
@@ -238,6 +256,7 @@ int journal_del(struct gs_engine *e, const void *key, size_t klen,
 
 	if (!j)
 		return 0;
+	weigh_before_append(e, j);
 	if (klen > GS_KEY_MAX)
 		return -EINVAL;
 	r = rec_buf(j, len);
@@ -260,6 +279,7 @@ int journal_touch(struct gs_engine *e, const struct gs_obj *obj)
 
 	if (!j)
 		return 0;
+	weigh_before_append(e, j);
 	r = rec_buf(j, len);
 	if (!r)
 		return -ENOMEM;
@@ -281,6 +301,7 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when)
 
 	if (!j)
 		return 0;
+	weigh_before_append(e, j);
 	r = rec_buf(j, len);
 	if (!r)
 		return -ENOMEM;
@@ -436,6 +457,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	int fd, old;
 
 	fd = write_checkpoint(e, sync, &nrec, &size);
+	if (fd >= 0)
+		engine_crash_point("checkpoint");
 	if (fd >= 0 && renameat(j->dfd, JOURNAL_TMP, j->dfd, JOURNAL_NAME) < 0) {
 		int ret = -errno;
 
@@ -451,6 +474,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	/* committed: from now on the new file is the journal */
 	if (sync && fsync(j->dfd) < 0)
 		log_err("%s: fsync of its dir: %s", j->path, strerror(errno));
+	engine_crash_point("after-checkpoint");
 	pthread_mutex_lock(&j->fd_lock);
 	old = j->fd;
 	j->fd = fd;
@@ -462,8 +486,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	__atomic_store_n(&j->end, size, __ATOMIC_RELEASE);
 	j->wb = j->shed_lo = 0;
 	j->records = nrec;
-	j->next_check = 2 * size > JOURNAL_MIN_CHECKPOINT ? 2 * size :
-			JOURNAL_MIN_CHECKPOINT;
+	j->next_check = 2 * size > checkpoint_min(e) ? 2 * size :
+			checkpoint_min(e);
 	if (e->next_cas > j->last)
 		__atomic_store_n(&j->last, e->next_cas, __ATOMIC_RELEASE);
 	if (sync && j->syncing)
@@ -485,8 +509,7 @@ void journal_weigh(struct gs_engine *e)
 	for (uint32_t i = 0; i < e->clock_len; i++)
 		if (!journal_obj_dead(e, e->clock[i], now))
 			live += journal_put_len(e->clock[i]);
-	limit = 2 * live > JOURNAL_MIN_CHECKPOINT ? 2 * live :
-		JOURNAL_MIN_CHECKPOINT;
+	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
 	if (j->end > limit &&
 	    journal_checkpoint(e, e->cfg.sync_interval_ms > 0) == 0)
 		return;
@@ -677,7 +700,8 @@ static int create_journal(struct journal *j, char *err, size_t errlen)
 	return 0;
 }
 
-static struct journal *journal_new(const struct pool_dir *d)
+static struct journal *journal_new(const struct gs_engine *e,
+				   const struct pool_dir *d)
 {
 	struct journal *j = calloc(1, sizeof(*j));
 	pthread_condattr_t ca;
@@ -687,7 +711,7 @@ static struct journal *journal_new(const struct pool_dir *d)
 	j->dfd = d->dfd;
 	j->fd = -1;
 	snprintf(j->path, sizeof(j->path), "%s/%s", d->path, JOURNAL_NAME);
-	j->next_check = JOURNAL_MIN_CHECKPOINT;
+	j->next_check = checkpoint_min(e);
 	pthread_mutex_init(&j->sync_lock, NULL);
 	pthread_mutex_init(&j->fd_lock, NULL);
 	pthread_condattr_init(&ca);
@@ -741,7 +765,7 @@ int journal_open(struct gs_engine *e, char *err, size_t errlen)
 
 	if (e->journal || !e->has_pool[t])
 		return 0;
-	j = journal_new(&e->pools[t].dirs[0]);
+	j = journal_new(e, &e->pools[t].dirs[0]);
 	if (!j) {
 		snprintf(err, errlen, "out of memory for the journal");
 		return -ENOMEM;

@@ -14,7 +14,9 @@
  * buffered writes: a process crash loses none once the call returned;
  * --sync-interval adds group-committed fdatasync for power loss.  The
  * journal is rewritten as a checkpoint of the live index when it grows
- * past max(64 MiB, twice the live records), and at a clean stop.
+ * past max(--checkpoint-size, twice the live records), and at a clean stop;
+ * the growth is weighed at the start of an append, never inside one, so a
+ * checkpoint holds every change filed before it.
  * It lives in the first dir of the SSD pool (the HDD pool without one);
  * an engine without pools has none (e->journal == NULL, every call a no-op).
  */

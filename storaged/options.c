@@ -146,7 +146,10 @@ static int check_ranges(const struct options *o)
 			      *(const uint64_t *)field > (uint64_t)d->max;
 		if (!out)
 			continue;
-		if (d->min)
+		if (d->max == INT64_MAX)
+			fprintf(stderr, "goblin-store: --%s must be at least %" PRId64 "\n",
+				d->flag, d->min);
+		else if (d->min)
 			fprintf(stderr, "goblin-store: --%s must be between %" PRId64 " and %" PRId64 "\n",
 				d->flag, d->min, d->max);
 		else
@@ -317,6 +320,7 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->no_numa_promotion = o->no_numa_promotion;
 	cfg->fresh = o->fresh;
 	cfg->sync_interval_ms = o->sync_interval;
+	cfg->checkpoint_size = o->checkpoint_size;
 }
 
 void options_config_defaults(struct gs_config *cfg)

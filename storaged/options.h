@@ -86,6 +86,8 @@
 	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
 	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)") \
+	OPTION(checkpoint_size, "checkpoint-size", SIZE, "64M", 4096, INT64_MAX, \
+	       "rewrite the index journal as a checkpoint of the live objects once it has grown past this, or past twice the live records when that is more") \
 	OPTION(rdma, "rdma", STR, "", 0, 0,				\
 	       "serve memcache GETs over RDMA on ADDR:PORT ([ADDR]:PORT for IPv6), objects written into the client's window (none: off)") \
 	OPTION(rdma_transport, "rdma-transport", STR, "verbs", 0, 0,	\
