@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,8 +161,14 @@ static void serve_and_get(void)
 	      (unsigned long long)server_st.errors);
 }
 
-static void make_vals(void)
+/* Opens <eng> with <cfg>, stores <set> and GETs it (serve_and_get);
+ * <st> gets the engine's counters after.  False when it did not open. */
+static bool run_store(const char *name, const struct obj *set,
+		      const struct gs_config *cfg, struct gs_stats *st)
 {
+	char err[256];
+
+	objs = set;
 	for (int k = 0; k < NOBJ; k++) {
 		free(vals[k]);
 		vals[k] = malloc(objs[k].size);
@@ -169,17 +176,28 @@ static void make_vals(void)
 			abort();
 		fill(vals[k], objs[k].size, 7u + (uint32_t)k);
 	}
+	if (gs_engine_open(&eng, cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "open the %s store: %s", name, err);
+		return false;
+	}
+	serve_and_get();
+	gs_stats(eng, st);
+	CHECK(st->checksum_errors == 0 && st->io_errors == 0,
+	      "%s: %llu checksum errors, %llu I/O errors", name,
+	      (unsigned long long)st->checksum_errors,
+	      (unsigned long long)st->io_errors);
+	CHECK(st->pins == 0, "%s: pins left %llu", name,
+	      (unsigned long long)st->pins);
+	return true;
 }
 
 /* RAM heads and pools: the tails of m3 and m9 come from the disk. */
 static void disk_store(void)
 {
-	char err[256], ssd[300], hdd[300];
+	char ssd[300], hdd[300];
 	struct gs_config cfg;
 	struct gs_stats st;
 
-	objs = disk_objs;
-	make_vals();
 	options_config_defaults(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
@@ -190,14 +208,8 @@ static void disk_store(void)
 	snprintf(hdd, sizeof(hdd), "%s/hdd", tmpdir);
 	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
 	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
-	if (gs_engine_open(&eng, &cfg, err, sizeof(err)) < 0) {
-		CHECK(0, "open the disk store: %s", err);
+	if (!run_store("disk", disk_objs, &cfg, &st))
 		return;
-	}
-	serve_and_get();
-	gs_stats(eng, &st);
-	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
-	CHECK(st.pins == 0, "pins left %llu", (unsigned long long)st.pins);
 	/* the large objects' tails came from the pools, at every GET (two
 	 * per window, three windows), 8 MiB of m9's at least each time */
 	CHECK(st.disk_read_bytes >= 6ull * (8u << 20) && st.hdd_objects +
@@ -216,26 +228,17 @@ static void ram_store(void)
 {
 	struct gs_config cfg;
 	struct gs_stats st;
-	char err[256];
 
-	objs = ram_objs;
-	make_vals();
 	options_config_defaults(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
 	cfg.ram_head = RAM_HEAD;
 	cfg.mlock = false;
-	if (gs_engine_open(&eng, &cfg, err, sizeof(err)) < 0) {
-		CHECK(0, "open the RAM-only store: %s", err);
+	if (!run_store("RAM-only", ram_objs, &cfg, &st))
 		return;
-	}
-	serve_and_get();
-	gs_stats(eng, &st);
-	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "ram: errors");
-	CHECK(st.pins == 0, "ram: pins left %llu", (unsigned long long)st.pins);
 	CHECK(st.curr_items == NOBJ && st.disk_reads == 0 &&
 	      st.hdd_objects + st.ssd_objects == 0,
-	      "ram: %llu items, %llu disk reads, %llu objects on disk",
+	      "RAM-only: %llu items, %llu disk reads, %llu objects on disk",
 	      (unsigned long long)st.curr_items,
 	      (unsigned long long)st.disk_reads,
 	      (unsigned long long)(st.hdd_objects + st.ssd_objects));
