@@ -139,9 +139,22 @@ out_free:
 	return r;
 }
 
+/* <p> in the engine's mapping of the region as the same byte of ours (the
+ * registered one); a pointer into a staging buffer as it is. */
+static const void *eng_remap(const struct gs_rdma_engine *es, const void *p)
+{
+	const struct region *r = &es->e->region;
+	const char *q = p, *base = r->base;
+
+	if (q < base || q >= base + r->size)
+		return p;
+	return es->map + (q - base);
+}
+
 static int eng_peek(struct gs_rdma_item *it, const void **data, size_t *len)
 {
 	struct eitem *m = it->priv;
+	int r;
 
 	if (m->pos < m->head_len) {
 		*data = m->head + m->pos;
@@ -152,7 +165,10 @@ static int eng_peek(struct gs_rdma_item *it, const void **data, size_t *len)
 		*len = 0;
 		return 0;
 	}
-	return gs_stream_peek(m->s, data, len);
+	r = gs_stream_peek(m->s, data, len);
+	if (!r && *len)
+		*data = eng_remap(m->es, *data);
+	return r;
 }
 
 static void eng_consume(struct gs_rdma_item *it, size_t n)

@@ -12,22 +12,29 @@
  * fallocate(PUNCH_HOLE) fail with EPERM): a given-back segment leaves the
  * process's mapping (RSS) but its pages stay in the memfd until reused,
  * and segments are taken lowest block first so reuse comes before growth.
+ * Before anything is locked, region_check_limits() refuses a region larger
+ * than the machine, the memory cgroup or what the process may lock.
  * All calls expect the engine lock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "log.h"
 
 #define HUGE_PAGE (2u << 20)
+#define MIB (1ull << 20)
 #define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | \
 		      F_SEAL_SEAL)
 
@@ -47,6 +54,238 @@ static int seal_region(struct region *r)
 	if (fcntl(r->fd, F_ADD_SEALS, REGION_SEALS & ~F_SEAL_FUTURE_WRITE) < 0)
 		return -errno;
 	return 0;
+}
+
+/* ---- what the region may take: MemTotal, the memory cgroup, RLIMIT_MEMLOCK ---- */
+
+/* A bound on the region and where it comes from. */
+struct mem_bound {
+	uint64_t bytes;			/* UINT64_MAX: none found */
+	char src[PATH_MAX + 64];
+};
+
+static void bound_lower(struct mem_bound *b, uint64_t bytes, const char *src)
+{
+	if (bytes >= b->bytes)
+		return;
+	b->bytes = bytes;
+	snprintf(b->src, sizeof(b->src), "%s", src);
+}
+
+/* A number of bytes, or "max" (none), alone in the file at <path>. */
+static int read_limit(const char *path, uint64_t *v)
+{
+	char buf[64];
+	FILE *f = fopen(path, "re");
+	int ret = -EINVAL;
+
+	if (!f)
+		return -errno;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *end;
+
+		if (!strncmp(buf, "max", 3)) {
+			*v = UINT64_MAX;
+			ret = 0;
+		} else {
+			errno = 0;
+			*v = strtoull(buf, &end, 10);
+			if (!errno && end != buf)
+				ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static void memtotal_bound(struct mem_bound *b)
+{
+	unsigned long long kb;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			bound_lower(b, kb << 10, "MemTotal, /proc/meminfo");
+	fclose(f);
+}
+
+/* Whether the comma-separated <list> holds <word>. */
+static bool list_has(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; p; p = strchr(p, ',')) {
+		p += *p == ',';
+		if (!strncmp(p, word, n) && (p[n] == ',' || !p[n]))
+			return true;
+	}
+	return false;
+}
+
+/* This process's path in the cgroup v1 hierarchy of the memory controller
+ * (<v2> false) or in the v2 tree, from /proc/self/cgroup. */
+static int cgroup_path(bool v2, char *path, size_t len)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -ENOENT;
+	while (ret && fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':');
+		char *p = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!p)
+			continue;
+		*ctl++ = '\0';
+		*p++ = '\0';
+		p[strcspn(p, "\n")] = '\0';
+		if (v2 ? !strcmp(line, "0") && !*ctl : list_has(ctl, "memory")) {
+			snprintf(path, len, "%s", p);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Where this process's cgroup is mounted: <point>, the mount of that
+ * hierarchy (v1 with the memory controller, or cgroup2), and <dir>, its
+ * own directory under it.  0 or -ENOENT.
+ */
+static int cgroup_dir(bool v2, char *point, char *dir, size_t len)
+{
+	char line[4096], path[PATH_MAX], root[PATH_MAX], fstype[64], opts[1024];
+	FILE *f;
+	int ret = -ENOENT;
+
+	if (cgroup_path(v2, path, sizeof(path)))
+		return -ENOENT;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -ENOENT;
+	while (ret && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+		size_t rl;
+
+		if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root,
+				   point) != 2 ||
+		    sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2)
+			continue;
+		if (v2 ? strcmp(fstype, "cgroup2") :
+			 strcmp(fstype, "cgroup") || !list_has(opts, "memory"))
+			continue;
+		rl = strcmp(root, "/") ? strlen(root) : 0;
+		if (strncmp(path, root, rl))
+			continue;
+		if ((size_t)snprintf(dir, len, "%s%s", point, path + rl) < len)
+			ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* The lowest <file> (memory.limit_in_bytes, memory.max) of the process's
+ * cgroup and those above it up to the mount: a parent's limit binds its
+ * children. */
+static void cgroup_bound(struct mem_bound *b, bool v2, const char *file)
+{
+	char point[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 32];
+	uint64_t v = UINT64_MAX;
+	size_t top;
+
+	if (cgroup_dir(v2, point, dir, sizeof(dir)))
+		return;
+	top = strlen(point);
+	for (;;) {
+		char *slash;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		if (read_limit(path, &v) == 0)
+			bound_lower(b, v, path);
+		slash = strrchr(dir, '/');
+		if (strlen(dir) <= top || !slash || slash < dir + top)
+			break;
+		*slash = '\0';
+	}
+}
+
+/* Whether CAP_IPC_LOCK is in the effective set: mlock then ignores
+ * RLIMIT_MEMLOCK. */
+static bool can_lock_any(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &
+	       CAP_TO_MASK(CAP_IPC_LOCK);
+}
+
+static const char *mib_str(uint64_t v, char *buf, size_t len)
+{
+	if (v % MIB)
+		snprintf(buf, len, "%.1f MiB", (double)v / MIB);
+	else
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(v / MIB));
+	return buf;
+}
+
+/*
+ * Refuses (-EINVAL, the reason in <err>) a region of r->size bytes larger
+ * than MemTotal, than the memory cgroup's limit (v1 memory.limit_in_bytes,
+ * v2 memory.max, up the tree; not for hugetlb pages, which the memory
+ * controller does not charge) or, when it is to be locked without
+ * CAP_IPC_LOCK, than RLIMIT_MEMLOCK: locking more than the machine has
+ * lets the OOM killer pick a process.  The first bound passed is named.
+ */
+static int region_check_limits(const struct region *r,
+			       const struct gs_config *cfg, char *err,
+			       size_t errlen)
+{
+	struct mem_bound b = { .bytes = UINT64_MAX };
+	char what[160], need[32], have[32];
+	struct rlimit rl;
+	const char *why = NULL;
+
+	if (r->numa.nnodes)
+		snprintf(have, sizeof(have), " per NUMA node x %d", r->numa.nnodes);
+	else
+		have[0] = '\0';
+	snprintf(what, sizeof(what), "the RAM region (`memory`%s + `sub_memory`: %s)",
+		 have, mib_str(r->size, need, sizeof(need)));
+	memtotal_bound(&b);
+	if (r->size > b.bytes) {
+		why = "is larger than the machine's memory";
+		goto out_refuse;
+	}
+	if (!r->hugetlb) {
+		cgroup_bound(&b, false, "memory.limit_in_bytes");
+		cgroup_bound(&b, true, "memory.max");
+		if (r->size > b.bytes) {
+			why = "is larger than its memory cgroup allows";
+			goto out_refuse;
+		}
+	}
+	if (!cfg->mlock || can_lock_any() ||
+	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    r->size <= rl.rlim_cur)
+		return 0;
+	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `mlock`",
+		 what, mib_str(rl.rlim_cur, have, sizeof(have)));
+	return -EINVAL;
+
+out_refuse:
+	snprintf(err, errlen, "%s %s (%s, %s)", what, why,
+		 mib_str(b.bytes, have, sizeof(have)), b.src);
+	return -EINVAL;
 }
 
 static int map_region(struct region *r, bool hugetlb)
@@ -166,6 +405,9 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		}
 		madvise(r->base, r->size, MADV_HUGEPAGE);
 	}
+	ret = region_check_limits(r, cfg, err, errlen);
+	if (ret < 0)
+		goto out_unmap;
 	bind_region(r, cfg);
 	r->mlock = cfg->mlock;
 	heads = (uint64_t)r->head_blocks_max * r->block;

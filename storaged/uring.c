@@ -6,7 +6,9 @@
  *
  * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
  * (completions reaped meanwhile go to a stash gs_io_run() drains), other
- * errors fail the queued operations through their callbacks.  A short read
+ * errors fail the queued operations through their callbacks (the SQEs
+ * the kernel did not take, found through our own record of those handed
+ * out: liburing's API only, whatever its ring layout).  A short read
  * or write, or one that completes with -EAGAIN, is resubmitted for what is
  * left (seg_complete).
  */
@@ -19,7 +21,6 @@
 #include "log.h"
 #include "uring.h"
 
-#define URING_ENTRIES	256
 #define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */
 #define TIMER_DATA(io)	((void *)&(io)->timer_armed)
 
@@ -42,6 +43,18 @@ static struct io_seg *stash_pop(struct gs_io *io)
 	return s;
 }
 
+/* The segment a CQE's <data> completes, or NULL: the timer's (noted as
+ * fired) or a NOP left by fail_unsubmitted(). */
+static struct io_seg *cqe_seg(struct gs_io *io, void *data)
+{
+	if (data == TIMER_DATA(io)) {
+		io->timer_armed = false;
+		io->timer_fired = true;
+		return NULL;
+	}
+	return data;
+}
+
 /* Moves every completion waiting in the CQ to io->stash, to be handled by
  * gs_io_run(); returns how many. */
 static unsigned reap_to_stash(struct gs_io *io)
@@ -50,14 +63,10 @@ static unsigned reap_to_stash(struct gs_io *io)
 	unsigned n = 0;
 
 	while (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
-		void *data = io_uring_cqe_get_data(cqe);
+		struct io_seg *s = cqe_seg(io, io_uring_cqe_get_data(cqe));
 
-		if (data == TIMER_DATA(io)) {
-			io->timer_armed = false;
-			io->timer_fired = true;
-		} else {
-			stash(io, data, cqe->res);
-		}
+		if (s)
+			stash(io, s, cqe->res);
 		io_uring_cqe_seen(&io->uring, cqe);
 		n++;
 	}
@@ -83,26 +92,31 @@ static bool make_room(struct gs_io *io)
 	return true;
 }
 
-/* Takes back the SQEs the kernel never consumed and completes each with
- * <err> through io->stash (their callbacks fire from gs_io_run). */
+/*
+ * Fails the SQEs the kernel never consumed: the newest io_uring_sq_ready()
+ * of those uring_get_sqe() handed out.  Each one's I/O completes with -EIO
+ * through io->stash (its callback fires from gs_io_run); the SQE itself,
+ * queued but not read by the kernel (it reads SQEs only inside
+ * io_uring_enter), becomes a NOP nobody waits for and goes out with the
+ * next submit.
+ */
 static void fail_unsubmitted(struct gs_io *io, int err)
 {
-	struct io_uring_sq *sq = &io->uring.sq;
-	unsigned head = io_uring_smp_load_acquire(sq->khead);
+	unsigned n = io_uring_sq_ready(&io->uring);
 
 	log_warn("io_uring submit failed: %s; failing %u queued I/O(s)",
-		 strerror(-err), sq->sqe_tail - head);
-	for (unsigned h = head; h != sq->sqe_tail; h++) {
-		struct io_uring_sqe *sqe = &sq->sqes[sq->array[h & sq->ring_mask]];
+		 strerror(-err), n);
+	for (unsigned i = io->sqes_out - n; i != io->sqes_out; i++) {
+		struct io_uring_sqe *sqe = io->sqes[i % URING_ENTRIES];
 		void *data = (void *)(uintptr_t)sqe->user_data;
 
 		if (data == TIMER_DATA(io))
 			io->timer_armed = false;
-		else
+		else if (data)
 			stash(io, data, -EIO);
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
 	}
-	sq->sqe_head = sq->sqe_tail = head;
-	io_uring_smp_store_release(sq->ktail, head);
 	kick(io);
 }
 
@@ -128,6 +142,8 @@ void uring_submit(struct gs_io *io)
 	}
 }
 
+/* An SQE to prepare, recorded for fail_unsubmitted(); NULL when the SQ
+ * is full even after a submit. */
 static struct io_uring_sqe *uring_get_sqe(struct gs_io *io)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->uring);
@@ -136,6 +152,8 @@ static struct io_uring_sqe *uring_get_sqe(struct gs_io *io)
 		uring_submit(io);
 		sqe = io_uring_get_sqe(&io->uring);
 	}
+	if (sqe)
+		io->sqes[io->sqes_out++ % URING_ENTRIES] = sqe;
 	return sqe;
 }
 
@@ -284,16 +302,12 @@ static int complete_all(struct gs_io *io)
 		if ((s = stash_pop(io))) {
 			seg_complete(io, s, s->stash_res);
 		} else if (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
-			void *data = io_uring_cqe_get_data(cqe);
+			struct io_seg *seg = cqe_seg(io, io_uring_cqe_get_data(cqe));
 			int res = cqe->res;
 
 			io_uring_cqe_seen(&io->uring, cqe);
-			if (data == TIMER_DATA(io)) {
-				io->timer_armed = false;
-				io->timer_fired = true;
-			} else {
-				seg_complete(io, data, res);
-			}
+			if (seg)
+				seg_complete(io, seg, res);
 		} else {
 			break;
 		}

@@ -32,6 +32,8 @@
 #include "list.h"
 
 #define SINK_LEN	(64u << 10)	/* where a failed writer's bytes go */
+#define URING_ENTRIES	256u		/* SQ size (a power of two, as the
+					 * kernel's) */
 
 /* Someone waiting for an I/O buffer set (or admission); initialised once
  * with waiter_init(), on at most one list. */
@@ -100,6 +102,9 @@ struct gs_io {
 					 * for --sync-interval's fdatasync */
 	bool timer_armed, timer_fired;
 	struct __kernel_timespec timer_ts;
+	struct io_uring_sqe *sqes[URING_ENTRIES];	/* the last handed out,
+					 * by sqes_out % URING_ENTRIES */
+	unsigned sqes_out;		/* SQEs handed out, ever (wraps) */
 	char *sink;			/* SINK_LEN bytes nobody reads */
 	unsigned inflight;
 	unsigned early_bufs;		/* streams' first chunks read before

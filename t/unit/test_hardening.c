@@ -56,10 +56,15 @@ void *fault_realloc(void *p, size_t n)
 
 int (io_uring_submit)(struct io_uring *ring);	/* the real one */
 
+/* A ring the fault hits is made to look like one set up with
+ * IORING_SETUP_NO_SQARRAY (liburing 2.6 on Linux 6.6 and later): no
+ * sq.array, so the failure path must not use it (issue 21).  liburing 2.3
+ * fills the array once at setup; the kernel keeps reading its own copy. */
 int fault_io_uring_submit(struct io_uring *ring)
 {
 	if (fault_submit_n) {
 		fault_submit_n--;
+		ring->sq.array = NULL;
 		return fault_submit_err;
 	}
 	return (io_uring_submit)(ring);
@@ -259,7 +264,8 @@ static void stripe_too_small(void)
 
 /* Defect 8: io_uring_submit failures.  -EAGAIN/-EBUSY are retried; any
  * other error fails the queued reads (the reader hears of it, nothing is
- * stranded, no pin is left). */
+ * stranded, no pin is left), on a ring without sq.array too (issue 21:
+ * fault_io_uring_submit), and the ring serves on. */
 static void submit_failures(void)
 {
 	struct gs_config cfg;

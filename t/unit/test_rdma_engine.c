@@ -1,16 +1,21 @@
 /* usage: test_rdma_engine
  * The RDMA endpoint over the real engine (storaged/rdma_engine.c) and the
- * emulated transport (libfabric tcp) on loopback: objects stored through
- * the engine into RAM heads and pools under /var/tmp, then GET byte-exact
- * through the protocol: 1 B and 256 KiB (RAM), 3 MiB and 9 MiB (head from
- * the registered region, tail streamed from disk into the connection's
- * staging buffers, more chunks than buffers), in one round and in many, a
- * miss, and the staging buffers reused by the next GET; no pin left.
+ * emulated transport (libfabric tcp) on loopback, GETs byte-exact through
+ * the protocol in one round and in many, a miss, and the staging buffers
+ * reused by the next GET; no pin left.  Two stores:
+ *   disk: RAM heads and pools under /var/tmp: 1 B and 256 KiB (RAM), 3 MiB
+ *         and 9 MiB (head from the registered region, tail streamed from
+ *         disk into the connection's staging buffers, more chunks than
+ *         buffers);
+ *   ram:  no pools (issue 21): 1 B (arena), --ram-head, --ram-head + 1 and
+ *         5 MiB, whose tails are RAM chunks of the region: written from
+ *         the registered region too, never from the disk.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,23 +28,35 @@
 #include "rdma.h"
 
 #define NOBJ	4
+#define RAM_HEAD	(256u << 10)
 
-static const struct {
+struct obj {
 	const char *key;
 	uint64_t size;
-} objs[NOBJ] = {
+};
+
+static const struct obj disk_objs[NOBJ] = {
 	{ "one", 1 },
 	{ "k256", 256u << 10 },
 	{ "m3", (3u << 20) + 5 },
 	{ "m9", (9u << 20) + 77 },
 };
 
+static const struct obj ram_objs[NOBJ] = {
+	{ "one", 1 },
+	{ "head", RAM_HEAD },
+	{ "head1", RAM_HEAD + 1 },
+	{ "m5", (5u << 20) + 3 },
+};
+
 static char tmpdir[] = "/var/tmp/goblin-test-rdma.XXXXXX";
 static struct gs_engine *eng;
+static const struct obj *objs;	/* the store's: disk_objs or ram_objs */
 static char *vals[NOBJ];
 static atomic_int state;	/* 0 starting, 1 serving, 2 stop, -1 failed */
 static uint16_t port;
 static int server_err;
+static struct gs_rdma_server_stats server_st;
 
 /* The server's thread: its own gs_io, the objects stored, then the
  * server stepping until told to stop. */
@@ -77,6 +94,8 @@ static void *server_main(void *arg)
 			r = 0;
 	}
 	server_err = r;
+	if (srv)
+		gs_rdma_server_stats(srv, &server_st);
 	gs_rdma_server_destroy(&srv);
 	gs_rdma_engine_destroy(&es);
 	gs_io_destroy(&io);
@@ -115,39 +134,13 @@ static void get_all(size_t window)
 	free(out);
 }
 
-int main(void)
+/* Serves <objs> from <eng> and GETs each over three windows. */
+static void serve_and_get(void)
 {
-	char err[256], ssd[300], hdd[300], cmd[400];
-	struct gs_config cfg;
-	struct gs_stats st;
 	pthread_t th;
-	int k;
 
-	log_level = LOG_WARN;
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	for (k = 0; k < NOBJ; k++) {
-		vals[k] = malloc(objs[k].size);
-		if (!vals[k])
-			return 1;
-		fill(vals[k], objs[k].size, 7u + (uint32_t)k);
-	}
-	options_config_defaults(&cfg);
-	cfg.memory = 32 << 20;
-	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
-	cfg.ssd_size = 64 << 20;
-	cfg.hdd_size = 128 << 20;
-	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	snprintf(hdd, sizeof(hdd), "%s/hdd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
-	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
-	if (gs_engine_open(&eng, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "open: %s\n", err);
-		return 1;
-	}
+	atomic_store(&state, 0);
+	server_err = 0;
 	pthread_create(&th, NULL, server_main, NULL);
 	while (atomic_load(&state) == 0)
 		sched_yield();
@@ -160,9 +153,63 @@ int main(void)
 	atomic_store(&state, 2);
 	pthread_join(th, NULL);
 	CHECK(server_err == 0, "server: %d", server_err);
-	gs_stats(eng, &st);
-	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
-	CHECK(st.pins == 0, "pins left %llu", (unsigned long long)st.pins);
+	/* every GET a hit but the misses, none failed */
+	CHECK(server_st.hits == 3 * 2 * NOBJ && server_st.misses == 3 &&
+	      server_st.errors == 0, "server: %llu hits, %llu misses, %llu errors",
+	      (unsigned long long)server_st.hits,
+	      (unsigned long long)server_st.misses,
+	      (unsigned long long)server_st.errors);
+}
+
+/* Opens <eng> with <cfg>, stores <set> and GETs it (serve_and_get);
+ * <st> gets the engine's counters after.  False when it did not open. */
+static bool run_store(const char *name, const struct obj *set,
+		      const struct gs_config *cfg, struct gs_stats *st)
+{
+	char err[256];
+
+	objs = set;
+	for (int k = 0; k < NOBJ; k++) {
+		free(vals[k]);
+		vals[k] = malloc(objs[k].size);
+		if (!vals[k])
+			abort();
+		fill(vals[k], objs[k].size, 7u + (uint32_t)k);
+	}
+	if (gs_engine_open(&eng, cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "open the %s store: %s", name, err);
+		return false;
+	}
+	serve_and_get();
+	gs_stats(eng, st);
+	CHECK(st->checksum_errors == 0 && st->io_errors == 0,
+	      "%s: %llu checksum errors, %llu I/O errors", name,
+	      (unsigned long long)st->checksum_errors,
+	      (unsigned long long)st->io_errors);
+	CHECK(st->pins == 0, "%s: pins left %llu", name,
+	      (unsigned long long)st->pins);
+	return true;
+}
+
+/* RAM heads and pools: the tails of m3 and m9 come from the disk. */
+static void disk_store(void)
+{
+	char ssd[300], hdd[300];
+	struct gs_config cfg;
+	struct gs_stats st;
+
+	options_config_defaults(&cfg);
+	cfg.memory = 32 << 20;
+	cfg.sub_memory = 8 << 20;
+	cfg.mlock = false;
+	cfg.ssd_size = 64 << 20;
+	cfg.hdd_size = 128 << 20;
+	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
+	snprintf(hdd, sizeof(hdd), "%s/hdd", tmpdir);
+	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
+	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
+	if (!run_store("disk", disk_objs, &cfg, &st))
+		return;
 	/* the large objects' tails came from the pools, at every GET (two
 	 * per window, three windows), 8 MiB of m9's at least each time */
 	CHECK(st.disk_read_bytes >= 6ull * (8u << 20) && st.hdd_objects +
@@ -173,7 +220,43 @@ int main(void)
 	       (unsigned long long)st.disk_read_bytes,
 	       (unsigned long long)st.disk_reads);
 	gs_engine_close(&eng);
-	for (k = 0; k < NOBJ; k++)
+}
+
+/* No pools: the objects over --ram-head are RAM-only, their tails in RAM
+ * chunks of the region, which the server must write from too. */
+static void ram_store(void)
+{
+	struct gs_config cfg;
+	struct gs_stats st;
+
+	options_config_defaults(&cfg);
+	cfg.memory = 32 << 20;
+	cfg.sub_memory = 8 << 20;
+	cfg.ram_head = RAM_HEAD;
+	cfg.mlock = false;
+	if (!run_store("RAM-only", ram_objs, &cfg, &st))
+		return;
+	CHECK(st.curr_items == NOBJ && st.disk_reads == 0 &&
+	      st.hdd_objects + st.ssd_objects == 0,
+	      "RAM-only: %llu items, %llu disk reads, %llu objects on disk",
+	      (unsigned long long)st.curr_items,
+	      (unsigned long long)st.disk_reads,
+	      (unsigned long long)(st.hdd_objects + st.ssd_objects));
+	gs_engine_close(&eng);
+}
+
+int main(void)
+{
+	char cmd[400];
+
+	log_level = LOG_WARN;
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	disk_store();
+	ram_store();
+	for (int k = 0; k < NOBJ; k++)
 		free(vals[k]);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
