@@ -22,6 +22,11 @@ static bool is_storage(enum mc_op op)
 	return op >= MC_SET && op <= MC_CAS;
 }
 
+static bool is_meta(enum mc_op op)
+{
+	return op >= MC_MG && op <= MC_ME;
+}
+
 void reply_unless(struct conn *c, bool noreply, const char *s)
 {
 	if (!noreply)
@@ -302,7 +307,8 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	}
 	if (ret == MC_PARSE_CLIENT_ERROR) {
 		SRV_ADD(c->srv, protocol_errors, 1);
-		if (!cmd.noreply || cmd.op == MC_MS)
+		/* a meta command's q never hides an error (memcached) */
+		if (!cmd.noreply || is_meta(cmd.op))
 			conn_replyf(c, "CLIENT_ERROR %s\r\n", cmd.error);
 		if (cmd.swallow) {	/* ms: its data block follows */
 			c->mc.swallow = cmd.bytes + 2;
