@@ -53,7 +53,8 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
                           "goblin: lookup of \"%V\" failed", &ctx->key);
         }
 
-        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
+        ngx_http_goblin_finalize(ctx,
+                                 ngx_http_goblin_error_status(r, cqe->res));
         return;
     }
 

@@ -27,7 +27,12 @@ ngx_http_goblin_skip_spaces(const unsigned char *p, const unsigned char *last)
 }
 
 
-/* Digits at *pp into *n; 0 when there are none or they overflow int64_t. */
+/*
+ * Digits at *pp into *n; 0 when there are none.  A number past INT64_MAX
+ * counts as INT64_MAX: more than any object has, so a first-pos that big
+ * is past the end and a last-pos or suffix-length that big takes it all
+ * (RFC 9110 14.1.2), never a wrapped value.
+ */
 static int
 ngx_http_goblin_number(const unsigned char **pp, const unsigned char *last,
     int64_t *n)
@@ -44,12 +49,13 @@ ngx_http_goblin_number(const unsigned char **pp, const unsigned char *last,
         return 0;
     }
 
-    while (p < last && *p >= '0' && *p <= '9') {
+    for ( /* void */ ; p < last && *p >= '0' && *p <= '9'; p++) {
         if (v >= cutoff && (v > cutoff || *p - '0' > cutlim)) {
-            return 0;
+            v = NGX_HTTP_GOBLIN_INT64_MAX;
+            continue;
         }
 
-        v = v * 10 + (*p++ - '0');
+        v = v * 10 + (*p - '0');
     }
 
     *pp = p;

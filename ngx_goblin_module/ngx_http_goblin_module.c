@@ -104,6 +104,27 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       offsetof(ngx_http_goblin_loc_conf_t, read_timeout),
       NULL },
 
+    { ngx_string("goblin_put_wait"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, put_wait),
+      NULL },
+
+    { ngx_string("goblin_put_queue"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, put_queue),
+      NULL },
+
+    { ngx_string("goblin_body_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, body_timeout),
+      NULL },
+
       ngx_null_command
 };
 
@@ -299,6 +320,9 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
 
     conf->max_object = NGX_CONF_UNSET;
     conf->read_timeout = NGX_CONF_UNSET_MSEC;
+    conf->put_wait = NGX_CONF_UNSET_MSEC;
+    conf->put_queue = NGX_CONF_UNSET_UINT;
+    conf->body_timeout = NGX_CONF_UNSET_MSEC;
 
     return conf;
 }
@@ -327,6 +351,10 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                              64 * 1024 * 1024);
 
     ngx_conf_merge_msec_value(conf->read_timeout, prev->read_timeout, 60000);
+
+    ngx_conf_merge_msec_value(conf->put_wait, prev->put_wait, 5000);
+    ngx_conf_merge_uint_value(conf->put_queue, prev->put_queue, 64);
+    ngx_conf_merge_msec_value(conf->body_timeout, prev->body_timeout, 10000);
 
     return NGX_CONF_OK;
 }

@@ -44,6 +44,8 @@
     STAT(puts_replaced)                                                       \
     STAT(put_bytes)                                                           \
     STAT(put_errors)                                                          \
+    STAT(puts_rejected)                                                       \
+    STAT(body_timeouts)                                                       \
     STAT(deletes)                                                             \
     STAT(delete_misses)                                                       \
     STAT(bad_gateway)                                                         \
@@ -75,6 +77,9 @@ typedef struct {
     ngx_uint_t                     methods;
     off_t                          max_object;
     ngx_msec_t                     read_timeout;
+    ngx_msec_t                     put_wait;
+    ngx_uint_t                     put_queue;
+    ngx_msec_t                     body_timeout;
 } ngx_http_goblin_loc_conf_t;
 
 
@@ -144,6 +149,8 @@ typedef struct {
 
     ngx_uint_t                     rx_held; /* rx buffers requests hold */
     ngx_queue_t                    tx_waiters;
+    ngx_uint_t                     ntx_waiters;
+    size_t                         put_heap_bytes; /* bodies before a tx buf */
 
     ngx_http_goblin_stats_t        stats;
 } ngx_http_goblin_link_t;
@@ -172,11 +179,17 @@ struct ngx_http_goblin_ctx_s {
     off_t                          body_size;
     off_t                          body_copied;
     ngx_chain_t                   *body;
+    u_char                        *heap;    /* the body until its tx buffer */
+    size_t                         heap_len;
+    size_t                         heap_size;
     ngx_int_t                      tx_buf;
     size_t                         tx_len;
     ngx_queue_t                    tx_wait;
+    ngx_event_t                    put_timer; /* goblin_put_wait, or
+                                                 goblin_body_timeout */
 
     unsigned                       registered:1;
+    unsigned                       body_started:1;
     unsigned                       pinned:1;
     unsigned                       writer:1;
     unsigned                       finishing:1;
@@ -223,7 +236,8 @@ void ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx,
 void ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
 void ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
-ngx_int_t ngx_http_goblin_error_status(int res);
+ngx_int_t ngx_http_goblin_error_status(ngx_http_request_t *r, int res);
+ngx_int_t ngx_http_goblin_retry_later(ngx_http_request_t *r);
 ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
 ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
@@ -240,6 +254,7 @@ void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b);
 /* ngx_http_goblin_put.c */
 ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);
 void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
+void ngx_http_goblin_put_cleanup(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);

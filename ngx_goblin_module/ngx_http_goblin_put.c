@@ -2,9 +2,15 @@
 /*
  * ngx_http_goblin_module: PUT and DELETE.
  *
- * PUT: the body is read unbuffered and copied into tx buffers as it
- * comes; when none is free nginx stops reading the client.  201 or 204
- * only once the daemon has stored every byte.
+ * PUT: the body is read unbuffered.  Its first tx buffer's worth (or all
+ * of a smaller body) is read into the heap before the PUT takes a tx
+ * buffer and opens a writer, so a client that sends less and stalls holds
+ * nothing of the ring's; from then on the body is copied into the tx
+ * buffer as it comes, and every full one is shipped.  A PUT waits for a tx
+ * buffer goblin_put_wait at most, behind goblin_put_queue others at most
+ * (else 503 with Retry-After), and holds one while its client sends the
+ * next buffer's worth goblin_body_timeout at most (else 408, the writer
+ * aborted).  201 or 204 only once the daemon has stored every byte.
  *
  * DELETE: 204, or 404 when there was nothing to delete.
  */
@@ -14,10 +20,16 @@
 
 
 static void ngx_http_goblin_put_body(ngx_http_request_t *r);
-static void ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_put_read(ngx_http_request_t *r);
 static void ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx);
+static ngx_int_t ngx_http_goblin_take_body(ngx_http_goblin_ctx_t *ctx);
+static ngx_int_t ngx_http_goblin_heap_room(ngx_http_goblin_ctx_t *ctx,
+    size_t n);
+static void ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_put_timeout(ngx_event_t *ev);
+static void ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx);
 
 
 /* ---- PUT ---- */
@@ -54,6 +66,10 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
     ctx->key = *key;
     ctx->body_size = r->headers_in.content_length_n;
 
+    ctx->put_timer.handler = ngx_http_goblin_put_timeout;
+    ctx->put_timer.data = ctx;
+    ctx->put_timer.log = r->connection->log;
+
     r->request_body_no_buffering = 1;
 
     rc = ngx_http_read_client_request_body(r, ngx_http_goblin_put_body);
@@ -65,7 +81,7 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
 }
 
 
-/* Called once the body starts coming: a tx buffer first, then the writer. */
+/* Called once the body starts coming. */
 static void
 ngx_http_goblin_put_body(ngx_http_request_t *r)
 {
@@ -73,35 +89,14 @@ ngx_http_goblin_put_body(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
 
-    if (ctx == NULL || ctx->done || ctx->writer || ctx->tx_buf >= 0) {
+    if (ctx == NULL || ctx->done || ctx->body_started) {
         return;
     }
 
+    ctx->body_started = 1;
     r->read_event_handler = ngx_http_goblin_put_read;
 
-    ctx->tx_buf = ngx_http_goblin_tx_take(ctx);
-
-    if (ctx->tx_buf >= 0) {
-        ngx_http_goblin_open_writer(ctx);
-    }
-}
-
-
-static void
-ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
-{
-    ctx->tx_len = 0;
-
-    ngx_http_goblin_submit_key(ctx, RING_OP_WOPEN, ctx->body_size);
-    ngx_http_goblin_wait(ctx);
-}
-
-
-/* A tx buffer came free for a PUT that waited to start (ctx->tx_buf). */
-void
-ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx)
-{
-    ngx_http_goblin_open_writer(ctx);
+    ngx_http_goblin_pump_body(ctx);
 }
 
 
@@ -112,119 +107,62 @@ ngx_http_goblin_put_read(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
 
-    if (ctx && !ctx->done && ctx->writer && !ctx->waiting_tx) {
+    if (ctx && !ctx->done) {
         ngx_http_goblin_pump_body(ctx);
     }
 }
 
 
-void
-ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    ngx_http_request_t  *r = ctx->request;
-
-    if (cqe->res != 0) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
-                      "goblin: storaged refused %O bytes for \"%V\"",
-                      ctx->body_size, &ctx->key);
-        ngx_http_goblin_link->stats.put_errors++;
-        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
-        return;
-    }
-
-    ctx->writer = 1;
-    ctx->handle = cqe->handle;
-
-    if (ctx->timer.timer_set) {
-        ngx_del_timer(&ctx->timer);
-    }
-
-    ngx_http_goblin_pump_body(ctx);
-}
-
-
 /*
- * Moves body bytes into the PUT's tx buffer and ships it whenever it is
- * full, or nginx has read nothing more for now; the TXDONE brings the
- * buffer back for the next bytes.  While it is away nginx reads no more
- * of the body, which is how a slow store slows the client down.
+ * Reads the body into the heap (before the PUT has a tx buffer) or into
+ * its tx buffer, and moves on whenever one is full or the body is all in.
+ * While the PUT waits for a tx buffer, for the writer, or for its buffer
+ * back (TXDONE), nginx reads no more of the body: that is how a slow store
+ * slows the client down, and such a wait is storaged's, not the client's.
  */
 static void
 ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 {
-    size_t                    n;
-    ngx_int_t                 rc;
-    ngx_buf_t                *b;
-    ngx_http_request_t       *r;
-    ngx_http_request_body_t  *rb;
+    ngx_int_t                    rc;
+    ngx_connection_t            *c;
+    ngx_http_request_t          *r;
+    ngx_http_goblin_loc_conf_t  *glcf;
 
     r = ctx->request;
-    rb = r->request_body;
-
-    if (ctx->tx_busy || ctx->finishing || !ctx->writer) {
-        return;
-    }
+    c = r->connection;
 
     for ( ;; ) {
-        if (ctx->body == NULL && rb->bufs) {
-            ctx->body = rb->bufs;
-            rb->bufs = NULL;
+        if (ctx->done) {
+            return;
         }
 
-        while (ctx->body && ctx->body_copied < ctx->body_size) {
-            b = ctx->body->buf;
-
-            if (b->in_file) {
-                ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                              "goblin: a request body buffered to a file");
-                ngx_http_goblin_finalize(ctx, NGX_HTTP_INTERNAL_SERVER_ERROR);
-                return;
-            }
-
-            if (b->pos == b->last) {
-                ctx->body = ctx->body->next;
-                continue;
-            }
-
-            n = ngx_min((size_t) (b->last - b->pos),
-                        ctx->map->ring.buf_size - ctx->tx_len);
-            n = ngx_min(n, (size_t) (ctx->body_size - ctx->body_copied));
-
-            ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf)
-                       + ctx->tx_len, b->pos, n);
-
-            b->pos += n;
-            ctx->tx_len += n;
-            ctx->body_copied += n;
-
-            if (ctx->tx_len == ctx->map->ring.buf_size
-                && ctx->body_copied < ctx->body_size)
-            {
-                ngx_http_goblin_wdata(ctx);
-                return;
-            }
-        }
-
-        if (ctx->body_copied == ctx->body_size) {
-            if (ctx->tx_len) {
-                ngx_http_goblin_wdata(ctx);
-            }
-
-            ctx->finishing = 1;
-            ngx_http_goblin_submit_handle(ctx, RING_OP_WFINISH, 0, 0, 0);
-            ngx_http_goblin_wait(ctx);
-            r->read_event_handler = ngx_http_block_reading;
-
-            if (!ctx->tx_busy) {
-                ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
-                ctx->tx_buf = -1;
+        if (ctx->waiting_tx || ctx->tx_busy || ctx->finishing
+            || (ctx->tx_buf >= 0 && !ctx->writer))
+        {
+            /* client_body_timeout counts only the client's waits */
+            if (c->read->timer_set) {
+                ngx_del_timer(c->read);
             }
 
             return;
         }
 
+        rc = ngx_http_goblin_take_body(ctx);
+
+        if (rc == NGX_ERROR) {
+            ngx_http_goblin_finalize(ctx, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+
+        if (rc == NGX_DONE) {
+            ngx_http_goblin_body_in(ctx);
+            continue;
+        }
+
+        /* all nginx had read is taken: read on */
+
         if (!r->reading_body) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+            ngx_log_error(NGX_LOG_ERR, c->log, 0,
                           "goblin: request body ended at %O of %O bytes",
                           ctx->body_copied, ctx->body_size);
             ngx_http_goblin_finalize(ctx, NGX_HTTP_BAD_REQUEST);
@@ -239,10 +177,13 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
             return;
         }
 
-        if (rb->bufs == NULL) {
-            /* nothing more for now: ship what is staged, wait to read */
-            if (ctx->tx_len) {
-                ngx_http_goblin_wdata(ctx);
+        if (r->request_body->bufs == NULL) {
+            /* nothing more for now: a PUT holding a tx buffer gets
+             * goblin_body_timeout for the buffer's worth */
+            if (ctx->writer && !ctx->put_timer.timer_set) {
+                glcf = ngx_http_get_module_loc_conf(r,
+                                                    ngx_http_goblin_module);
+                ngx_add_timer(&ctx->put_timer, glcf->body_timeout);
             }
 
             return;
@@ -251,10 +192,249 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+/*
+ * Moves the body bytes nginx has read into the heap or the tx buffer.
+ * NGX_DONE: the heap holds the first buffer's worth, the tx buffer is
+ * full, or the body is all in; NGX_OK: all nginx had is taken.
+ */
+static ngx_int_t
+ngx_http_goblin_take_body(ngx_http_goblin_ctx_t *ctx)
+{
+    size_t                    n, room;
+    u_char                   *dst;
+    ngx_buf_t                *b;
+    ngx_http_request_t       *r;
+    ngx_http_request_body_t  *rb;
+
+    r = ctx->request;
+    rb = r->request_body;
+
+    for ( ;; ) {
+        if (ctx->body_copied == ctx->body_size) {
+            return NGX_DONE;
+        }
+
+        room = (ctx->tx_buf >= 0 ? ctx->tx_len : ctx->heap_len);
+        room = ctx->map->ring.buf_size - room;
+
+        if (room == 0) {
+            return NGX_DONE;
+        }
+
+        if (ctx->body == NULL) {
+            ctx->body = rb->bufs;
+            rb->bufs = NULL;
+
+            if (ctx->body == NULL) {
+                return NGX_OK;
+            }
+        }
+
+        b = ctx->body->buf;
+
+        if (b->in_file) {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "goblin: a request body buffered to a file");
+            return NGX_ERROR;
+        }
+
+        if (b->pos == b->last) {
+            ctx->body = ctx->body->next;
+            continue;
+        }
+
+        n = ngx_min((size_t) (b->last - b->pos), room);
+        n = ngx_min(n, (size_t) (ctx->body_size - ctx->body_copied));
+
+        if (ctx->tx_buf >= 0) {
+            dst = (u_char *) ring_tx_buf(&ctx->map->ring,
+                                         (uint32_t) ctx->tx_buf)
+                  + ctx->tx_len;
+            ctx->tx_len += n;
+
+        } else {
+            if (ngx_http_goblin_heap_room(ctx, n) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            dst = ctx->heap + ctx->heap_len;
+            ctx->heap_len += n;
+            ngx_http_goblin_link->put_heap_bytes += n;
+        }
+
+        ngx_memcpy(dst, b->pos, n);
+        b->pos += n;
+        ctx->body_copied += n;
+    }
+}
+
+
+/* Room for <n> more bytes in the heap: at most twice what the client has
+ * sent, never more than the first buffer's worth. */
+static ngx_int_t
+ngx_http_goblin_heap_room(ngx_http_goblin_ctx_t *ctx, size_t n)
+{
+    u_char  *heap;
+    size_t   size, want;
+
+    want = ctx->heap_len + n;
+
+    if (want <= ctx->heap_size) {
+        return NGX_OK;
+    }
+
+    size = ngx_max(want, 2 * ctx->heap_size);
+    size = ngx_min(size, (size_t) ngx_min(ctx->body_size,
+                                          (off_t) ctx->map->ring.buf_size));
+
+    heap = ngx_alloc(size, ctx->request->connection->log);
+    if (heap == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->heap_len) {
+        ngx_memcpy(heap, ctx->heap, ctx->heap_len);
+    }
+
+    ngx_free(ctx->heap);
+    ctx->heap = heap;
+    ctx->heap_size = size;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A buffer's worth is in (or the whole body): in the heap, a tx buffer is
+ * taken for it; in the tx buffer, it is shipped, and once the body is all
+ * in the writer is finished.
+ */
+static void
+ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t                    rc;
+    ngx_http_request_t          *r;
+    ngx_http_goblin_loc_conf_t  *glcf;
+
+    r = ctx->request;
+
+    if (ctx->tx_buf < 0) {
+        rc = ngx_http_goblin_tx_take(ctx);
+
+        if (rc >= 0) {
+            ctx->tx_buf = rc;
+            ngx_http_goblin_open_writer(ctx);
+            return;
+        }
+
+        if (rc == NGX_AGAIN) {
+            glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
+            ngx_add_timer(&ctx->put_timer, glcf->put_wait);
+            return;
+        }
+
+        if (rc == NGX_BUSY) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "goblin: PUT of \"%V\" refused: every tx buffer "
+                          "is taken and goblin_put_queue PUTs wait",
+                          &ctx->key);
+            ngx_http_goblin_link->stats.puts_rejected++;
+            ngx_http_goblin_finalize(ctx, ngx_http_goblin_retry_later(r));
+            return;
+        }
+
+        ngx_http_goblin_fail(ctx, NGX_HTTP_BAD_GATEWAY);
+        return;
+    }
+
+    if (ctx->body_copied < ctx->body_size) {
+        ngx_http_goblin_wdata(ctx);
+        return;
+    }
+
+    if (ctx->tx_len) {
+        ngx_http_goblin_wdata(ctx);
+
+    } else if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
+
+    ctx->finishing = 1;
+    ngx_http_goblin_submit_handle(ctx, RING_OP_WFINISH, 0, 0, 0);
+    ngx_http_goblin_wait(ctx);
+    r->read_event_handler = ngx_http_block_reading;
+
+    if (!ctx->tx_busy) {
+        ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
+        ctx->tx_buf = -1;
+    }
+}
+
+
+/* The PUT has its tx buffer: the body read so far goes in, the writer is
+ * asked for. */
+static void
+ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
+{
+    if (ctx->heap_len) {
+        ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf),
+                   ctx->heap, ctx->heap_len);
+    }
+
+    ctx->tx_len = ctx->heap_len;
+    ngx_http_goblin_heap_free(ctx);
+
+    ngx_http_goblin_submit_key(ctx, RING_OP_WOPEN, ctx->body_size);
+    ngx_http_goblin_wait(ctx);
+}
+
+
+/* A tx buffer came free for a PUT that waited for one (ctx->tx_buf). */
+void
+ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx)
+{
+    if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
+
+    ngx_http_goblin_open_writer(ctx);
+}
+
+
+void
+ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    ngx_http_request_t  *r = ctx->request;
+
+    if (cqe->res != 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
+                      "goblin: storaged refused %O bytes for \"%V\"",
+                      ctx->body_size, &ctx->key);
+        ngx_http_goblin_link->stats.put_errors++;
+        ngx_http_goblin_finalize(ctx,
+                                 ngx_http_goblin_error_status(r, cqe->res));
+        return;
+    }
+
+    ctx->writer = 1;
+    ctx->handle = cqe->handle;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    ngx_http_goblin_pump_body(ctx);
+}
+
+
 static void
 ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_http_goblin_link->stats.put_bytes += ctx->tx_len;
+
+    if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
 
     ngx_http_goblin_submit_handle(ctx, RING_OP_WDATA, (uint32_t) ctx->tx_buf,
                                   0, (off_t) ctx->tx_len);
@@ -284,6 +464,74 @@ ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+/*
+ * goblin_put_wait passed with no tx buffer free: 503; or goblin_body_timeout
+ * passed while the PUT held one and its client sent less than a buffer's
+ * worth: 408, as nginx ends a body that times out (the connection closes).
+ */
+static void
+ngx_http_goblin_put_timeout(ngx_event_t *ev)
+{
+    ngx_connection_t            *c;
+    ngx_http_request_t          *r;
+    ngx_http_goblin_ctx_t       *ctx;
+    ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
+    ngx_http_goblin_loc_conf_t  *glcf;
+
+    ctx = ev->data;
+    r = ctx->request;
+    c = r->connection;
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
+
+    if (ctx->waiting_tx) {
+        ngx_log_error(NGX_LOG_ERR, c->log, 0,
+                      "goblin: PUT of \"%V\" refused: no tx buffer came "
+                      "free in goblin_put_wait %M", &ctx->key,
+                      glcf->put_wait);
+        link->stats.puts_rejected++;
+        ngx_http_goblin_finalize(ctx, ngx_http_goblin_retry_later(r));
+
+    } else {
+        ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
+                      "goblin: PUT of \"%V\" too slow: %O of %O bytes, "
+                      "less than %uD more in goblin_body_timeout %M",
+                      &ctx->key, ctx->body_copied, ctx->body_size,
+                      ctx->map->ring.buf_size, glcf->body_timeout);
+        link->stats.body_timeouts++;
+        c->timedout = 1;
+        ngx_http_goblin_finalize(ctx, NGX_HTTP_REQUEST_TIME_OUT);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* The PUT's part of the request cleanup: its timer, a body in the heap. */
+void
+ngx_http_goblin_put_cleanup(ngx_http_goblin_ctx_t *ctx)
+{
+    if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
+
+    ngx_http_goblin_heap_free(ctx);
+}
+
+
+static void
+ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx)
+{
+    if (ngx_http_goblin_link) {
+        ngx_http_goblin_link->put_heap_bytes -= ctx->heap_len;
+    }
+
+    ngx_free(ctx->heap);
+    ctx->heap = NULL;
+    ctx->heap_len = 0;
+    ctx->heap_size = 0;
+}
+
+
 void
 ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
@@ -297,7 +545,8 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
                       "goblin: storing \"%V\" failed", &ctx->key);
         link->stats.put_errors++;
-        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
+        ngx_http_goblin_finalize(ctx,
+                                 ngx_http_goblin_error_status(r, cqe->res));
         return;
     }
 
@@ -336,7 +585,8 @@ ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
             link->stats.delete_misses++;
         }
 
-        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
+        ngx_http_goblin_finalize(ctx,
+                                 ngx_http_goblin_error_status(r, cqe->res));
         return;
     }
 

@@ -214,7 +214,8 @@ ngx_http_goblin_create_ctx(ngx_http_request_t *r)
 
 /*
  * The request is being freed: its pin, the rx buffers it still holds, an
- * unfinished writer and a half-filled tx buffer go back to storaged.
+ * unfinished writer and a half-filled tx buffer go back to storaged, a
+ * body still in the heap is freed.
  */
 static void
 ngx_http_goblin_cleanup(void *data)
@@ -230,6 +231,7 @@ ngx_http_goblin_cleanup(void *data)
 
     ctx->done = 1;
     ngx_http_goblin_unregister(ctx);
+    ngx_http_goblin_put_cleanup(ctx);
 
     linked = ngx_http_goblin_linked(ctx);
 
@@ -341,6 +343,10 @@ ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc)
         ngx_del_timer(&ctx->timer);
     }
 
+    if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
+
     ngx_http_goblin_unregister(ctx);
 
     ngx_http_finalize_request(ctx->request, rc);
@@ -390,7 +396,7 @@ ngx_http_goblin_timeout(ngx_event_t *ev)
 
 
 ngx_int_t
-ngx_http_goblin_error_status(int res)
+ngx_http_goblin_error_status(ngx_http_request_t *r, int res)
 {
     switch (res) {
 
@@ -404,7 +410,7 @@ ngx_http_goblin_error_status(int res)
         return NGX_HTTP_INSUFFICIENT_STORAGE;
 
     case -EBUSY:
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
+        return ngx_http_goblin_retry_later(r);
 
     case -EINVAL:
         return NGX_HTTP_BAD_REQUEST;
@@ -412,6 +418,21 @@ ngx_http_goblin_error_status(int res)
     default:
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+}
+
+
+/* 503 for a busy moment (storaged's EBUSY, no tx buffer in time), with
+ * Retry-After. */
+ngx_int_t
+ngx_http_goblin_retry_later(ngx_http_request_t *r)
+{
+    static ngx_str_t  one = ngx_string("1");
+
+    if (ngx_http_goblin_add_header(r, "Retry-After", &one) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_HTTP_SERVICE_UNAVAILABLE;
 }
 
 

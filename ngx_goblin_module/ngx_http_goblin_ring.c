@@ -8,7 +8,9 @@
  * no room for wait in a backlog, in order; one doorbell per turn of the
  * event loop covers them all.  Staging buffers change hands only through
  * entries, and every completion is checked against who holds its buffer
- * now.  tx buffers go to PUTs one at a time, first come first served.
+ * now.  tx buffers go to PUTs one each, first come first served; a PUT
+ * waits for one goblin_put_wait at most, behind goblin_put_queue others at
+ * most, and is answered 503 past either.
  */
 
 
@@ -158,6 +160,8 @@ ngx_http_goblin_ring_detach(ngx_http_goblin_link_t *link)
         ctx = ngx_queue_data(q, ngx_http_goblin_ctx_t, tx_wait);
         ctx->waiting_tx = 0;
     }
+
+    link->ntx_waiters = 0;
 
     if (link->map) {
         ngx_http_goblin_map_unref(link->map);
@@ -545,6 +549,10 @@ ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx)
     if (ctx->waiting_tx) {
         ngx_queue_remove(&ctx->tx_wait);
         ctx->waiting_tx = 0;
+
+        if (link) {
+            link->ntx_waiters--;
+        }
     }
 
     if (link == NULL) {
@@ -563,18 +571,23 @@ ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx)
 
 
 /*
- * A tx buffer for <ctx>'s PUT, or -1: it is queued and told when one is.
- * A PUT keeps its buffer from WOPEN to WFINISH: a writer that holds engine
- * buffers must always be able to feed them, whatever the others do.
+ * A tx buffer for <ctx>'s PUT; NGX_AGAIN: it is queued and told when one
+ * is free (tx_ready); NGX_BUSY: goblin_put_queue PUTs wait already;
+ * NGX_ERROR: the link is gone.  A PUT keeps its buffer from WOPEN to
+ * WFINISH: a writer that holds engine buffers must always be able to feed
+ * them, whatever the others do; it takes one only once its first buffer's
+ * worth of body is in (ngx_http_goblin_put.c), so a client that has sent
+ * less holds none.
  */
 ngx_int_t
 ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
 {
-    uint32_t                 buf;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+    uint32_t                     buf;
+    ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
+    ngx_http_goblin_loc_conf_t  *glcf;
 
     if (!ngx_http_goblin_linked(ctx)) {
-        return -1;
+        return NGX_ERROR;
     }
 
     if (link->ntx_free && ngx_queue_empty(&link->tx_waiters)) {
@@ -583,13 +596,22 @@ ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
         return buf;
     }
 
-    if (!ctx->waiting_tx) {
-        ngx_queue_insert_tail(&link->tx_waiters, &ctx->tx_wait);
-        ctx->waiting_tx = 1;
-        link->stats.tx_waits++;
+    if (ctx->waiting_tx) {
+        return NGX_AGAIN;
     }
 
-    return -1;
+    glcf = ngx_http_get_module_loc_conf(ctx->request, ngx_http_goblin_module);
+
+    if (link->ntx_waiters >= glcf->put_queue) {
+        return NGX_BUSY;
+    }
+
+    ngx_queue_insert_tail(&link->tx_waiters, &ctx->tx_wait);
+    ctx->waiting_tx = 1;
+    link->ntx_waiters++;
+    link->stats.tx_waits++;
+
+    return NGX_AGAIN;
 }
 
 
@@ -615,6 +637,7 @@ ngx_http_goblin_tx_give(ngx_http_goblin_link_t *link, uint32_t buf)
 
     ctx = ngx_queue_data(q, ngx_http_goblin_ctx_t, tx_wait);
     ctx->waiting_tx = 0;
+    link->ntx_waiters--;
     ctx->tx_buf = buf;
     ctx->tx_len = 0;
 

@@ -77,7 +77,8 @@ ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     r = ctx->request;
 
     if (cqe->res != 0) {
-        ngx_http_goblin_finalize(ctx, ngx_http_goblin_error_status(cqe->res));
+        ngx_http_goblin_finalize(ctx,
+                                 ngx_http_goblin_error_status(r, cqe->res));
         return;
     }
 
@@ -161,6 +162,14 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
 #undef NGX_HTTP_GOBLIN_STAT_JSON
 
     json_object_set_new(module, "rx_held", json_integer(link->rx_held));
+    json_object_set_new(module, "tx_held",
+                        json_integer(link->state == NGX_HTTP_GOBLIN_UP
+                                     ? link->map->ring.n_tx - link->ntx_free
+                                     : 0));
+    json_object_set_new(module, "tx_waiters",
+                        json_integer(link->ntx_waiters));
+    json_object_set_new(module, "put_heap_bytes",
+                        json_integer(link->put_heap_bytes));
     json_object_set_new(root, "module", module);
     json_object_set_new(root, "storaged", storaged ? storaged : json_null());
 

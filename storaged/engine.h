@@ -374,9 +374,9 @@ uint64_t engine_malloc_bytes(uint64_t n);
 uint64_t engine_record_bytes(const struct gs_obj *obj);
 uint64_t engine_index_table_bytes(const struct gs_engine *e);
 
-/* Links <obj> if <cond> holds (<cas> for GS_IF_CAS), replacing an older
- * record (then *<replaced>, when not NULL, is set).  Called with e->lock
- * held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */
+/* Links <obj> if <cond> holds (<cas> for GS_IF_CAS and GS_IF_BASE),
+ * replacing an older record (then *<replaced>, when not NULL, is set).
+ * Called with e->lock held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced);
 /* Links a recovered <obj> as it is (its CAS, mtime and space kept, nothing

@@ -149,18 +149,24 @@ int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
 /* Sets a new absolute <exptime>; fills <meta> if not NULL. 0 or -ENOENT. */
 int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	     int64_t exptime, struct gs_meta *meta);
+/* gs_touch() of the pinned <obj> only: -ENOENT when it is no longer its
+ * key's live object (the touch comes before what replaced it). */
+int gs_obj_touch(struct gs_engine *e, struct gs_obj *obj, int64_t exptime);
 /*
  * Replaces the value of <key>, wholly in RAM, by what <fn> makes of it, in
- * one step under the engine lock: <fn>(<arg>, old, oldlen, &new, &newlen)
- * returns 0 with the new value (at most ram_head bytes, copied; the old
- * flags and exptime are kept), or -errno to leave the object as it is.
- * Returns 0, -ENOENT, -EINVAL (some of the value is on disk), -E2BIG,
- * -ENOMEM, or what <fn> returned.
+ * one step under the engine lock: <fn>(<arg>, old, oldlen, meta, &new,
+ * &newlen) gets the old object's meta (its CAS to compare) and returns 0
+ * with the new value (at most ram_head bytes, copied; the new object takes
+ * the flags and exptime <fn> leaves in <meta>, gs_meta's form), or -errno
+ * to leave the object as it is.  On success <*meta>, when not NULL, is the
+ * new object's.  Returns 0, -ENOENT, -EINVAL (some of the value is on
+ * disk), -E2BIG, -ENOMEM, -EIO (not journaled), or what <fn> returned.
  */
 typedef int (*gs_update_fn)(void *arg, const void *old, size_t oldlen,
-			    const void **new, size_t *newlen);
+			    struct gs_meta *meta, const void **new,
+			    size_t *newlen);
 int gs_update(struct gs_engine *e, const void *key, size_t klen,
-	      gs_update_fn fn, void *arg);
+	      gs_update_fn fn, void *arg, struct gs_meta *meta);
 /* Makes every object stored up to <when> (absolute unix time) invalid from
  * <when> on; a <when> not in the future drops every object now. */
 void gs_invalidate(struct gs_engine *e, int64_t when);
@@ -234,8 +240,10 @@ size_t gs_read_size(const struct gs_obj *obj);
 /* ---- streaming writes ---- */
 
 /* When a finished object may take its key: always, only if the key has no
- * live object, only if it has one, only if that one's CAS is the given. */
-enum gs_if { GS_IF_ANY, GS_IF_ABSENT, GS_IF_PRESENT, GS_IF_CAS };
+ * live object, only if it has one, only if that one's CAS is the given;
+ * GS_IF_BASE: as GS_IF_CAS, taking that one's expiry time (a value built
+ * from it keeps a touch that came in meanwhile). */
+enum gs_if { GS_IF_ANY, GS_IF_ABSENT, GS_IF_PRESENT, GS_IF_CAS, GS_IF_BASE };
 
 /* What a store did: <res> 0 (stored) or -errno; when stored, the CAS the
  * object got and whether it replaced an older object of its key. */
@@ -281,13 +289,18 @@ void gs_writer_abort(struct gs_writer **wp);
  * <key>, keeping the old flags and exptime.  The bytes to add stream from
  * the caller, as a writer's do: gs_concat_open() takes <len>, their number;
  * gs_concat_buf() says where the next ones go (0, or -EAGAIN until the
- * admission bound lets the <len> bytes in: <wake> fires, stop reading
+ * key's turn is ours, one append of a key at a time in arrival order, and
+ * the admission bound lets the <len> bytes in: <wake> fires, stop reading
  * meanwhile), gs_concat_advance() counts them.  gs_concat_finish() then
  * looks <key> up and stores: the old value is read through a stream, the
- * new one written through a writer; <done> as for gs_writer_finish().  It
- * returns 0 (armed), -ENOENT when there is no such key or -ENOMEM when
- * there was no memory for the bytes (the rest were read and dropped), and
- * clears <*kp>; or -EINVAL with <*kp> untouched when bytes are missing.
+ * new one written through a writer and linked only over the value it was
+ * built from (keeping a touch since), built again on a newer one when
+ * another write came in between; <done> as for gs_writer_finish(), or
+ * -EBUSY when other writes kept coming in between.  <cas> (0: none): only
+ * over that CAS, else -EEXIST.  It returns 0 (armed), -ENOENT when there
+ * is no such key, -EEXIST (<cas>) or -ENOMEM when there was no memory for
+ * the bytes (the rest were read and dropped), and clears <*kp>; or -EINVAL
+ * with <*kp> untouched when bytes are missing.
  * The bytes to add are held only once admitted, and count against the
  * bound until <done>.  gs_concat_abort() drops it before finish and clears
  * <*kp>.
@@ -298,7 +311,8 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg);
 void gs_concat_advance(struct gs_concat *k, size_t n);
-int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg);
+int gs_concat_finish(struct gs_concat **kp, uint64_t cas, gs_stored_fn done,
+		     void *arg);
 void gs_concat_abort(struct gs_concat **kp);
 
 /* ---- stats ---- */
@@ -332,6 +346,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(expired_unfetched, "expired objects reclaimed")		\
 	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\
 	ACTION(admission_waits, "times a writer waited for admission")	\
+	ACTION(append_retries, "append/prepend values built again: another write replaced the value they were built from") \
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
 	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\

@@ -301,10 +301,12 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 
 	if (cond == GS_IF_ABSENT && old)
 		return -EEXIST;
-	if ((cond == GS_IF_PRESENT || cond == GS_IF_CAS) && !old)
+	if (cond != GS_IF_ANY && cond != GS_IF_ABSENT && !old)
 		return -ENOENT;
-	if (cond == GS_IF_CAS && old->meta.cas != cas)
+	if ((cond == GS_IF_CAS || cond == GS_IF_BASE) && old->meta.cas != cas)
 		return -EEXIST;
+	if (cond == GS_IF_BASE)
+		obj->meta.exptime = old->meta.exptime;
 	/* room in the CLOCK first: failing after the unlink would lose <old> */
 	if (!old && clock_room(e) < 0)
 		return -ENOMEM;
@@ -411,6 +413,17 @@ int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
 	return delete_if(e, key, klen, true, cas);
 }
 
+static void touch_obj(struct gs_engine *e, struct gs_obj *obj, int64_t exptime)
+{
+	obj->meta.exptime = gs_exptime(exptime);
+	obj->referenced = true;
+	/* only the expiry time is at stake: a touch the journal could not
+	 * take leaves the old one after a restart */
+	if (journal_touch(e, obj) < 0)
+		log_warn("touch of \"%.*s\" not journaled: a restart keeps its old expiry time",
+			 obj->klen, obj->key);
+}
+
 int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	     int64_t exptime, struct gs_meta *meta)
 {
@@ -419,13 +432,7 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	pthread_mutex_lock(&e->lock);
 	obj = find_live(e, key, klen, false);
 	if (obj) {
-		obj->meta.exptime = gs_exptime(exptime);
-		obj->referenced = true;
-		/* only the expiry time is at stake: a touch the journal could
-		 * not take leaves the old one after a restart */
-		if (journal_touch(e, obj) < 0)
-			log_warn("touch of \"%.*s\" not journaled: a restart keeps its old expiry time",
-				 obj->klen, obj->key);
+		touch_obj(e, obj, exptime);
 		if (meta)
 			*meta = obj->meta;
 	}
@@ -433,10 +440,24 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	return obj ? 0 : -ENOENT;
 }
 
+int gs_obj_touch(struct gs_engine *e, struct gs_obj *obj, int64_t exptime)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&e->lock);
+	if (obj->linked && !obj_dead(e, obj, time(NULL))) {
+		touch_obj(e, obj, exptime);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return ret;
+}
+
 int gs_update(struct gs_engine *e, const void *key, size_t klen,
-	      gs_update_fn fn, void *arg)
+	      gs_update_fn fn, void *arg, struct gs_meta *meta)
 {
 	struct gs_obj *obj, *nobj;
+	struct gs_meta m;
 	const void *val;
 	size_t len;
 	int ret;
@@ -449,7 +470,8 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	ret = -EINVAL;
 	if (obj->nchunks)
 		goto out;
-	ret = fn(arg, obj_head_ptr(e, obj), obj->meta.size, &val, &len);
+	m = obj->meta;
+	ret = fn(arg, obj_head_ptr(e, obj), obj->meta.size, &m, &val, &len);
 	if (ret < 0)
 		goto out;
 	ret = -E2BIG;
@@ -460,9 +482,12 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	if (ret == 0) {
 		if (len)
 			memcpy(obj_head_ptr(e, nobj), val, len);
-		nobj->meta.flags = obj->meta.flags;
-		nobj->meta.exptime = obj->meta.exptime;
-		ret = engine_link(e, nobj, GS_IF_ANY, 0, NULL);
+		nobj->meta.flags = m.flags;
+		nobj->meta.exptime = m.exptime;
+		/* over the value read: an expiry meanwhile is a miss */
+		ret = engine_link(e, nobj, GS_IF_CAS, obj->meta.cas, NULL);
+		if (ret == 0 && meta)
+			*meta = nobj->meta;
 		engine_unref(e, nobj);
 	}
 	engine_unref(e, obj);

@@ -8,12 +8,25 @@
 
 #include "uring.h"
 
+/* Builds of one append or prepend: each one that finds, at its link, that
+ * another write replaced the value it read is redone on the newer value. */
+#define CONCAT_TRIES	32
+
 /* The appended bytes arrive from the caller into <buf> once admitted; at
  * finish the old value streams in through gs_stream (io_uring, checksummed)
  * and the new one goes out through a writer: no whole-value copy, no
  * blocking read.  The appended bytes count against the admission bound from
  * the start, then as the writer's credit: its first buffers are paid from
- * it, so a large append can't wait on its own charge. */
+ * it, so a large append can't wait on its own charge.
+ *
+ * The new value is linked over the CAS of the one it was built from
+ * (GS_IF_BASE, which keeps a touch that came meanwhile): a set, delete,
+ * incr or append of the key in between makes it -EEXIST, and the build is
+ * redone on what is there now (up to CONCAT_TRIES builds; then -EBUSY).
+ * An acknowledged write is never overwritten with older bytes.  Appends
+ * to one key take turns (first come, first served): they would otherwise
+ * each be built on the same value and all but one built again, and those
+ * on a busier thread could lose every time. */
 struct gs_concat {
 	struct deferred def;
 	struct gs_io *io;
@@ -30,12 +43,86 @@ struct gs_concat {
 	uint64_t got;
 	uint64_t charged;		/* admission held for buf, not yet the writer's */
 	int error;			/* no room for buf: the bytes go to the sink */
+	uint64_t want_cas;		/* ms C: only over it; 0: any */
+	unsigned builds;
+	bool turn;			/* the key's turn is ours (turns_lock) */
+	bool holding;			/* our thread's copy of turn */
+	struct list turn_node;		/* on turns, or a holder's queue */
+	struct list turn_queue;		/* holding: those waiting, in order */
 	uint8_t klen;
 	char key[GS_KEY_MAX];
 };
 
+/* ---- turns: one append or prepend of a key at a time ---- */
+
+static pthread_mutex_t turns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list turns = { &turns, &turns };	/* holders (turn_node) */
+
+/* The concat holding <k>'s key's turn, or NULL.  turns_lock held. */
+static struct gs_concat *turn_holder(const struct gs_concat *k)
+{
+	for (struct list *n = turns.next; n != &turns; n = n->next) {
+		struct gs_concat *h;
+
+		h = list_entry(n, struct gs_concat, turn_node);
+
+		if (h->io->e == k->io->e && h->klen == k->klen &&
+		    !memcmp(h->key, k->key, k->klen))
+			return h;
+	}
+	return NULL;
+}
+
+/* Takes the key's turn, or queues for it: 0, or -EAGAIN when another
+ * append holds it (<wake>(<arg>) fires when it may be ours). */
+static int turn_take(struct gs_concat *k, gs_wake_fn wake, void *arg)
+{
+	struct gs_concat *h;
+
+	/* queued before the look: a hand-over after it kicks our io */
+	waiter_add(&k->io->writer_bufs.waiters, &k->waiter, wake, arg);
+	pthread_mutex_lock(&turns_lock);
+	if (!k->turn && !list_linked(&k->turn_node)) {
+		h = turn_holder(k);
+		if (h) {
+			list_add_tail(&h->turn_queue, &k->turn_node);
+		} else {
+			k->turn = true;
+			list_add_tail(&turns, &k->turn_node);
+		}
+	}
+	k->holding = k->turn;
+	pthread_mutex_unlock(&turns_lock);
+	if (!k->holding)
+		return -EAGAIN;
+	waiter_del(&k->waiter);
+	return 0;
+}
+
+/* Leaves the turn (to the first one queued) or the queue. */
+static void turn_leave(struct gs_concat *k)
+{
+	struct gs_concat *next = NULL;
+
+	pthread_mutex_lock(&turns_lock);
+	list_del(&k->turn_node);
+	if (k->turn && !list_empty(&k->turn_queue)) {
+		next = list_entry(k->turn_queue.next, struct gs_concat,
+				  turn_node);
+		list_del(&next->turn_node);
+		list_splice_init(&k->turn_queue, &next->turn_queue);
+		next->turn = true;
+		list_add_tail(&turns, &next->turn_node);
+	}
+	k->turn = k->holding = false;
+	pthread_mutex_unlock(&turns_lock);
+	if (next)
+		engine_wake_admission(k->io->e);
+}
+
 static void concat_free(struct gs_concat *k)
 {
+	turn_leave(k);
 	waiter_del(&k->waiter);
 	gs_writer_abort(&k->w);
 	gs_stream_close(&k->s);
@@ -46,10 +133,22 @@ static void concat_free(struct gs_concat *k)
 	free(k);
 }
 
+static int concat_build(struct gs_concat *k);
+
 static void concat_stored(void *arg, int res, const struct gs_stored *stored)
 {
 	struct gs_concat *k = arg;
 
+	if (res == -EEXIST && !k->want_cas) {
+		/* the value changed under us: build again on the new one */
+		res = -EBUSY;
+		if (k->builds < CONCAT_TRIES) {
+			STAT_ADD(k->io->e, append_retries, 1);
+			res = concat_build(k);
+		}
+		if (res == 0)
+			return;
+	}
 	k->done(k->arg, res, stored);
 	concat_free(k);
 }
@@ -86,12 +185,31 @@ static int concat_copy_old(struct gs_concat *k, char *p, size_t *n)
 	return 0;
 }
 
+/* Whether another write has replaced the value being built on: the build
+ * would only meet -EEXIST at its link.  Seen at each wake, so a build that
+ * lost starts again at once, not after writing a value nobody will see
+ * (on-disk ones would else lose every time to the winner's next append). */
+static bool concat_stale(const struct gs_concat *k)
+{
+	struct gs_engine *e = k->io->e;
+	bool linked;
+
+	pthread_mutex_lock(&e->lock);
+	linked = k->old->linked;
+	pthread_mutex_unlock(&e->lock);
+	return !linked;
+}
+
 static void concat_pump(void *arg)
 {
 	struct gs_concat *k = arg;
 	uint64_t old_size = k->old->meta.size;
 	uint64_t data_at = k->prepend ? 0 : old_size;
 
+	if (k->w && concat_stale(k)) {
+		concat_fail(k, -EEXIST);
+		return;
+	}
 	while (k->w && k->pos < k->total) {
 		void *p;
 		size_t n;
@@ -122,7 +240,7 @@ static void concat_pump(void *arg)
 	if (!k->w)
 		return;
 	gs_stream_close(&k->s);
-	gs_writer_finish(&k->w, GS_IF_PRESENT, 0, concat_stored, k);
+	gs_writer_finish(&k->w, GS_IF_BASE, k->old->meta.cas, concat_stored, k);
 }
 
 static void concat_wake(void *arg)
@@ -151,6 +269,38 @@ static void concat_start(struct gs_concat *k)
 	concat_pump(k);
 }
 
+/* Looks the key up and starts building its new value: 0 (armed), or
+ * -ENOENT, -EEXIST (not the CAS asked for), -E2BIG, -ENOMEM. */
+static int concat_build(struct gs_concat *k)
+{
+	struct gs_io *io = k->io;
+	const struct gs_meta *m;
+	int ret;
+
+	gs_obj_put(io->e, &k->old);
+	ret = gs_lookup(io->e, k->key, k->klen, &k->old);
+	if (ret < 0)
+		return ret;
+	m = gs_obj_meta(k->old);
+	if (k->want_cas && m->cas != k->want_cas)
+		return -EEXIST;
+	k->total = m->size + k->len;
+	k->pos = 0;
+	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
+			     m->exptime, &k->w);
+	if (ret < 0)
+		return ret;
+	if (!k->charged) {
+		/* a rebuild: buf is still held, the last writer spent its
+		 * charge; counted again, without a wait (the bytes are in) */
+		admission_charge(io, k->len);
+		k->charged = k->len;
+	}
+	k->builds++;
+	concat_start(k);
+	return 0;
+}
+
 int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 		   bool prepend, size_t len, struct gs_concat **kp)
 {
@@ -166,6 +316,8 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 	*k = (struct gs_concat){ .io = io, .prepend = prepend, .len = len,
 			      .klen = klen };
 	waiter_init(&k->waiter);
+	list_init(&k->turn_node);
+	list_init(&k->turn_queue);
 	memcpy(k->key, key, klen);
 	*kp = k;
 	return 0;
@@ -177,6 +329,8 @@ int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 	struct gs_io *io = k->io;
 	uint64_t left = k->len - k->got;
 
+	if (!k->holding && turn_take(k, wake, arg) < 0)
+		return -EAGAIN;
 	if (!k->buf && !k->error) {
 		if (admission_wait(io, k->len, &k->waiter, wake, arg) < 0)
 			return -EAGAIN;
@@ -203,11 +357,10 @@ void gs_concat_advance(struct gs_concat *k, size_t n)
 	k->got += n;
 }
 
-int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg)
+int gs_concat_finish(struct gs_concat **kp, uint64_t cas, gs_stored_fn done,
+		     void *arg)
 {
 	struct gs_concat *k = *kp;
-	struct gs_io *io = k->io;
-	const struct gs_meta *m;
 	int ret;
 
 	if (k->got != k->len)
@@ -218,19 +371,14 @@ int gs_concat_finish(struct gs_concat **kp, gs_stored_fn done, void *arg)
 		k->buf = malloc(1);
 		ret = k->buf ? 0 : -ENOMEM;
 	}
-	if (!ret)
-		ret = gs_lookup(io->e, k->key, k->klen, &k->old);
 	if (ret < 0)
 		goto out_free;
 	k->done = done;
 	k->arg = arg;
-	m = gs_obj_meta(k->old);
-	k->total = m->size + k->len;
-	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
-			     m->exptime, &k->w);
+	k->want_cas = cas;
+	ret = concat_build(k);
 	if (ret < 0)
 		goto out_free;
-	concat_start(k);
 	return 0;
 
 out_free:

@@ -22,6 +22,21 @@ int64_t mc_exptime(int64_t exptime);
 int mc_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
 	    uint64_t delta, uint64_t *result);
 
+/* An incr or decr as ma does it, all in the one step that replaces the
+ * value: compared with C, the TTL set by T. */
+struct mc_arith {
+	bool decr;
+	uint64_t delta;
+	uint64_t cas;			/* C: only over it (0: any) */
+	bool set_exptime;		/* T: */
+	int64_t exptime;		/*   absolute (mc_exptime()) */
+};
+
+/* mc_incr() by <a>: also -EEXIST when <a>->cas is stale; <meta>, when not
+ * NULL, gets the new object's (the CAS and TTL of the value answered). */
+int mc_arith(struct gs_engine *e, const void *key, size_t klen,
+	     const struct mc_arith *a, uint64_t *result, struct gs_meta *meta);
+
 /* flush_all: every object stored until now is invalid after <delay> (a
  * memcache exptime; 0 or less: at once). */
 void mc_flush(struct gs_engine *e, int64_t delay);

@@ -88,18 +88,14 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	char flags[1024], line[1100];
 	struct gs_obj *obj;
 	const struct gs_meta *m;
-	int n;
+	int n, ret;
 
 	SRV_ADD(c->srv, cmd_get, 1);
-	if (cmd->has_exptime) {
-		int ret = gs_touch(e, cmd->key.p, cmd->key.len,
-				   mc_exptime(cmd->exptime), NULL);
-
-		SRV_ADD(c->srv, cmd_touch, 1);
-		SRV_ADD(c->srv, touch_hits, ret == 0);
-		SRV_ADD(c->srv, touch_misses, ret != 0);
-	}
-	if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) < 0) {
+	ret = gs_lookup(e, cmd->key.p, cmd->key.len, &obj);
+	if (cmd->has_exptime)
+		proto_touch_found(c, ret == 0 ? obj : NULL,
+				  mc_exptime(cmd->exptime));
+	if (ret < 0) {
 		if (!cmd->noreply) {
 			meta_flags_text(flags, sizeof(flags), cmd, NULL);
 			conn_replyf(c, "EN%s\r\n", flags);
@@ -167,6 +163,14 @@ static void keep_echo(struct pending_store *st, const struct mc_cmd *cmd,
 	}
 }
 
+/* Whether a store's -EEXIST was a C<cas> that did not match: the cas
+ * command's, and an append's or prepend's (memcached), not an add's. */
+static bool stale_cas(const struct pending_store *st)
+{
+	return st->op == MC_CAS || (st->cas && (st->op == MC_APPEND ||
+						st->op == MC_PREPEND));
+}
+
 void proto_meta_store_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->mc.store;
@@ -181,7 +185,7 @@ void proto_meta_store_reply(struct conn *c, int res, uint64_t cas)
 		code = "HD";
 		break;
 	case -EEXIST:
-		code = st->op == MC_CAS ? "EX" : "NS";
+		code = stale_cas(st) ? "EX" : "NS";
 		break;
 	case -ENOENT:
 		code = st->op == MC_CAS ? "NF" : "NS";
@@ -270,12 +274,65 @@ static void ma_created_reply(struct conn *c, int res, uint64_t cas)
 	snprintf(value, sizeof(value), "%" PRIu64, st->cas);
 	if (res == 0)
 		ma_reply(c, "HD", value, cas, st->exptime);
-	else if (res == -EEXIST)	/* created by another client meanwhile */
-		ma_reply(c, "NS", NULL, 0, 0);
-	else if (res != 0)
+	else
 		conn_reply(c, store_reply(MC_SET, res), strlen(store_reply(MC_SET, res)));
 	if (res == -ENOMEM)
 		SRV_ADD(c->srv, store_no_memory, 1);
+}
+
+/* Counts an ma's incr or decr that returned <ret>; a miss that N turns
+ * into a new counter is no miss (memcached). */
+static void ma_count(struct conn *c, int ret, bool vivify)
+{
+	const struct mc_arith *a = &c->mc.store.arith;
+	bool hit = ret != -ENOENT && ret != -EEXIST;
+	bool miss = ret == -ENOENT && !vivify;
+
+	SRV_ADD(c->srv, decr_hits, a->decr && hit);
+	SRV_ADD(c->srv, decr_misses, a->decr && miss);
+	SRV_ADD(c->srv, incr_hits, !a->decr && hit);
+	SRV_ADD(c->srv, incr_misses, !a->decr && miss);
+	SRV_ADD(c->srv, cmd_touch, ret == 0 && a->set_exptime);
+}
+
+/* The reply to an ma whose incr or decr returned <ret>: on success <v>
+ * and <m>, the new object's meta. */
+static void ma_arith_reply(struct conn *c, int ret, uint64_t v,
+			   const struct gs_meta *m)
+{
+	char value[24];
+
+	if (ret == 0 && c->mc.store.noreply)
+		return;
+	if (ret == 0) {
+		snprintf(value, sizeof(value), "%" PRIu64, v);
+		ma_reply(c, "HD", value, m->cas, m->exptime);
+	} else if (ret == -ENOENT) {	/* q does not hide NF (memcached) */
+		ma_reply(c, "NF", NULL, 0, 0);
+	} else if (ret == -EEXIST) {
+		SRV_ADD(c->srv, cas_badval, 1);
+		ma_reply(c, "EX", NULL, 0, 0);
+	} else if (ret == -EINVAL) {
+		REPLY(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+	} else {
+		REPLY(c, "SERVER_ERROR out of memory\r\n");
+	}
+}
+
+/* ma N whose counter another client created first: the incr or decr goes
+ * to that one (memcached, holding the key's lock, never misses it). */
+static void ma_again(struct conn *c)
+{
+	struct pending_store *st = &c->mc.store;
+	struct gs_meta m;
+	uint64_t v;
+	int ret = mc_arith(c->srv->e, st->key, st->klen, &st->arith, &v, &m);
+
+	ma_count(c, ret, true);
+	if (ret == -ENOENT)		/* and gone again */
+		ma_reply(c, "NS", NULL, 0, 0);
+	else
+		ma_arith_reply(c, ret, v, &m);
 }
 
 static void ma_created(void *arg, int res, const struct gs_stored *stored)
@@ -286,7 +343,10 @@ static void ma_created(void *arg, int res, const struct gs_stored *stored)
 		conn_release(c);
 		return;
 	}
-	ma_created_reply(c, res, stored->cas);
+	if (res == -EEXIST)
+		ma_again(c);
+	else
+		ma_created_reply(c, res, stored->cas);
 	c->mc.state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -330,70 +390,30 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	ma_created_reply(c, ret == -EAGAIN || ret == -E2BIG ? -ENOMEM : ret, 0);
 }
 
-/* ma <key> <flags>: incr (or decr with MD) by D through the engine.  C is
- * compared before the incr (the engine has no compare-and-incr: a store
- * between the two is not seen); T sets the TTL after it. */
+/* ma <key> <flags>: incr (or decr with MD) by D through the engine, C
+ * compared and T set in the same step, so the reply's value, c and t are
+ * of one version. */
 void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 {
 	struct pending_store *st = &c->mc.store;
-	struct gs_engine *e = c->srv->e;
-	bool decr = cmd->mode == 'D';
 	struct gs_meta m = { 0 };
-	struct gs_obj *obj;
-	char value[24];
-	uint64_t v;
+	uint64_t v = 0;
 	int ret;
 
-	*st = (struct pending_store){ .op = MC_INCR, .klen = cmd->key.len,
-				      .noreply = cmd->noreply };
+	*st = (struct pending_store){
+		.op = MC_INCR, .klen = cmd->key.len, .noreply = cmd->noreply,
+		.arith = { .decr = cmd->mode == 'D', .delta = cmd->delta,
+			   .cas = cmd->cas, .set_exptime = cmd->has_exptime,
+			   .exptime = mc_exptime(cmd->exptime) },
+	};
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	keep_echo(st, cmd, "Okbctv");
-	if (cmd->has_cas && gs_lookup(e, cmd->key.p, cmd->key.len, &obj) == 0) {
-		bool same = gs_obj_meta(obj)->cas == cmd->cas;
-
-		gs_obj_put(e, &obj);
-		if (!same) {
-			SRV_ADD(c->srv, cas_badval, 1);
-			ma_reply(c, "EX", NULL, 0, 0);
-			return;
-		}
-	}
-	ret = mc_incr(e, cmd->key.p, cmd->key.len, decr, cmd->delta, &v);
-	/* a miss that N turns into a new counter is no miss (memcached) */
-	if (decr) {
-		SRV_ADD(c->srv, decr_hits, ret != -ENOENT);
-		SRV_ADD(c->srv, decr_misses, ret == -ENOENT && !cmd->vivify);
-	} else {
-		SRV_ADD(c->srv, incr_hits, ret != -ENOENT);
-		SRV_ADD(c->srv, incr_misses, ret == -ENOENT && !cmd->vivify);
-	}
-	if (ret == -ENOENT && cmd->vivify) {
+	ret = mc_arith(c->srv->e, st->key, st->klen, &st->arith, &v, &m);
+	ma_count(c, ret, cmd->vivify);
+	if (ret == -ENOENT && cmd->vivify)
 		ma_create(c, cmd);
-		return;
-	}
-	if (ret == -ENOENT) {		/* q does not hide NF (memcached) */
-		ma_reply(c, "NF", NULL, 0, 0);
-		return;
-	}
-	if (ret == -EINVAL) {
-		REPLY(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
-		return;
-	}
-	if (ret < 0) {
-		REPLY(c, "SERVER_ERROR out of memory\r\n");
-		return;
-	}
-	if (cmd->has_exptime) {
-		SRV_ADD(c->srv, cmd_touch, 1);
-		gs_touch(e, cmd->key.p, cmd->key.len, mc_exptime(cmd->exptime), &m);
-	} else if (gs_lookup(e, cmd->key.p, cmd->key.len, &obj) == 0) {
-		m = *gs_obj_meta(obj);
-		gs_obj_put(e, &obj);
-	}
-	if (cmd->noreply)
-		return;
-	snprintf(value, sizeof(value), "%" PRIu64, v);
-	ma_reply(c, "HD", value, m.cas, m.exptime);
+	else
+		ma_arith_reply(c, ret, v, &m);
 }
 
 /* me <key>: memcached's debug line with the fields goblin keeps: exp

@@ -22,6 +22,11 @@ static bool is_storage(enum mc_op op)
 	return op >= MC_SET && op <= MC_CAS;
 }
 
+static bool is_meta(enum mc_op op)
+{
+	return op >= MC_MG && op <= MC_ME;
+}
+
 void reply_unless(struct conn *c, bool noreply, const char *s)
 {
 	if (!noreply)
@@ -43,6 +48,8 @@ const char *store_reply(enum mc_op op, int res)
 		return "SERVER_ERROR out of memory storing object\r\n";
 	case -E2BIG:
 		return "SERVER_ERROR object too large for cache\r\n";
+	case -EBUSY:
+		return "SERVER_ERROR other writes kept replacing the value; not stored\r\n";
 	default:
 		return "SERVER_ERROR I/O error storing object\r\n";
 	}
@@ -68,8 +75,8 @@ void store_done(void *arg, int res, const struct gs_stored *stored)
 	if (st->meta)
 		proto_meta_store_reply(c, res, stored->cas);
 	else
-		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO,
-			     store_reply(st->op, res));
+		reply_unless(c, st->noreply && res != -ENOMEM && res != -EIO &&
+			     res != -EBUSY, store_reply(st->op, res));
 	c->mc.state = CONN_CMD;
 	conn_schedule(c);
 }
@@ -138,7 +145,7 @@ static void end_value(struct conn *c)
 		return;
 	}
 	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
-		ret = gs_concat_finish(&st->concat, store_done, c);
+		ret = gs_concat_finish(&st->concat, st->cas, store_done, c);
 	} else {
 		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
 				       store_done, c);
@@ -169,6 +176,17 @@ void proto_abort(struct conn *c)
 
 /* ---- retrieval ---- */
 
+void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime)
+{
+	SRV_ADD(c->srv, cmd_touch, 1);
+	SRV_ADD(c->srv, touch_hits, obj != NULL);
+	SRV_ADD(c->srv, touch_misses, obj == NULL);
+	/* no longer live: a write replaced it after the lookup, so the touch
+	 * came before that write and has nothing left to do */
+	if (obj)
+		gs_obj_touch(c->srv->e, obj, exptime);
+}
+
 /* Looks up the pending get's next keys while the connection holds fewer
  * than CONN_PINS_MAX values, queueing each hit; END after the last key.
  * Keys past MC_KEYS_MAX are taken from the line a batch at a time. */
@@ -182,7 +200,7 @@ static void get_step(struct conn *c)
 		const struct gs_meta *m;
 		struct gs_obj *obj;
 		char line[320];
-		int n;
+		int n, ret;
 
 		if (c->out_objs >= CONN_PINS_MAX || c->broken)
 			return;
@@ -197,14 +215,10 @@ static void get_step(struct conn *c)
 		k = &c->mc.keys[g->next];
 		g->next++;
 		SRV_ADD(c->srv, cmd_get, 1);
-		if (g->touch) {
-			int ret = gs_touch(e, k->p, k->len, g->exptime, NULL);
-
-			SRV_ADD(c->srv, cmd_touch, 1);
-			SRV_ADD(c->srv, touch_hits, ret == 0);
-			SRV_ADD(c->srv, touch_misses, ret != 0);
-		}
-		if (gs_lookup(e, k->p, k->len, &obj) < 0)
+		ret = gs_lookup(e, k->p, k->len, &obj);
+		if (g->touch)
+			proto_touch_found(c, ret == 0 ? obj : NULL, g->exptime);
+		if (ret < 0)
 			continue;
 		m = gs_obj_meta(obj);
 		if (g->with_cas)
@@ -302,7 +316,8 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	}
 	if (ret == MC_PARSE_CLIENT_ERROR) {
 		SRV_ADD(c->srv, protocol_errors, 1);
-		if (!cmd.noreply || cmd.op == MC_MS)
+		/* a meta command's q never hides an error (memcached) */
+		if (!cmd.noreply || is_meta(cmd.op))
 			conn_replyf(c, "CLIENT_ERROR %s\r\n", cmd.error);
 		if (cmd.swallow) {	/* ms: its data block follows */
 			c->mc.swallow = cmd.bytes + 2;

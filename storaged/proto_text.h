@@ -22,6 +22,9 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
 void store_done(void *arg, int res, const struct gs_stored *stored);
 /* A writer has room again: input resumes. */
 void value_wake(void *arg);
+/* gat, gats, mg T: touches the object a lookup found (<obj>, pinned; NULL
+ * on a miss), so the value answered is the one touched; counts it. */
+void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime);
 
 /* proto_meta.c */
 void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);

@@ -14,6 +14,7 @@
 
 #include "goblin.h"
 #include "list.h"
+#include "mc_items.h"
 #include "options.h"
 #include "proto_parse.h"
 #include "stats.h"
@@ -86,6 +87,7 @@ struct pending_store {
 	uint32_t flags;
 	int64_t exptime;
 	uint64_t cas;
+	struct mc_arith arith;	/* ma: redone when its N create loses */
 	bool noreply;
 	bool bad_chunk;
 	struct gs_writer *writer;

@@ -52,6 +52,9 @@ server {
         goblin_methods GET HEAD PUT DELETE;
         goblin_max_object 33m;
         goblin_read_timeout 10s;
+        goblin_put_wait 2s;
+        goblin_put_queue 0;
+        goblin_body_timeout 30s;
         goblin_key "$uri";
     }
     location = /status {
@@ -125,6 +128,24 @@ server {
 goblin_read_timeout 5 parsecs;
 --- error chomp
 invalid number of arguments in "goblin_read_timeout"
+
+=== goblin_put_wait not a time
+--- http
+goblin_put_wait later;
+--- error chomp
+"goblin_put_wait" directive invalid value
+
+=== goblin_put_queue not a number
+--- http
+goblin_put_queue -1;
+--- error chomp
+"goblin_put_queue" directive invalid number
+
+=== goblin_body_timeout not a time
+--- http
+goblin_body_timeout 1 2;
+--- error chomp
+invalid number of arguments in "goblin_body_timeout"
 
 === goblin_methods with a method it does not serve
 --- http

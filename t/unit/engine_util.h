@@ -153,7 +153,7 @@ static inline int concat(struct gs_io *io, const char *key, bool prepend,
 		gs_concat_advance(k, n);
 		pos += n;
 	}
-	return gs_concat_finish(&k, on_stored, wr);
+	return gs_concat_finish(&k, 0, on_stored, wr);
 }
 
 #endif

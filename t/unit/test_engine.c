@@ -225,6 +225,60 @@ static void items_round(const char *name, struct gs_engine *e,
 	CHECK(mc_incr(e, "obj-1", 5, false, 1, &v) == -EINVAL, "%s: nan", name);
 }
 
+/* The meta of <key>'s live object; size 0 with cas 0 when none. */
+static struct gs_meta meta_of(struct gs_engine *e, const char *key)
+{
+	struct gs_meta m = { 0 };
+	struct gs_obj *obj;
+
+	if (gs_lookup(e, key, strlen(key), &obj) == 0) {
+		m = *gs_obj_meta(obj);
+		gs_obj_put(e, &obj);
+	}
+	return m;
+}
+
+/* Read-modify-writes tied to the version they read: an append built on a
+ * value an incr and a touch then replace and re-time is built again on the
+ * incr's value and keeps the touch (it once linked "417" over "42"); ma's
+ * compare and TTL happen in the incr's own step. */
+static void rmw_round(const char *name, struct gs_engine *e, struct gs_io *io)
+{
+	struct mc_arith a = { .delta = 5 };
+	struct waitres wr = { 0 };
+	struct gs_stats st0, st1;
+	struct gs_meta m;
+	uint64_t v = 0;
+
+	CHECK(put(io, "cn", "41", 2, GS_IF_ANY) == 0, "%s: cn", name);
+	gs_stats(e, &st0);
+	CHECK(concat(io, "cn", false, "7", 1, &wr) == 0, "%s: cn append", name);
+	CHECK(!wr.done, "%s: cn append still to link", name);
+	CHECK(mc_incr(e, "cn", 2, false, 1, &v) == 0 && v == 42,
+	      "%s: cn incr meanwhile", name);
+	CHECK(gs_touch(e, "cn", 2, 4000000000, NULL) == 0,
+	      "%s: cn touch meanwhile", name);
+	CHECK(run_until(io, &wr) == 0, "%s: cn append done", name);
+	gs_stats(e, &st1);
+	CHECK(get_stream(e, io, "cn", "427", 3, 0, UINT64_MAX) == 0 &&
+	      st1.append_retries == st0.append_retries + 1,
+	      "%s: the append built again over the incr (%llu retries)", name,
+	      (unsigned long long)(st1.append_retries - st0.append_retries));
+	m = meta_of(e, "cn");
+	CHECK(m.exptime == 4000000000u, "%s: the touch kept: %u", name,
+	      m.exptime);
+
+	a.cas = m.cas + 1;
+	CHECK(mc_arith(e, "cn", 2, &a, &v, NULL) == -EEXIST &&
+	      meta_of(e, "cn").cas == m.cas, "%s: ma C stale", name);
+	a.cas = m.cas;
+	a.set_exptime = true;
+	a.exptime = 3000000000;
+	CHECK(mc_arith(e, "cn", 2, &a, &v, &m) == 0 && v == 432 &&
+	      m.cas > a.cas && m.exptime == 3000000000u &&
+	      meta_of(e, "cn").cas == m.cas, "%s: ma C T: one step", name);
+}
+
 /* A corrupted chunk is detected, never handed out, and drops the object. */
 static void corrupt_round(const char *name, struct gs_engine *e,
 			  struct gs_io *io, char *val, const char *ssd_dir)
@@ -292,6 +346,7 @@ static void layout_round(const char *name, int nssd, int nhdd)
 	sizes_round(name, e, io, val, nssd, nhdd);
 	churn_round(name, e, io, val);
 	items_round(name, e, io, val);
+	rmw_round(name, e, io);
 	if (nssd && !nhdd)
 		corrupt_round(name, e, io, val, ssd[0]);
 
