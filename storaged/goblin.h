@@ -160,7 +160,9 @@ int gs_obj_touch(struct gs_engine *e, struct gs_obj *obj, int64_t exptime);
  * the flags and exptime <fn> leaves in <meta>, gs_meta's form), or -errno
  * to leave the object as it is.  On success <*meta>, when not NULL, is the
  * new object's.  Returns 0, -ENOENT, -EINVAL (some of the value is on
- * disk), -E2BIG, -ENOMEM, -EIO (not journaled), or what <fn> returned.
+ * disk), -E2BIG, -ENOMEM, -EIO (not journaled, or with --sync-interval
+ * replaced but its sync failed), or what <fn> returned.  Call it without
+ * e->lock: with --sync-interval it waits for the sync that covers it.
  */
 typedef int (*gs_update_fn)(void *arg, const void *old, size_t oldlen,
 			    struct gs_meta *meta, const void **new,

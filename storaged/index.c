@@ -458,6 +458,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 {
 	struct gs_obj *obj, *nobj;
 	struct gs_meta m;
+	uint64_t seq = 0;
 	const void *val;
 	size_t len;
 	int ret;
@@ -486,6 +487,8 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 		nobj->meta.exptime = m.exptime;
 		/* over the value read: an expiry meanwhile is a miss */
 		ret = engine_link(e, nobj, GS_IF_CAS, obj->meta.cas, NULL);
+		if (ret == 0)
+			seq = nobj->meta.cas;
 		if (ret == 0 && meta)
 			*meta = nobj->meta;
 		engine_unref(e, nobj);
@@ -493,6 +496,9 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	engine_unref(e, obj);
 out:
 	pthread_mutex_unlock(&e->lock);
+	/* acknowledged as a set is: once --sync-interval's sync covers it */
+	if (seq && journal_wait_synced(e, seq) < 0)
+		ret = -EIO;
 	return ret;
 }
 
