@@ -348,6 +348,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(expired_unfetched, "expired objects reclaimed")		\
 	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\
 	ACTION(admission_waits, "times a writer waited for admission")	\
+	ACTION(writer_reclaims, "write buffers taken from writers whose client stalled mid-chunk (its bytes kept in the heap)") \
 	ACTION(append_retries, "append/prepend values built again: another write replaced the value they were built from") \
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
