@@ -354,6 +354,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(journal_bytes, "bytes in the index journal now")		\
 	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
 	ACTION(checkpoints, "index checkpoints written")			\
+	ACTION(journal_no_room, "times the journal's file system had no room for a record: the store was refused (deletes, evictions and touches keep room of their own)") \
 	ACTION(syncs, "group-committed fdatasyncs")
 
 struct gs_stats {

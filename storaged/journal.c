@@ -185,12 +185,18 @@ static void publish_stats(struct gs_engine *e, const struct journal *j)
 static int append(struct gs_engine *e, size_t len, uint64_t seq)
 {
 	struct journal *j = e->journal;
-	int ret = pwrite_all(j->fd, j->buf, len, j->end);
+	/* only a PUT adds what may not fit: the others are small and few */
+	int ret = journal_room_make(e, len,
+				    ((const struct jrec *)j->buf)->kind != JREC_PUT);
 
+	if (ret < 0)
+		return ret;		/* logged and counted; nothing written */
+	ret = pwrite_all(j->fd, j->buf, len, j->end);
 	if (ret < 0) {
 		/* no torn record may be left in front of the next one */
 		if (ftruncate(j->fd, j->end) < 0)
 			log_err("%s: %s", j->path, strerror(errno));
+		journal_room_reset(e);
 		log_err("%s: append failed: %s", j->path, strerror(-ret));
 		return ret;
 	}
@@ -460,6 +466,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 		journal_shed(fd, size);
 	/* sync_once reads it unlocked */
 	__atomic_store_n(&j->end, size, __ATOMIC_RELEASE);
+	journal_room_reset(e);
 	j->wb = j->shed_lo = 0;
 	j->records = nrec;
 	j->next_check = 2 * size > JOURNAL_MIN_CHECKPOINT ? 2 * size :
@@ -753,6 +760,7 @@ int journal_open(struct gs_engine *e, char *err, size_t errlen)
 	}
 	publish_stats(e, j);
 	e->journal = j;
+	journal_room_reset(e);
 	if (e->cfg.sync_interval_ms) {
 		ret = -pthread_create(&j->thread, NULL, sync_main, e);
 		if (ret < 0) {

@@ -57,6 +57,11 @@ int journal_del(struct gs_engine *e, const void *key, size_t klen,
 		uint64_t seq);
 int journal_touch(struct gs_engine *e, const struct gs_obj *obj);
 int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
+/* Whether the journal has room for the PUT of <obj> (its layout and size
+ * final, its space not yet reserved), e->lock held: what a store checks
+ * before it evicts for space.  The last JOURNAL_DEL_ROOM bytes of the room
+ * are kept for deletes, evictions, touches and flushes. */
+bool journal_room_for(struct gs_engine *e, const struct gs_obj *obj);
 
 /* The sequence number the last append was filed under (e->lock held): what
  * to wait for with journal_wait_synced() before acknowledging it.  0
@@ -84,6 +89,13 @@ int journal_sync_result(const struct gs_engine *e, uint64_t seq);
 #define JOURNAL_MAGIC	"GOBLINJ\n"
 #define JOURNAL_VERSION	1u
 #define JOURNAL_MIN_CHECKPOINT	(64ull << 20)
+/* Appends go into room allocated ahead (fallocate, KEEP_SIZE) a step at a
+ * time, so a file system that fills up leaves the journal room to work;
+ * the pools' growth keeps JOURNAL_RESERVE() free beside it, enough for a
+ * checkpoint and some growth. */
+#define JOURNAL_ROOM		(1ull << 20)
+#define JOURNAL_DEL_ROOM	(256ull << 10)
+#define JOURNAL_RESERVE(end)	(2 * (end) + 4 * JOURNAL_ROOM)
 
 /* The file: a header, then records back to back, each a multiple of 8
  * bytes (so every field is aligned), little-endian. */
@@ -152,6 +164,10 @@ struct journal {
 	bool recovered;
 	void *buf;			/* one record being appended */
 	size_t cap;
+	/* room allocated past the end, [end, room): e->lock */
+	uint64_t room;
+	uint64_t room_weighed;		/* end when the index was last weighed */
+	bool cramped;			/* logged: no room for a PUT */
 	/* the page cache (journal_shed): e->lock */
 	uint64_t wb;			/* writeback started below this */
 	uint64_t shed_lo;		/* pages below are dropped */
@@ -180,6 +196,13 @@ struct journal {
 void journal_shed(int fd, uint64_t upto);
 /* After an append to <j> (e->lock held). */
 void journal_shed_written(struct journal *j);
+
+/* journal_room.c, e->lock held.  Makes room for a record of <len> bytes
+ * at the end (a DEL, TOUCH or FLUSH, <small>, may take the last
+ * JOURNAL_DEL_ROOM bytes): 0, or -ENOSPC (logged, counted). */
+int journal_room_make(struct gs_engine *e, size_t len, bool small);
+/* After the end moved back or the file was replaced: no room ahead. */
+void journal_room_reset(struct gs_engine *e);
 
 /* xxh3 of record <r> (its len bytes) as jrec.sum. */
 uint64_t journal_rec_sum(const struct jrec *r);

@@ -427,6 +427,7 @@ static int replay(struct gs_engine *e, struct replay *r, char *err,
 		}
 	}
 	j->end = end;
+	journal_room_reset(e);
 	j->records = r->records;
 	link_all(e, r);
 	if (map)
