@@ -32,14 +32,19 @@ struct journal;
 /* Opens (creating) the journal of <e>'s pools; with e->cfg.fresh, wipes it.
  * Sets e->journal (NULL without pools; a second call does nothing).
  * Returns 0 or -errno with a one-line reason in <err> (a journal of another
- * format or with a damaged header is refused: --fresh discards it). */
+ * format is refused, one with a damaged header unless
+ * e->cfg.journal_salvage, a missing one beside pools that hold extents:
+ * --fresh discards them). */
 int journal_open(struct gs_engine *e, char *err, size_t errlen);
 /* Replays the journal into the empty index: links every live object it
  * holds, claims their pool space, sets recovered_objects and recovery_ms
  * and e->next_cas, e->invalid_at.  Once per open (a second call does
- * nothing).  Returns 0 or -errno with a reason (a damaged tail is not an
- * error: it is cut, and logged; so are objects whose extents no longer fit
- * the pools, or for which there is no RAM). */
+ * nothing).  Returns 0 or -errno with a reason: -EUCLEAN for a damaged
+ * record with good ones after it (unless e->cfg.journal_salvage: it is
+ * skipped, the object it names dropped, all logged, and a checkpoint
+ * taken).  A torn tail is not an error: it is cut, and logged; so are
+ * objects whose extents no longer fit the pools, or for which there is no
+ * RAM. */
 int journal_recover(struct gs_engine *e, char *err, size_t errlen);
 /* Checkpoints (fdatasynced) and closes; clears e->journal.  Takes e->lock;
  * nothing may append meanwhile. */
@@ -162,6 +167,7 @@ struct journal {
 	uint64_t next_check;		/* end at which to weigh a checkpoint */
 	uint64_t last;			/* sequence number of the last append */
 	bool recovered;
+	bool damaged_header;		/* read with --journal-salvage */
 	void *buf;			/* one record being appended */
 	size_t cap;
 	/* room allocated past the end, [end, room): e->lock */
