@@ -42,9 +42,9 @@ int journal_open(struct gs_engine *e, char *err, size_t errlen);
  * nothing).  Returns 0 or -errno with a reason: -EUCLEAN for a damaged
  * record with good ones after it (unless e->cfg.journal_salvage: it is
  * skipped, the object it names dropped, all logged, and a checkpoint
- * taken).  A torn tail is not an error: it is cut, and logged; so are
- * objects whose extents no longer fit the pools, or for which there is no
- * RAM. */
+ * taken), -EEXIST for RAM-only objects larger than --ram-head.  A torn
+ * tail is not an error: it is cut, and logged; so are objects whose
+ * extents no longer fit the pools, or for which there is no RAM. */
 int journal_recover(struct gs_engine *e, char *err, size_t errlen);
 /* Checkpoints (fdatasynced) and closes; clears e->journal.  Takes e->lock;
  * nothing may append meanwhile. */

@@ -39,7 +39,7 @@ enum drop { DROP_POOL, DROP_LAYOUT, DROP_RAM, DROP_MEM, DROPS };
 static const char *const drop_why[DROPS] = {
 	"its extents lie outside the pool or overlap another object's (did a pool shrink?)",
 	"its extents are on a tier without a pool or do not cover its size",
-	"no RAM for its value (--memory, --sub-memory or --ram-head smaller?)",
+	"no RAM for its value (--memory or --sub-memory smaller?)",
 	"out of memory for the index",
 };
 
@@ -551,6 +551,35 @@ static void link_all(struct gs_engine *e, struct replay *r)
 
 /* ---- the whole ---- */
 
+/* Refuses a journal with live RAM-only objects larger than --ram-head (a
+ * larger one stored them): they would be lost, as a changed stripe unit
+ * would lose the pools. */
+static int check_ram_head(const struct gs_engine *e, struct replay *r,
+			  char *err, size_t errlen)
+{
+	uint64_t n = 0, largest = 0;
+	int64_t now = time(NULL);
+
+	for (uint32_t i = 0; i < r->n; i++) {
+		const struct rent *x = &r->ents[i];
+
+		if (!x->put || put_body(x->put)->nchunks ||
+		    put_body(x->put)->size <= e->cfg.ram_head || dead(r, x, now))
+			continue;
+		n++;
+		if (put_body(x->put)->size > largest)
+			largest = put_body(x->put)->size;
+	}
+	if (!n)
+		return 0;
+	snprintf(err, errlen, "%s: %llu RAM-only object(s) larger than --ram-head %lluK (the largest %llu bytes: a larger --ram-head stored them); start with --ram-head %lluK or more to keep them, or --fresh to start empty",
+		 e->journal->path, (unsigned long long)n,
+		 (unsigned long long)(e->cfg.ram_head >> 10),
+		 (unsigned long long)largest,
+		 (unsigned long long)(round_up(largest, 4096) >> 10));
+	return -EEXIST;
+}
+
 /* Reads the journal into <r>, cutting a torn tail, and links what lives. */
 static int replay(struct gs_engine *e, struct replay *r, char *err,
 		  size_t errlen)
@@ -572,6 +601,8 @@ static int replay(struct gs_engine *e, struct replay *r, char *err,
 	}
 	if (end == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory for the replay", j->path);
+	if (end >= 0 && check_ram_head(e, r, err, errlen) < 0)
+		end = -EEXIST;
 	if (end < 0) {
 		munmap(map, size);
 		return end;

@@ -5,7 +5,8 @@
  * damaged tail is cut and what precedes it kept, damage with good records
  * after it is refused (the journal untouched) and --journal-salvage skips
  * it dropping what it names, a damaged, foreign or missing journal is
- * refused with a reason, --fresh empties, a checkpoint holds
+ * refused with a reason, a smaller --ram-head than RAM-only objects need
+ * is refused, --fresh empties, a checkpoint holds
  * exactly the live set (and one is taken when the journal outgrows it),
  * and the --sync-interval thread advances journal_synced().
  */
@@ -321,8 +322,8 @@ static void check_index(struct gs_engine *e, const char *what)
 /* The child's run: every kind of record, noted in wants[], then SIGKILL. */
 static void crash_child(const struct gs_config *cfg, const char *unused)
 {
-	/* a larger ram_head than the replaying engine's, to file a RAM value
-	 * it cannot take (too-big-for-ram) */
+	/* a larger ram_head than the replaying engine's (ram_heads() has what
+	 * that does to a RAM value larger than the replaying one's) */
 	struct gs_config big = *cfg;
 	struct gs_engine *e;
 	char longkey[GS_KEY_MAX + 1];
@@ -378,8 +379,7 @@ static void crash_child(const struct gs_config *cfg, const char *unused)
 		find_want("disk-01")->chunks[0].addr;
 	bad_want("outside", align)->chunks[0].addr = 64 << 20;
 	bad_want("ram-tier", align)->chunks[0].tier = GS_TIER_RAM;
-	want_new("too-big-for-ram", (64 << 10) + 1, 7)->live = false;
-	for (int i = nwants - 4; i < nwants; i++)
+	for (int i = nwants - 3; i < nwants; i++)
 		put_want(e, &wants[i]);
 	kill(getpid(), SIGKILL);
 }
@@ -780,6 +780,42 @@ static void missing(void)
 	eclose(&e);
 }
 
+/* ---- a smaller --ram-head: refused, the store kept ---- */
+
+static void store(struct gs_engine *e, const char *key, uint64_t size,
+		  uint32_t seed);
+
+static void ram_heads(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct want *w;
+
+	config(&cfg);
+	cfg.ram_head = 128 << 10;
+	nwants = 0;
+	cfg.fresh = true;
+	e = eopen_ok(&cfg, "ram-head 128K");
+	cfg.fresh = false;
+	store(e, "ram-100k", 100000, 1);
+	store(e, "ram-120k", 120000, 2);
+	store(e, "ram-1k", 1000, 3);
+	w = want_new("disk", 0, 0);
+	disk_layout(w, 500000, e->pools[GS_TIER_SSD].align);
+	put_want(e, w);
+	crash_close(&e);
+
+	cfg.ram_head = 64 << 10;
+	refused(&cfg, "ram-head 64K", "2 RAM-only object(s) larger than --ram-head 64K (the largest 120000 bytes",
+		"--ram-head 120K or more");
+	cfg.ram_head = 128 << 10;
+	e = eopen_ok(&cfg, "ram-head 128K again");
+	check_index(e, "ram-head 128K again");
+	CHECK(stats(e).recovered_objects == 4, "recovered %llu",
+	      (unsigned long long)stats(e).recovered_objects);
+	eclose(&e);
+}
+
 /* ---- flush_all ---- */
 
 static void flush_at(struct gs_engine *e, int64_t when)
@@ -998,6 +1034,7 @@ int main(void)
 	headers();
 	damage();
 	missing();
+	ram_heads();
 	flushes();
 	churn();
 	syncs();
