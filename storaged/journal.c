@@ -646,7 +646,7 @@ static int check_header(struct journal *j, bool salvage, char *err,
 		return -EUCLEAN;
 	}
 	if (h.sum != journal_hdr_sum(&h)) {
-		log_warn("%s: --journal-salvage: damaged journal header (checksum mismatch): read as version %u, its sequence numbers from its records",
+		log_warn("%s: --journal-salvage: damaged journal header (checksum mismatch): read as version %u, CAS values go on 2^32 past its records'",
 			 j->path, JOURNAL_VERSION);
 		j->damaged_header = true;
 		h.base_seq = 0;

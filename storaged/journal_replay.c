@@ -659,6 +659,11 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 	if (ret == 0) {
 		if (r.max_seq > j->last)
 			__atomic_store_n(&j->last, r.max_seq, __ATOMIC_RELEASE);
+		/* the header's base is lost: CAS values past the records' may
+		 * have been handed out, and must not come again */
+		if (j->damaged_header)
+			__atomic_store_n(&j->last, j->last + (1ull << 32),
+					 __ATOMIC_RELEASE);
 		if (j->last > e->next_cas)
 			e->next_cas = j->last;
 		__atomic_store_n(&j->synced, j->last, __ATOMIC_RELEASE);

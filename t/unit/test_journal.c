@@ -730,11 +730,16 @@ static void damage(void)
 	      (unsigned long long)file_size(jpath));
 	eclose(&e);
 
-	/* the header: refused; salvage reads every record */
+	/* the header: refused; salvage reads every record, and CAS values
+	 * go on past any its lost base may have handed out */
 	damage_base(&cfg, ends);
 	flip(offsetof(struct jhdr, created), 0x04);
 	salvage_case(&cfg, "header", "damaged journal header (checksum mismatch)",
 		     "", 0);
+	e = eopen_ok(&cfg, "header, CAS");
+	CHECK(e->next_cas > find_want("d5")->meta.cas + (1ull << 32) - 100,
+	      "header: next_cas %llu", (unsigned long long)e->next_cas);
+	eclose(&e);
 	/* a header of another length, checksum right: said so */
 	damage_base(&cfg, ends);
 	fd = open(jpath, O_RDWR);
