@@ -69,6 +69,7 @@ struct gs_config {
 	bool no_numa_promotion;		/* freeze head placement */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
+	bool journal_salvage;		/* start past damaged journal records */
 	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */
 	uint64_t checkpoint_size;	/* journal bytes before a checkpoint is
 					 * weighed (0: JOURNAL_MIN_CHECKPOINT) */
@@ -374,6 +375,8 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(journal_bytes, "bytes in the index journal now")		\
 	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
 	ACTION(checkpoints, "index checkpoints written")			\
+	ACTION(journal_skipped, "damaged journal stretches --journal-salvage skipped at start (the objects they name are dropped and logged)") \
+	ACTION(journal_no_room, "times the journal's file system had no room for a record: the store was refused (deletes, evictions and touches keep room of their own)") \
 	ACTION(syncs, "group-committed fdatasyncs")
 
 struct gs_stats {

@@ -295,6 +295,7 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced)
 {
 	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
+	int ret;
 
 	if (replaced)
 		*replaced = old != NULL;
@@ -312,9 +313,11 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		return -ENOMEM;
 	obj->meta.cas = e->next_cas + 1;
 	obj->meta.mtime = time(NULL);
-	/* journaled before <old>'s space can be reused: the PUT replaces it */
-	if (journal_put(e, obj) < 0)
-		return -EIO;
+	/* journaled before <old>'s space can be reused: the PUT replaces it;
+	 * no room for it in the journal is no room for the object */
+	ret = journal_put(e, obj);
+	if (ret < 0)
+		return ret == -ENOSPC ? -ENOMEM : -EIO;
 	e->next_cas = obj->meta.cas;
 	if (old)
 		unlink_obj(e, old);
