@@ -510,12 +510,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 void journal_weigh(struct gs_engine *e)
 {
 	struct journal *j = e->journal;
-	uint64_t live = sizeof(struct jhdr), limit;
-	int64_t now = time(NULL);
+	uint64_t live = journal_live_bytes(e), limit;
 
-	for (uint32_t i = 0; i < e->clock_len; i++)
-		if (!journal_obj_dead(e, e->clock[i], now))
-			live += journal_put_len(e->clock[i]);
 	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
 	if (j->end > limit &&
 	    journal_checkpoint(e, e->cfg.sync_interval_ms > 0) == 0)

@@ -225,6 +225,9 @@ int journal_checkpoint(struct gs_engine *e, bool sync);
 /* Checkpoints when the journal has outgrown the live index (e->lock held);
  * else sets when to look again. */
 void journal_weigh(struct gs_engine *e);
+/* Bytes a checkpoint of the live index would take now (a walk of the
+ * whole index; e->lock held). */
+uint64_t journal_live_bytes(const struct gs_engine *e);
 /* Whether <obj> is dead at <now> (expired or invalidated). */
 bool journal_obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 		      int64_t now);

@@ -31,8 +31,8 @@ static uint64_t fs_free(const struct journal *j)
 	return (uint64_t)sfs.f_bavail * sfs.f_bsize;
 }
 
-/* Bytes a checkpoint of the live index would write. */
-static uint64_t live_bytes(const struct gs_engine *e)
+/* See journal.h. */
+uint64_t journal_live_bytes(const struct gs_engine *e)
 {
 	uint64_t live = sizeof(struct jhdr);
 	int64_t now = time(NULL);
@@ -56,7 +56,7 @@ static void compact(struct gs_engine *e, struct journal *j)
 	    j->end < j->room_weighed + JOURNAL_ROOM / 4)
 		return;
 	j->room_weighed = j->end;
-	live = live_bytes(e);
+	live = journal_live_bytes(e);
 	if (live + JOURNAL_ROOM > j->end || j->end - live < live / 4 ||
 	    avail < live + JOURNAL_ROOM)
 		return;
