@@ -11,6 +11,7 @@
 #define GOBLIN_ENGINE_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "goblin.h"
 #include "list.h"
@@ -174,6 +175,7 @@ struct pool_dir {
 	int dfd;			/* the dir itself, trusted (dirtrust) */
 	int fixed;			/* index among the registered files */
 	uint64_t grown;			/* bytes the extents file holds */
+	dev_t dev;			/* the file system it is on */
 };
 
 struct pool {
@@ -191,6 +193,10 @@ struct pool {
 	uint64_t step;			/* growth of each dir's file at a time */
 	uint64_t backed;		/* [0, backed) is in the files */
 	bool grow_failed;		/* logged; cleared by a growth */
+	/* a growth leaves <reserve> bytes free on file system <reserve_dev>
+	 * (the journal's; set by journal.c) */
+	uint64_t reserve;
+	dev_t reserve_dev;
 };
 
 /* A chunk spans at most GS_MAX_SEGS stripes: with GS_HDD_CHUNK and a
@@ -214,7 +220,8 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	      uint64_t min_size, bool fresh, char *err, size_t errlen);
 void pool_close(struct pool *p);
 /* Allocates <len> contiguous bytes (rounded to align), from space the
- * files hold if it can, else growing them: 0 and <*addr>, or -ENOSPC
+ * files hold if it can, else growing them (in smaller steps near the end
+ * of their file systems, never into <reserve>): 0 and <*addr>, or -ENOSPC
  * (the pool is full, or its file system is). */
 int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
 /* Marks [<addr>, <addr>+<len>) allocated (recovery), growing the files to

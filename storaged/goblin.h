@@ -69,6 +69,7 @@ struct gs_config {
 	bool no_numa_promotion;		/* freeze head placement */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
+	bool journal_salvage;		/* start past damaged journal records */
 	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */
 	uint64_t checkpoint_size;	/* journal bytes before a checkpoint is
 					 * weighed (0: JOURNAL_MIN_CHECKPOINT) */
@@ -160,7 +161,9 @@ int gs_obj_touch(struct gs_engine *e, struct gs_obj *obj, int64_t exptime);
  * the flags and exptime <fn> leaves in <meta>, gs_meta's form), or -errno
  * to leave the object as it is.  On success <*meta>, when not NULL, is the
  * new object's.  Returns 0, -ENOENT, -EINVAL (some of the value is on
- * disk), -E2BIG, -ENOMEM, -EIO (not journaled), or what <fn> returned.
+ * disk), -E2BIG, -ENOMEM, -EIO (not journaled, or with --sync-interval
+ * replaced but its sync failed), or what <fn> returned.  Call it without
+ * e->lock: with --sync-interval it waits for the sync that covers it.
  */
 typedef int (*gs_update_fn)(void *arg, const void *old, size_t oldlen,
 			    struct gs_meta *meta, const void **new,
@@ -346,6 +349,7 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(expired_unfetched, "expired objects reclaimed")		\
 	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\
 	ACTION(admission_waits, "times a writer waited for admission")	\
+	ACTION(writer_reclaims, "write buffers taken from writers whose client stalled mid-chunk (its bytes kept in the heap)") \
 	ACTION(append_retries, "append/prepend values built again: another write replaced the value they were built from") \
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
@@ -371,6 +375,8 @@ void gs_concat_abort(struct gs_concat **kp);
 	ACTION(journal_bytes, "bytes in the index journal now")		\
 	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
 	ACTION(checkpoints, "index checkpoints written")			\
+	ACTION(journal_skipped, "damaged journal stretches --journal-salvage skipped at start (the objects they name are dropped and logged)") \
+	ACTION(journal_no_room, "times the journal's file system had no room for a record: the store was refused (deletes, evictions and touches keep room of their own)") \
 	ACTION(syncs, "group-committed fdatasyncs")
 
 struct gs_stats {

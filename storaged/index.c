@@ -295,6 +295,7 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced)
 {
 	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
+	int ret;
 
 	if (replaced)
 		*replaced = old != NULL;
@@ -312,9 +313,11 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		return -ENOMEM;
 	obj->meta.cas = e->next_cas + 1;
 	obj->meta.mtime = time(NULL);
-	/* journaled before <old>'s space can be reused: the PUT replaces it */
-	if (journal_put(e, obj) < 0)
-		return -EIO;
+	/* journaled before <old>'s space can be reused: the PUT replaces it;
+	 * no room for it in the journal is no room for the object */
+	ret = journal_put(e, obj);
+	if (ret < 0)
+		return ret == -ENOSPC ? -ENOMEM : -EIO;
 	e->next_cas = obj->meta.cas;
 	if (old)
 		unlink_obj(e, old);
@@ -458,6 +461,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 {
 	struct gs_obj *obj, *nobj;
 	struct gs_meta m;
+	uint64_t seq = 0;
 	const void *val;
 	size_t len;
 	int ret;
@@ -486,6 +490,8 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 		nobj->meta.exptime = m.exptime;
 		/* over the value read: an expiry meanwhile is a miss */
 		ret = engine_link(e, nobj, GS_IF_CAS, obj->meta.cas, NULL);
+		if (ret == 0)
+			seq = nobj->meta.cas;
 		if (ret == 0 && meta)
 			*meta = nobj->meta;
 		engine_unref(e, nobj);
@@ -493,6 +499,9 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	engine_unref(e, obj);
 out:
 	pthread_mutex_unlock(&e->lock);
+	/* acknowledged as a set is: once --sync-interval's sync covers it */
+	if (seq && journal_wait_synced(e, seq) < 0)
+		ret = -EIO;
 	return ret;
 }
 

@@ -192,12 +192,18 @@ static void publish_stats(struct gs_engine *e, const struct journal *j)
 static int append(struct gs_engine *e, size_t len, uint64_t seq)
 {
 	struct journal *j = e->journal;
-	int ret = pwrite_all(j->fd, j->buf, len, j->end);
+	/* only a PUT adds what may not fit: the others are small and few */
+	int ret = journal_room_make(e, len,
+				    ((const struct jrec *)j->buf)->kind != JREC_PUT);
 
+	if (ret < 0)
+		return ret;		/* logged and counted; nothing written */
+	ret = pwrite_all(j->fd, j->buf, len, j->end);
 	if (ret < 0) {
 		/* no torn record may be left in front of the next one */
 		if (ftruncate(j->fd, j->end) < 0)
 			log_err("%s: %s", j->path, strerror(errno));
+		journal_room_reset(e);
 		log_err("%s: append failed: %s", j->path, strerror(-ret));
 		return ret;
 	}
@@ -484,6 +490,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 		journal_shed(fd, size);
 	/* sync_once reads it unlocked */
 	__atomic_store_n(&j->end, size, __ATOMIC_RELEASE);
+	journal_room_reset(e);
 	j->wb = j->shed_lo = 0;
 	j->records = nrec;
 	j->next_check = 2 * size > checkpoint_min(e) ? 2 * size :
@@ -503,12 +510,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 void journal_weigh(struct gs_engine *e)
 {
 	struct journal *j = e->journal;
-	uint64_t live = sizeof(struct jhdr), limit;
-	int64_t now = time(NULL);
+	uint64_t live = journal_live_bytes(e), limit;
 
-	for (uint32_t i = 0; i < e->clock_len; i++)
-		if (!journal_obj_dead(e, e->clock[i], now))
-			live += journal_put_len(e->clock[i]);
 	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
 	if (j->end > limit &&
 	    journal_checkpoint(e, e->cfg.sync_interval_ms > 0) == 0)
@@ -636,8 +639,11 @@ int journal_wait_synced(struct gs_engine *e, uint64_t seq)
 static const char fresh_hint[] =
 	"start with --fresh to discard it (and every object in the pools)";
 
-/* Reads and checks the header of the journal open at j->fd. */
-static int check_header(struct journal *j, char *err, size_t errlen)
+/* Reads and checks the header of the journal open at j->fd: a damaged one
+ * (its checksum first: what it says is not believed before) is refused
+ * unless <salvage>, a foreign one always. */
+static int check_header(struct journal *j, bool salvage, char *err,
+			size_t errlen)
 {
 	struct jhdr h;
 	struct stat st;
@@ -653,19 +659,50 @@ static int check_header(struct journal *j, char *err, size_t errlen)
 			 "no journal magic", fresh_hint);
 		return -EINVAL;
 	}
-	if (h.version != JOURNAL_VERSION || h.hdr_len != sizeof(h)) {
+	if (h.sum != journal_hdr_sum(&h) && !salvage) {
+		snprintf(err, errlen, "%s: damaged journal header (checksum mismatch); start with --journal-salvage to read its records all the same, or %s",
+			 j->path, fresh_hint);
+		return -EUCLEAN;
+	}
+	if (h.sum != journal_hdr_sum(&h)) {
+		log_warn("%s: --journal-salvage: damaged journal header (checksum mismatch): read as version %u, CAS values go on 2^32 past its records'",
+			 j->path, JOURNAL_VERSION);
+		j->damaged_header = true;
+		h.base_seq = 0;
+	} else if (h.version != JOURNAL_VERSION) {
 		snprintf(err, errlen, "%s: journal format version %u, this goblin-store reads version %u; %s",
 			 j->path, h.version, JOURNAL_VERSION, fresh_hint);
 		return -EINVAL;
-	}
-	if (h.sum != journal_hdr_sum(&h)) {
-		snprintf(err, errlen, "%s: damaged journal header (checksum mismatch); %s",
-			 j->path, fresh_hint);
+	} else if (h.hdr_len != sizeof(h)) {
+		snprintf(err, errlen, "%s: journal header of %u bytes, version %u has %zu; %s",
+			 j->path, h.hdr_len, JOURNAL_VERSION, sizeof(h), fresh_hint);
 		return -EINVAL;
 	}
 	j->end = st.st_size;
 	j->last = h.base_seq;
 	return 0;
+}
+
+/* A missing journal is made anew only beside pools that hold no extents:
+ * without it, what they hold cannot be read.  A journal in the HDD pool's
+ * dir is one written without the SSD pool. */
+static int check_missing(const struct gs_engine *e, const struct journal *j,
+			 char *err, size_t errlen)
+{
+	bool hdd_has = e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD] &&
+		       faccessat(e->pools[GS_TIER_HDD].dirs[0].dfd, JOURNAL_NAME,
+				 F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	uint64_t held = 0;
+
+	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
+		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs; i++)
+			held += e->pools[t].dirs[i].grown;
+	if (!held)
+		return 0;
+	snprintf(err, errlen, "%s: missing, but the pools hold %llu bytes of extents that only the journal can say what they are%s; put it back, or start with --fresh to wipe the pools",
+		 j->path, (unsigned long long)held,
+		 hdd_has ? " (the HDD pool's has one: written without an SSD pool?)" : "");
+	return -EUCLEAN;
 }
 
 /* Creates an empty journal: a header, synced, renamed into place. */
@@ -749,12 +786,14 @@ static int open_file(struct gs_engine *e, struct journal *j, char *err,
 	}
 	fd = dirtrust_open(j->dfd, JOURNAL_NAME, O_RDWR, j->path, 0, err,
 			   errlen);
-	if (fd == -ENOENT)
-		return create_journal(j, err, errlen);
+	if (fd == -ENOENT) {
+		fd = check_missing(e, j, err, errlen);
+		return fd < 0 ? fd : create_journal(j, err, errlen);
+	}
 	if (fd < 0)
 		return fd;
 	j->fd = fd;
-	return check_header(j, err, errlen);
+	return check_header(j, e->cfg.journal_salvage, err, errlen);
 }
 
 int journal_open(struct gs_engine *e, char *err, size_t errlen)
@@ -777,6 +816,7 @@ int journal_open(struct gs_engine *e, char *err, size_t errlen)
 	}
 	publish_stats(e, j);
 	e->journal = j;
+	journal_room_reset(e);
 	if (e->cfg.sync_interval_ms) {
 		ret = -pthread_create(&j->thread, NULL, sync_main, e);
 		if (ret < 0) {

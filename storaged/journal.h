@@ -34,14 +34,19 @@ struct journal;
 /* Opens (creating) the journal of <e>'s pools; with e->cfg.fresh, wipes it.
  * Sets e->journal (NULL without pools; a second call does nothing).
  * Returns 0 or -errno with a one-line reason in <err> (a journal of another
- * format or with a damaged header is refused: --fresh discards it). */
+ * format is refused, one with a damaged header unless
+ * e->cfg.journal_salvage, a missing one beside pools that hold extents:
+ * --fresh discards them). */
 int journal_open(struct gs_engine *e, char *err, size_t errlen);
 /* Replays the journal into the empty index: links every live object it
  * holds, claims their pool space, sets recovered_objects and recovery_ms
  * and e->next_cas, e->invalid_at.  Once per open (a second call does
- * nothing).  Returns 0 or -errno with a reason (a damaged tail is not an
- * error: it is cut, and logged; so are objects whose extents no longer fit
- * the pools, or for which there is no RAM). */
+ * nothing).  Returns 0 or -errno with a reason: -EUCLEAN for a damaged
+ * record with good ones after it (unless e->cfg.journal_salvage: it is
+ * skipped, the object it names dropped, all logged, and a checkpoint
+ * taken), -EEXIST for RAM-only objects larger than --ram-head.  A torn
+ * tail is not an error: it is cut, and logged; so are objects whose
+ * extents no longer fit the pools, or for which there is no RAM. */
 int journal_recover(struct gs_engine *e, char *err, size_t errlen);
 /* Checkpoints (fdatasynced) and closes; clears e->journal.  Takes e->lock;
  * nothing may append meanwhile. */
@@ -59,6 +64,11 @@ int journal_del(struct gs_engine *e, const void *key, size_t klen,
 		uint64_t seq);
 int journal_touch(struct gs_engine *e, const struct gs_obj *obj);
 int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
+/* Whether the journal has room for the PUT of <obj> (its layout and size
+ * final, its space not yet reserved), e->lock held: what a store checks
+ * before it evicts for space.  The last JOURNAL_DEL_ROOM bytes of the room
+ * are kept for deletes, evictions, touches and flushes. */
+bool journal_room_for(struct gs_engine *e, const struct gs_obj *obj);
 
 /* The sequence number the last append was filed under (e->lock held): what
  * to wait for with journal_wait_synced() before acknowledging it.  0
@@ -86,6 +96,13 @@ int journal_sync_result(const struct gs_engine *e, uint64_t seq);
 #define JOURNAL_MAGIC	"GOBLINJ\n"
 #define JOURNAL_VERSION	1u
 #define JOURNAL_MIN_CHECKPOINT	(64ull << 20)
+/* Appends go into room allocated ahead (fallocate, KEEP_SIZE) a step at a
+ * time, so a file system that fills up leaves the journal room to work;
+ * the pools' growth keeps JOURNAL_RESERVE() free beside it, enough for a
+ * checkpoint and some growth. */
+#define JOURNAL_ROOM		(1ull << 20)
+#define JOURNAL_DEL_ROOM	(256ull << 10)
+#define JOURNAL_RESERVE(end)	(2 * (end) + 4 * JOURNAL_ROOM)
 
 /* The file: a header, then records back to back, each a multiple of 8
  * bytes (so every field is aligned), little-endian. */
@@ -152,8 +169,13 @@ struct journal {
 	uint64_t next_check;		/* end at which to weigh a checkpoint */
 	uint64_t last;			/* sequence number of the last append */
 	bool recovered;
+	bool damaged_header;		/* read with --journal-salvage */
 	void *buf;			/* one record being appended */
 	size_t cap;
+	/* room allocated past the end, [end, room): e->lock */
+	uint64_t room;
+	uint64_t room_weighed;		/* end when the index was last weighed */
+	bool cramped;			/* logged: no room for a PUT */
 	/* the page cache (journal_shed): e->lock */
 	uint64_t wb;			/* writeback started below this */
 	uint64_t shed_lo;		/* pages below are dropped */
@@ -183,6 +205,13 @@ void journal_shed(int fd, uint64_t upto);
 /* After an append to <j> (e->lock held). */
 void journal_shed_written(struct journal *j);
 
+/* journal_room.c, e->lock held.  Makes room for a record of <len> bytes
+ * at the end (a DEL, TOUCH or FLUSH, <small>, may take the last
+ * JOURNAL_DEL_ROOM bytes): 0, or -ENOSPC (logged, counted). */
+int journal_room_make(struct gs_engine *e, size_t len, bool small);
+/* After the end moved back or the file was replaced: no room ahead. */
+void journal_room_reset(struct gs_engine *e);
+
 /* xxh3 of record <r> (its len bytes) as jrec.sum. */
 uint64_t journal_rec_sum(const struct jrec *r);
 /* xxh3 of <h> as jhdr.sum. */
@@ -196,6 +225,9 @@ int journal_checkpoint(struct gs_engine *e, bool sync);
 /* Checkpoints when the journal has outgrown the live index (e->lock held);
  * else sets when to look again. */
 void journal_weigh(struct gs_engine *e);
+/* Bytes a checkpoint of the live index would take now (a walk of the
+ * whole index; e->lock held). */
+uint64_t journal_live_bytes(const struct gs_engine *e);
 /* Whether <obj> is dead at <now> (expired or invalidated). */
 bool journal_obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 		      int64_t now);

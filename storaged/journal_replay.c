@@ -1,11 +1,13 @@
 /*
  * Replay of the index journal (journal.h) at start.  The records are read
  * from a read-only map of the file and folded into a table of the last
- * event of each key; the first record that is torn or damaged ends the
- * journal, which is cut there.  Then each live PUT becomes a record: its
- * pool extents claimed, or its value copied into a RAM slot, and linked.
- * Nothing is linked or claimed before the whole journal is read, so a
- * replaced or deleted object's space never needs undoing.
+ * event of each key.  A crash tears only the tail: a bad record with no
+ * good one after it is cut; one with good records after it is damage,
+ * refused (or, --journal-salvage, skipped with the object it names
+ * dropped).  Then each live PUT becomes a record: its pool extents
+ * claimed, or its value copied into a RAM slot, and linked.  Nothing is
+ * linked or claimed before the whole journal is read, so a replaced or
+ * deleted object's space never needs undoing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +39,7 @@ enum drop { DROP_POOL, DROP_LAYOUT, DROP_RAM, DROP_MEM, DROPS };
 static const char *const drop_why[DROPS] = {
 	"its extents lie outside the pool or overlap another object's (did a pool shrink?)",
 	"its extents are on a tier without a pool or do not cover its size",
-	"no RAM for its value (--memory, --sub-memory or --ram-head smaller?)",
+	"no RAM for its value (--memory or --sub-memory smaller?)",
 	"out of memory for the index",
 };
 
@@ -51,6 +53,9 @@ struct replay {
 	uint64_t flush_seq;		/* what was filed before it is gone */
 	int64_t invalid_at;		/* a flush_all for later */
 	uint64_t linked, dead, dropped[DROPS];
+	/* --journal-salvage: damaged stretches skipped, their bytes, those
+	 * whose record could not be read, objects they named dropped */
+	uint64_t skipped, skipped_bytes, unknown, named;
 };
 
 static uint64_t round8(uint64_t v)
@@ -139,22 +144,23 @@ static struct rent *lookup(struct replay *r, const char *key, uint8_t klen)
 
 /* ---- records ---- */
 
-/* The length a well-formed record with <r>'s header has; 0 when none. */
-static uint64_t rec_expected_len(const struct jrec *r)
+/* The length a well-formed record of <kind> with <r>'s key length and
+ * body has, <have> bytes of it readable; 0 when none. */
+static uint64_t len_as(const struct jrec *r, uint8_t kind, uint64_t have)
 {
 	uint64_t key = round8(r->klen), len;
 	const struct jput *p = put_body(r);
 
-	if (r->klen > GS_KEY_MAX || r->zero)
+	if (r->klen > GS_KEY_MAX)
 		return 0;
-	switch (r->kind) {
+	switch (kind) {
 	case JREC_PUT:
-		if (r->len < sizeof(*r) + sizeof(*p))
+		if (have < sizeof(*r) + sizeof(*p))
 			return 0;
 		len = sizeof(*r) + sizeof(*p) + key +
 		      (uint64_t)p->nchunks * sizeof(struct jchunk);
 		if (!p->nchunks)
-			len += p->size > r->len ? r->len : round8(p->size);
+			len += p->size > have ? have : round8(p->size);
 		return len;
 	case JREC_DEL:
 		return sizeof(*r) + key;
@@ -166,8 +172,23 @@ static uint64_t rec_expected_len(const struct jrec *r)
 	return 0;
 }
 
+/* The length a well-formed record with <r>'s header has; 0 when none. */
+static uint64_t rec_expected_len(const struct jrec *r)
+{
+	return r->zero ? 0 : len_as(r, r->kind, r->len);
+}
+
+/* Whether <r> has a record's header: a kind, a key length, a length of
+ * whole 8-byte words. */
+static bool head_holds(const struct jrec *r)
+{
+	return r->kind >= JREC_PUT && r->kind <= JREC_FLUSH && !r->zero &&
+	       r->klen <= GS_KEY_MAX && r->len >= sizeof(*r) && r->len % 8 == 0;
+}
+
 /* The length of the record at <p>, <left> bytes before the end, or 0 with
- * what is wrong with it in <*why>. */
+ * what is wrong with it in <*why>.  The checksum is taken last: a scan
+ * through damaged bytes hashes only what looks like a record. */
 static uint32_t rec_check(const char *p, uint64_t left, const char **why)
 {
 	const struct jrec *r = (const struct jrec *)p;
@@ -178,13 +199,63 @@ static uint32_t rec_check(const char *p, uint64_t left, const char **why)
 	*why = "damaged (bad length)";
 	if (r->len < sizeof(*r) || r->len % 8)
 		return 0;
+	*why = "damaged (malformed)";
+	if (rec_expected_len(r) != r->len)
+		return 0;
 	*why = "damaged (checksum mismatch)";
 	if (r->sum != journal_rec_sum(r))
 		return 0;
-	*why = "malformed";
-	if (rec_expected_len(r) != r->len)
-		return 0;
 	return r->len;
+}
+
+/* Where the good records from <off> on stop: <size>, or a bad one. */
+static uint64_t chain_end(const char *map, uint64_t off, uint64_t size)
+{
+	const char *why;
+	uint32_t len;
+
+	while (off < size && (len = rec_check(map + off, size - off, &why)))
+		off += len;
+	return off;
+}
+
+/*
+ * Where the first good record after the bad one at <off> starts, <size>
+ * when none does: the bad one is a torn tail.  First where its length says
+ * it ends, else at 8-byte steps (records are whole words); the bad one's
+ * own bytes are not searched when its length holds and a record starts
+ * there (a value may hold what looks like a record).  A bad one whose
+ * length runs past the end is a torn tail unless good records from inside
+ * it run to exactly the end (its length was what was damaged).
+ */
+static uint64_t resync(const char *map, uint64_t off, uint64_t size)
+{
+	const struct jrec *bad = (const struct jrec *)(map + off);
+	const char *why;
+	bool past_end;
+	uint64_t at;
+
+	if (size - off < sizeof(*bad))
+		return size;
+	past_end = head_holds(bad) && bad->len > size - off;
+	if (head_holds(bad) && !past_end) {
+		at = off + bad->len;
+		if (at == size || rec_check(map + at, size - at, &why))
+			return at;
+	}
+	for (at = off + 8; at + sizeof(*bad) <= size; at += 8) {
+		uint64_t end;
+
+		if (!rec_check(map + at, size - at, &why))
+			continue;
+		if (!past_end)
+			return at;
+		end = chain_end(map, at, size);
+		if (end == size)
+			return at;
+		at = end - 8;		/* that chain is no way on */
+	}
+	return size;
 }
 
 /* Folds record <rec> into the table: 0 or -ENOMEM. */
@@ -236,23 +307,111 @@ static int apply(struct replay *r, const struct jrec *rec)
 	return 0;
 }
 
-/* Folds the records of the <size> bytes at <map> into <r>; returns where
- * the good ones end (a bad one there: <*why>), or -ENOMEM. */
-static int64_t read_records(struct replay *r, const char *map, uint64_t size,
-			    const char **why)
+/* Whether the <klen> bytes at <key> are a memcache key followed by the
+ * zeros that pad it, before <end>. */
+static bool key_ok(const char *key, uint8_t klen, const char *end)
 {
-	uint64_t off = sizeof(struct jhdr);
+	if (!klen || key + round8(klen) > end)
+		return false;
+	for (uint32_t i = 0; i < round8(klen); i++)
+		if (i < klen ? (uint8_t)key[i] <= ' ' || key[i] == 0x7f : key[i])
+			return false;
+	return true;
+}
+
+/* The key of damaged record <bad>, the <span> bytes up to the next good
+ * one, when it can be read: its kind (or, if that is what was damaged,
+ * another) gives a record of exactly <span> bytes whose key is a key.
+ * NULL otherwise (a FLUSH has none).  Its key bytes may be what was
+ * damaged: the key read is then another. */
+static const char *bad_key(const struct jrec *bad, uint64_t span)
+{
+	static const uint8_t kinds[] = { 0, JREC_PUT, JREC_DEL, JREC_TOUCH };
+
+	for (unsigned i = 0; i < sizeof(kinds); i++) {
+		uint8_t kind = i ? kinds[i] : bad->kind;
+		const char *key = (const char *)(bad + 1);
+
+		if ((i && kind == bad->kind) || len_as(bad, kind, span) != span)
+			continue;
+		if (kind == JREC_PUT)
+			key = (const char *)(put_body(bad) + 1);
+		else if (kind == JREC_TOUCH)
+			key = (const char *)((const struct jtouch *)(bad + 1) + 1);
+		else if (kind != JREC_DEL)
+			continue;
+		if (key_ok(key, bad->klen, (const char *)bad + span))
+			return key;
+	}
+	return NULL;
+}
+
+/* --journal-salvage: the damaged bytes [<off>, <next>) are skipped; the
+ * object their record names, when its key can be read, is dropped (what
+ * it held is not vouched for).  0 or -ENOMEM. */
+static int skip(struct replay *r, const char *map, uint64_t off,
+		uint64_t next)
+{
+	const struct jrec *bad = (const struct jrec *)(map + off);
+	const char *key = next - off >= sizeof(*bad) ? bad_key(bad, next - off) :
+			  NULL;
+	struct rent *x;
+
+	r->skipped++;
+	r->skipped_bytes += next - off;
+	if (!key) {
+		r->unknown++;
+		if (r->skipped <= DROP_LOG_LINES)
+			log_warn("journal: --journal-salvage: %llu damaged bytes at byte %llu skipped; what they held is unknown (an object they replaced, deleted or flushed may be back as it was before)",
+				 (unsigned long long)(next - off),
+				 (unsigned long long)off);
+		return 0;
+	}
+	if (r->skipped <= DROP_LOG_LINES)
+		log_warn("journal: --journal-salvage: a damaged record of %.*s at byte %llu skipped: %.*s is dropped",
+			 bad->klen, key, (unsigned long long)off, bad->klen, key);
+	x = entry(r, key, bad->klen);
+	if (!x)
+		return -ENOMEM;
+	r->named++;
+	x->put = NULL;			/* a later record of it still counts */
+	return 0;
+}
+
+/* Folds the records of the <size> bytes at <map> into <r>; returns where
+ * the good ones end (<size>, or a torn tail there: <*why>), -ENOMEM, or
+ * -EUCLEAN (<err> says why) for damage with good records after it, which
+ * --journal-salvage skips. */
+static int64_t read_records(struct gs_engine *e, struct replay *r,
+			    const char *map, uint64_t size, const char **why,
+			    char *err, size_t errlen)
+{
+	uint64_t off = sizeof(struct jhdr), next;
 
 	while (off < size) {
 		uint32_t len = rec_check(map + off, size - off, why);
 
-		if (!len)
+		if (len) {
+			engine_crash_point("recovery");
+			if (apply(r, (const struct jrec *)(map + off)) < 0)
+				return -ENOMEM;
+			r->records++;
+			off += len;
+			continue;
+		}
+		next = resync(map, off, size);
+		if (next == size)
 			break;
-		engine_crash_point("recovery");
-		if (apply(r, (const struct jrec *)(map + off)) < 0)
+		if (!e->cfg.journal_salvage) {
+			snprintf(err, errlen, "%s: the record at byte %llu of %llu is %s, and good records follow from byte %llu: damage, not a torn tail; start with --journal-salvage to skip what is damaged (the objects it names are dropped and logged), or --fresh to start empty",
+				 e->journal->path, (unsigned long long)off,
+				 (unsigned long long)size, *why,
+				 (unsigned long long)next);
+			return -EUCLEAN;
+		}
+		if (skip(r, map, off, next) < 0)
 			return -ENOMEM;
-		r->records++;
-		off += len;
+		off = next;
 	}
 	return off;
 }
@@ -392,7 +551,36 @@ static void link_all(struct gs_engine *e, struct replay *r)
 
 /* ---- the whole ---- */
 
-/* Reads the journal into <r>, cutting a bad tail, and links what lives. */
+/* Refuses a journal with live RAM-only objects larger than --ram-head (a
+ * larger one stored them): they would be lost, as a changed stripe unit
+ * would lose the pools. */
+static int check_ram_head(const struct gs_engine *e, struct replay *r,
+			  char *err, size_t errlen)
+{
+	uint64_t n = 0, largest = 0;
+	int64_t now = time(NULL);
+
+	for (uint32_t i = 0; i < r->n; i++) {
+		const struct rent *x = &r->ents[i];
+
+		if (!x->put || put_body(x->put)->nchunks ||
+		    put_body(x->put)->size <= e->cfg.ram_head || dead(r, x, now))
+			continue;
+		n++;
+		if (put_body(x->put)->size > largest)
+			largest = put_body(x->put)->size;
+	}
+	if (!n)
+		return 0;
+	snprintf(err, errlen, "%s: %llu RAM-only object(s) larger than --ram-head %lluK (the largest %llu bytes: a larger --ram-head stored them); start with --ram-head %lluK or more to keep them, or --fresh to start empty",
+		 e->journal->path, (unsigned long long)n,
+		 (unsigned long long)(e->cfg.ram_head >> 10),
+		 (unsigned long long)largest,
+		 (unsigned long long)(round_up(largest, 4096) >> 10));
+	return -EEXIST;
+}
+
+/* Reads the journal into <r>, cutting a torn tail, and links what lives. */
 static int replay(struct gs_engine *e, struct replay *r, char *err,
 		  size_t errlen)
 {
@@ -409,15 +597,18 @@ static int replay(struct gs_engine *e, struct replay *r, char *err,
 				 strerror(errno));
 			return -errno;
 		}
-		end = read_records(r, map, size, &why);
+		end = read_records(e, r, map, size, &why, err, errlen);
 	}
-	if (end < 0) {
+	if (end == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory for the replay", j->path);
+	if (end >= 0 && check_ram_head(e, r, err, errlen) < 0)
+		end = -EEXIST;
+	if (end < 0) {
 		munmap(map, size);
 		return end;
 	}
 	if ((uint64_t)end < size) {
-		log_warn("%s: the record at byte %lld of %llu is %s (a crash in mid-append?): the journal is cut there",
+		log_warn("%s: the last record, at byte %lld of %llu, is %s: torn by a crash in mid-append (or damaged), the journal is cut there",
 			 j->path, (long long)end, (unsigned long long)size, why);
 		if (ftruncate(j->fd, end) < 0) {
 			snprintf(err, errlen, "%s: cannot cut: %s", j->path,
@@ -427,12 +618,29 @@ static int replay(struct gs_engine *e, struct replay *r, char *err,
 		}
 	}
 	j->end = end;
+	journal_room_reset(e);
 	j->records = r->records;
 	link_all(e, r);
 	if (map)
 		munmap(map, size);
 	journal_shed(j->fd, end);	/* read once, not again */
 	return 0;
+}
+
+/* After --journal-salvage read past damage: says what it skipped, and
+ * checkpoints what is left, so the next start reads a whole journal. */
+static void salvaged(struct gs_engine *e, const struct replay *r)
+{
+	struct journal *j = e->journal;
+
+	STAT_ADD(e, journal_skipped, r->skipped);
+	log_warn("%s: --journal-salvage skipped %llu damaged stretch(es), %llu bytes: %llu object(s) they named dropped, %llu stretch(es) of unknown content",
+		 j->path, (unsigned long long)r->skipped,
+		 (unsigned long long)r->skipped_bytes,
+		 (unsigned long long)r->named, (unsigned long long)r->unknown);
+	if (journal_checkpoint(e, true) < 0)
+		log_err("%s: the damaged journal stays: the next start needs --journal-salvage again",
+			j->path);
 }
 
 int journal_recover(struct gs_engine *e, char *err, size_t errlen)
@@ -451,11 +659,18 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 	if (ret == 0) {
 		if (r.max_seq > j->last)
 			__atomic_store_n(&j->last, r.max_seq, __ATOMIC_RELEASE);
+		/* the header's base is lost: CAS values past the records' may
+		 * have been handed out, and must not come again */
+		if (j->damaged_header)
+			__atomic_store_n(&j->last, j->last + (1ull << 32),
+					 __ATOMIC_RELEASE);
 		if (j->last > e->next_cas)
 			e->next_cas = j->last;
 		__atomic_store_n(&j->synced, j->last, __ATOMIC_RELEASE);
 		e->invalid_at = r.invalid_at;
 		j->recovered = true;
+		if (r.skipped || j->damaged_header)
+			salvaged(e, &r);
 		STAT_ADD(e, recovered_objects, r.linked);
 		__atomic_store_n(&e->st.journal_bytes, j->end, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->st.journal_records, j->records,

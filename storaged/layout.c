@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "journal.h"
 
 static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
 {
@@ -210,9 +211,12 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 	uint64_t addr;
 	int ret;
 
+	/* nothing is evicted for a store the journal could not take */
 	if (i < 0) {
 		if (obj->has_head || !obj->meta.head_len)
 			return 0;
+		if (!journal_room_for(e, obj))
+			return -ENOMEM;
 		/* smaller than a head slot: packed in the arena */
 		if (region_arena_takes(&e->region, obj->meta.head_len))
 			return arena_alloc(e, obj);
@@ -224,6 +228,8 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 	c = &obj_chunks(obj)[i];
 	if (c->addr != UINT64_MAX)
 		return 0;
+	if (!journal_room_for(e, obj))
+		return -ENOMEM;
 	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
 		ret = alloc_ram(e, &addr);
 	else

@@ -319,6 +319,7 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->numa_perverse = o->perverse;
 	cfg->no_numa_promotion = o->no_numa_promotion;
 	cfg->fresh = o->fresh;
+	cfg->journal_salvage = o->journal_salvage;
 	cfg->sync_interval_ms = o->sync_interval;
 	cfg->checkpoint_size = o->checkpoint_size;
 }

@@ -84,6 +84,8 @@
 	       "with --numa: no promotion thread, head blocks stay where they were stored") \
 	OPTION(fresh, "fresh", BOOL, "false", 0, 0,			\
 	       "start empty: wipe what the pools hold instead of recovering it, also a pool of another format or stripe unit (never a dir that is not a goblin-store pool)") \
+	OPTION(journal_salvage, "journal-salvage", BOOL, "false", 0, 0,	\
+	       "start past damaged records in the index journal: skip them, drop (and log) the objects they name, checkpoint what is left (a torn last record is cut without it)") \
 	OPTION(sync_interval, "sync-interval", TIME, "0", 0, 0,	\
 	       "fdatasync the pools this often and hold acknowledgements until then, for power loss (0: never; process crashes lose nothing either way)") \
 	OPTION(checkpoint_size, "checkpoint-size", SIZE, "64M", 4096, INT64_MAX, \

@@ -301,6 +301,7 @@ static int open_dir(struct pool *p, unsigned i, bool fresh, char *err,
 	struct pool_dir *d = &p->dirs[i];
 	char have[128];
 	struct statfs sfs;
+	struct stat st;
 	int dfd, ret;
 
 	ret = mkdir_p(d->path);
@@ -343,6 +344,7 @@ static int open_dir(struct pool *p, unsigned i, bool fresh, char *err,
 		goto out_dir;
 	d->fd = ret;
 	d->dfd = dfd;			/* kept: the journal lives beside */
+	d->dev = fstat(dfd, &st) == 0 ? st.st_dev : 0;
 	ret = settle_marker(p, i, have, fresh, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -474,48 +476,81 @@ static bool unit_used(const struct pool *p, uint64_t u)
 	return p->usedmap[u / 64] >> (u % 64) & 1;
 }
 
-/* Grows dir <d>'s file to <size> bytes: 0 or -errno, <d->grown> what it
- * holds after. */
-static int grow_file(struct pool_dir *d, uint64_t size)
+/* Bytes dir <d>'s file may grow by: what its file system has free for an
+ * unprivileged writer, less the journal's reserve when it is the journal's
+ * file system; UINT64_MAX when unknown. */
+static uint64_t dir_room(const struct pool *p, const struct pool_dir *d)
 {
-	struct stat st;
+	uint64_t avail, keep = d->dev == p->reserve_dev ? p->reserve : 0;
+	struct statfs sfs;
+
+	if (fstatfs(d->fd, &sfs) < 0)
+		return UINT64_MAX;
+	avail = (uint64_t)sfs.f_bavail * sfs.f_bsize;
+	return avail > keep ? avail - keep : 0;
+}
+
+/* Grows dir <d>'s file to <size> bytes: 0 or -errno.  A failed fallocate
+ * gives back what it allocated: the file holds <d->grown> after. */
+static int grow_file(const struct pool *p, struct pool_dir *d, uint64_t size)
+{
 	int ret;
 
+	if (size - d->grown > dir_room(p, d))
+		return -ENOSPC;
 	if (fallocate(d->fd, 0, d->grown, size - d->grown) == 0 ||
 	    (errno == EOPNOTSUPP && ftruncate(d->fd, size) == 0)) {
 		d->grown = size;
 		return 0;
 	}
 	ret = -errno;
-	/* a failed fallocate may have kept part of the range */
-	if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size > d->grown)
-		d->grown = (uint64_t)st.st_size < size ?
-			   (uint64_t)st.st_size : size;
+	if (ftruncate(d->fd, d->grown) < 0)
+		log_err("%s/" EXTENTS_NAME ": cannot give back a failed growth: %s",
+			d->path, strerror(errno));
+	return ret;
+}
+
+/* Grows every dir's file to hold [0, <to>); on a failure, the dir that
+ * failed in <*failed>. */
+static int grow_to(struct pool *p, uint64_t to, unsigned *failed)
+{
+	uint64_t per = p->ndirs > 1 ? to / p->ndirs : to;
+	int ret = 0;
+
+	for (unsigned i = 0; i < p->ndirs && ret == 0; i++) {
+		*failed = i;
+		if (p->dirs[i].grown < per)
+			ret = grow_file(p, &p->dirs[i], per);
+	}
+	p->backed = backed_bytes(p);
 	return ret;
 }
 
 /*
- * Grows the files in steps until they hold [0, <need>).  A failure is
- * logged once until a growth succeeds again; the pool then only reuses what
- * its files hold, as a full pool does.
+ * Grows the files until they hold [0, <need>): by a step, or near the end
+ * of a file system by halves of it down to the least that covers <need>.
+ * A failure is logged once until a growth succeeds again; the pool then
+ * only reuses what its files hold, as a full pool does.
  */
 static int grow(struct pool *p, uint64_t need)
 {
 	uint64_t cap = p->units * p->align, step = p->step * p->ndirs;
-	uint64_t to, per;
-	int ret = 0;
-	unsigned i;
+	uint64_t unit = p->ndirs > 1 ? p->stripe * p->ndirs : p->align;
+	uint64_t to, least;
+	unsigned i = 0;
+	int ret;
 
 	if (need > cap)
 		return -ENOSPC;
+	least = round_up(need, unit) < cap ? round_up(need, unit) : cap;
 	to = p->backed + round_up(need - p->backed, step);
 	if (to > cap)
 		to = cap;
-	per = p->ndirs > 1 ? to / p->ndirs : to;
-	for (i = 0; i < p->ndirs && ret == 0; i++)
-		if (p->dirs[i].grown < per)
-			ret = grow_file(&p->dirs[i], per);
-	p->backed = backed_bytes(p);
+	while ((ret = grow_to(p, to, &i)) < 0 && to > least) {
+		to = p->backed + round_up((to - p->backed) / 2, unit);
+		if (to < least)
+			to = least;
+	}
 	if (ret == 0) {
 		if (p->grow_failed)
 			log_info("%s pool: its files grow again", tier_names[p->tier]);
@@ -524,10 +559,11 @@ static int grow(struct pool *p, uint64_t need)
 	}
 	if (!p->grow_failed)
 		log_warn("%s pool: %s/" EXTENTS_NAME ": cannot grow to %llu bytes: %s%s",
-			 tier_names[p->tier], p->dirs[i - 1].path,
-			 (unsigned long long)per, strerror(-ret),
+			 tier_names[p->tier], p->dirs[i].path,
+			 (unsigned long long)(p->ndirs > 1 ? least / p->ndirs : least),
+			 strerror(-ret),
 			 ret == -ENOSPC || ret == -EDQUOT ?
-			 " (its file system is full): the pool is full at its current size" :
+			 " (its file system is full, or holds only the journal's reserve): the pool is full at its current size" :
 			 ": the pool is full at its current size");
 	p->grow_failed = true;
 	return -ENOSPC;

@@ -315,7 +315,7 @@ static void ma_arith_reply(struct conn *c, int ret, uint64_t v,
 	} else if (ret == -EINVAL) {
 		REPLY(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
 	} else {
-		REPLY(c, "SERVER_ERROR out of memory\r\n");
+		reply_unless(c, false, arith_error(ret));
 	}
 }
 

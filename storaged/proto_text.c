@@ -55,6 +55,15 @@ const char *store_reply(enum mc_op op, int res)
 	}
 }
 
+const char *arith_error(int res)
+{
+	if (res == -ENOMEM)
+		return "SERVER_ERROR out of memory\r\n";
+	if (res == -E2BIG)
+		return "SERVER_ERROR object too large for cache\r\n";
+	return "SERVER_ERROR I/O error\r\n";
+}
+
 void store_done(void *arg, int res, const struct gs_stored *stored)
 {
 	struct conn *c = arg;
@@ -283,7 +292,7 @@ static void do_incr(struct conn *c, const struct mc_cmd *cmd)
 	else if (ret == -EINVAL)
 		REPLY(c, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
 	else
-		REPLY(c, "SERVER_ERROR out of memory\r\n");
+		reply_unless(c, false, arith_error(ret));
 }
 
 static void do_touch(struct conn *c, const struct mc_cmd *cmd)

@@ -14,6 +14,9 @@
 void reply_unless(struct conn *c, bool noreply, const char *s);
 /* The classic reply to a store of <op> that ended in <res>. */
 const char *store_reply(enum mc_op op, int res);
+/* The SERVER_ERROR line for an incr, decr or ma that failed with <res>
+ * (not -ENOENT, -EINVAL or -EEXIST, which have replies of their own). */
+const char *arith_error(int res);
 /* Starts a storage command: its value is read next (or swallowed when
  * refused, the refusal replied).  <meta>: an ms, whose q hides only its
  * success.  Returns true (the connection stays). */

@@ -233,8 +233,9 @@ struct gs_rdma_source_ops {
  * The engine as a source (rdma_engine.c): gs_rdma_engine_ops with the
  * <arg> gs_rdma_engine_create() makes over <e> and the calling thread's
  * <io> (the server must step on that thread).  The server registers the
- * region gs_rdma_engine_region() gives (the heads).  Destroy the source
- * after the server and before gs_io_destroy(<io>).
+ * region gs_rdma_engine_region() gives (the whole RAM region: heads, RAM
+ * chunks and the arena).  Destroy the source after the server and before
+ * gs_io_destroy(<io>).
  */
 struct gs_engine;
 struct gs_io;

@@ -155,14 +155,6 @@ static void stream_refill(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl);
 static unsigned window_for(struct gs_stream *s, unsigned max);
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Gives the window buffers of <s> back to io->stream_bufs. */
 static void window_put(struct gs_stream *s)
 {
@@ -313,7 +305,7 @@ bool stream_reclaim_windows(struct gs_io *io)
 {
 	struct list *head = &io->stream_bufs.waiters, *n, *prev;
 	unsigned need = 0, before = io->stream_bufs.nfree;
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 
 	for (n = head->next; n != head; n = n->next)
 		need += list_entry(n, struct gs_stream, waiter.node)->window_size;
@@ -414,7 +406,7 @@ static void stream_read_done(struct io_op *op)
 		head_load_chunk(s, op->chunk, op->buf);
 	sl->state = CH_READY;
 	if (op->chunk == s->cur)
-		s->stall_since = now_ns();
+		s->stall_since = mono_ns();
 	if (s->wake && (op->chunk == s->cur || s->error))
 		s->wake(s->arg);
 }
@@ -712,7 +704,7 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		sl->state = CH_DONE;
 		s->cur++;
 	}
-	s->stall_since = now_ns();
+	s->stall_since = mono_ns();
 	stream_refill(s);
 }
 

@@ -355,10 +355,13 @@ int gs_io_run(struct gs_io *io, bool wait)
 		io->timer_fired = false;
 		waiters_fire(&io->stream_bufs.waiters);
 	}
+	if (!list_empty(&io->writer_bufs.waiters) && !io->writer_bufs.nfree)
+		writer_reclaim_bufs(io);
 	if ((io->writer_bufs.nfree || !io->writer_bufs.n) &&
 	    !admission_full(io->e, GS_IO_BUFFER))
 		waiters_fire(&io->writer_bufs.waiters);
 	stream_waiters_check(io);
+	writer_waiters_check(io);
 	if (!list_empty(&io->sync_waiters))
 		writer_sync_check(io);
 	return n;
@@ -457,6 +460,7 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	list_init(&io->deferred);
 	list_init(&io->stash);
 	list_init(&io->holders);
+	list_init(&io->writer_holders);
 	list_init(&io->sync_waiters);
 	io->sink = malloc(SINK_LEN);
 	if (!io->sink) {

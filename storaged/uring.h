@@ -27,6 +27,7 @@
 
 #include <liburing.h>
 #include <sys/eventfd.h>
+#include <time.h>
 
 #include "engine.h"
 #include "list.h"
@@ -98,6 +99,7 @@ struct gs_io {
 	struct list deferred;		/* of struct deferred */
 	struct list stash;		/* of struct io_seg: completions to handle */
 	struct list holders;		/* of struct gs_stream holding a window */
+	struct list writer_holders;	/* of struct gs_writer holding a buffer */
 	struct list sync_waiters;	/* of struct gs_writer: stored, waiting
 					 * for --sync-interval's fdatasync */
 	bool timer_armed, timer_fired;
@@ -113,6 +115,15 @@ struct gs_io {
 };
 
 /* ---- small helpers ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
 
 static inline void waiter_init(struct io_waiter *w)
 {
@@ -237,6 +248,18 @@ static inline void stream_waiters_check(struct gs_io *io)
 		return;
 	stream_arm_stall_timer(io);
 }
+
+/* ---- writer.c, for gs_io_run() ---- */
+
+/* Only from gs_io_run(), between callbacks, while writers wait for a
+ * buffer and none is free: the buffers of writers whose producer has
+ * added nothing for WRITER_STALL_MS go back, their bytes kept in the heap
+ * until they go on (a pointer gs_writer_buf() gave is good until its
+ * caller is back in its event loop).  Returns whether any came free. */
+bool writer_reclaim_bufs(struct gs_io *io);
+/* While writers wait for a buffer that stalled writers hold, a timer
+ * makes gs_io_run() look again. */
+void writer_waiters_check(struct gs_io *io);
 
 /* ---- writer.c: admission ---- */
 

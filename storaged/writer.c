@@ -3,12 +3,18 @@
  * is visible until every chunk is on disk and the object is linked.  Each
  * takes one buffer of io->writer_bufs per disk chunk and gives it back when
  * the write completes.  The admission bound stops writers when too many
- * bytes are accepted but not yet on disk.
+ * bytes are accepted but not yet on disk.  A writer whose producer stalls
+ * mid-chunk while others wait for a buffer gives its buffer back and keeps
+ * its bytes in the heap (bounded by the admission bound, which still
+ * counts them): a few slow clients never hold the buffers every writer
+ * needs.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+
+#define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
 #include "journal.h"
 #include "uring.h"
@@ -73,6 +79,10 @@ struct gs_writer {
 	struct io_waiter waiter;
 	struct gs_stored stored;	/* linked, waiting for the sync */
 	struct list sync_node;		/* on io->sync_waiters */
+	struct list hold;		/* on io->writer_holders with cur_buf */
+	uint64_t fed_at;		/* mono_ns() of the last bytes in cur_buf */
+	void *spill;			/* the chunk's bytes while reclaimed */
+	bool spilled;			/* cur_buf reclaimed mid-chunk */
 };
 
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
@@ -100,8 +110,104 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	w->cur_buf = -1;
 	waiter_init(&w->waiter);
 	list_init(&w->sync_node);
+	list_init(&w->hold);
 	*wp = w;
 	return 0;
+}
+
+/* <w> takes a buffer of io->writer_bufs for its current chunk. */
+static void writer_hold(struct gs_writer *w)
+{
+	w->cur_buf = iobuf_get(w->io, &w->io->writer_bufs);
+	w->fed_at = mono_ns();
+	list_add_tail(&w->io->writer_holders, &w->hold);
+}
+
+/* Gives cur_buf back (after its write, or on an abort). */
+static void writer_unhold(struct gs_writer *w)
+{
+	iobuf_put(&w->io->writer_bufs, w->cur_buf);
+	w->cur_buf = -1;
+	if (list_linked(&w->hold))
+		list_del(&w->hold);
+}
+
+/* Moves the bytes of the current chunk from cur_buf to the heap and gives
+ * the buffer back; false when no memory (it keeps the buffer). */
+static bool writer_spill(struct gs_writer *w)
+{
+	size_t n = w->pos - w->cur_off;
+
+	if (n) {
+		w->spill = malloc(n);
+		if (!w->spill)
+			return false;
+		memcpy(w->spill, iobuf_ptr(w->io, w->cur_buf), n);
+	}
+	writer_unhold(w);
+	w->spilled = true;
+	STAT_ADD(w->io->e, writer_reclaims, 1);
+	return true;
+}
+
+/* A buffer for the spilled chunk of <w>, its bytes copied back; -EAGAIN
+ * with <w> queued when none is free. */
+static int writer_unspill(struct gs_writer *w, gs_wake_fn wake, void *arg)
+{
+	struct gs_io *io = w->io;
+
+	if (!io->writer_bufs.nfree) {
+		waiter_add(&io->writer_bufs.waiters, &w->waiter, wake, arg);
+		writer_waiters_check(io);
+		return -EAGAIN;
+	}
+	writer_hold(w);
+	if (w->spill)
+		memcpy(iobuf_ptr(io, w->cur_buf), w->spill,
+		       w->pos - w->cur_off);
+	free(w->spill);
+	w->spill = NULL;
+	w->spilled = false;
+	return 0;
+}
+
+/* The spilled chunk of <w> will not be written: its admission goes. */
+static void writer_drop_spill(struct gs_writer *w)
+{
+	if (!w->spilled)
+		return;
+	free(w->spill);
+	w->spill = NULL;
+	w->spilled = false;
+	admission_release(w->io, w->cur_admitted);
+}
+
+bool writer_reclaim_bufs(struct gs_io *io)
+{
+	struct list *head = &io->writer_bufs.waiters, *n, *next;
+	unsigned need = 0, before = io->writer_bufs.nfree;
+	uint64_t now = mono_ns();
+
+	for (n = head->next; n != head; n = n->next)
+		need++;
+	for (n = io->writer_holders.next;
+	     n != &io->writer_holders && io->writer_bufs.nfree < need;
+	     n = next) {
+		struct gs_writer *h = list_entry(n, struct gs_writer, hold);
+
+		next = n->next;
+		if (now - h->fed_at >= WRITER_STALL_MS * 1000000ull)
+			writer_spill(h);
+	}
+	return io->writer_bufs.nfree > before;
+}
+
+void writer_waiters_check(struct gs_io *io)
+{
+	if (io->timer_armed || list_empty(&io->writer_bufs.waiters) ||
+	    list_empty(&io->writer_holders) || io->writer_bufs.nfree)
+		return;
+	uring_arm_timer(io, WRITER_STALL_MS * 1000000ll / 2);
 }
 
 static void writer_free(struct gs_writer *w)
@@ -109,6 +215,7 @@ static void writer_free(struct gs_writer *w)
 	struct gs_engine *e = w->io->e;
 
 	waiter_del(&w->waiter);
+	writer_drop_spill(w);
 	if (w->credit)
 		admission_release(w->io, w->credit);
 	if (w->obj || w->head_caching) {
@@ -282,14 +389,21 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	/* disk space is reserved once a chunk's bytes are all in */
 	if (c->tier == GS_TIER_RAM && c->addr == UINT64_MAX && !w->error)
 		writer_reserve(w, w->cur);
-	if (w->cur_buf < 0 && w->error)
+	if (w->cur_buf < 0 && w->error) {
+		writer_drop_spill(w);
 		return writer_sink(w, p, len, part_end);
+	}
 	if (c->tier == GS_TIER_RAM) {
 		*p = (char *)io->e->region.base + c->addr + (w->pos - w->cur_off);
 		*len = part_end - w->pos;
 		return 0;
 	}
-	if (w->cur_buf < 0) {
+	if (w->cur_buf < 0 && w->spilled) {
+		int ret = writer_unspill(w, wake, arg);
+
+		if (ret < 0)
+			return ret;
+	} else if (w->cur_buf < 0) {
 		uint64_t paid;
 
 		need = round_up(c->len, tier_align(io->e, c->tier));
@@ -300,10 +414,11 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 				STAT_ADD(io->e, admission_waits, 1);
 			w->waited = true;
 			waiter_add(&io->writer_bufs.waiters, &w->waiter, wake, arg);
+			writer_waiters_check(io);
 			return -EAGAIN;
 		}
 		w->waited = false;
-		w->cur_buf = iobuf_get(io, &io->writer_bufs);
+		writer_hold(w);
 		w->cur_admitted = need;
 		w->credit -= paid;
 		STAT_ADD(io->e, admission_bytes, need - paid);
@@ -332,6 +447,8 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	uint32_t alen;
 
 	w->pos += n;
+	if (w->cur_buf >= 0)
+		w->fed_at = mono_ns();
 	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
 		return;
 	c = &obj_chunks(obj)[w->cur];
@@ -350,19 +467,20 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	memset(buf + c->len, 0, alen - c->len);
 	c->sum = XXH3_64bits(buf, c->len);
 	if (w->error) {
-		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		writer_unhold(w);
 		admission_release(w->io, w->cur_admitted);
 	} else if (uring_op_start(w->io, obj, w->cur - 1, true, buf, w->cur_buf,
 			    writer_write_done, w) < 0) {
-		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		writer_unhold(w);
 		admission_release(w->io, w->cur_admitted);
 		STAT_ADD(w->io->e, io_errors, 1);
 		w->error = -EIO;
 	} else {
 		w->inflight++;
 		uring_submit(w->io);
+		list_del(&w->hold);	/* the write gives the buffer back */
+		w->cur_buf = -1;
 	}
-	w->cur_buf = -1;
 }
 
 void writer_set_credit(struct gs_writer *w, uint64_t credit)
@@ -396,10 +514,10 @@ void gs_writer_abort(struct gs_writer **wp)
 		return;
 	*wp = NULL;
 	waiter_del(&w->waiter);
+	writer_drop_spill(w);
 	if (w->cur_buf >= 0) {
-		iobuf_put(&w->io->writer_bufs, w->cur_buf);
+		writer_unhold(w);
 		admission_release(w->io, w->cur_admitted);
-		w->cur_buf = -1;
 		kick(w->io);
 	}
 	if (w->inflight)

@@ -670,7 +670,7 @@ static void concat_bounded(void)
 	free(data);
 }
 
-/* --sync-interval: a store or delete whose group commit fails is answered
+/* --sync-interval: a store, delete or incr whose group commit fails is answered
  * -EIO (SERVER_ERROR), never hung and never acknowledged; once syncs
  * work again so are the answers. */
 static void sync_failure(void)
@@ -679,6 +679,7 @@ static void sync_failure(void)
 	struct gs_engine *e;
 	struct gs_io *io;
 	char *val = malloc(600 << 10);
+	uint64_t n = 0;
 
 	small_config(&cfg);
 	cfg.sync_interval_ms = 5;
@@ -690,13 +691,18 @@ static void sync_failure(void)
 	gs_io_create(e, &io);
 	memset(val, 'S', 600 << 10);
 	CHECK(put(io, "a", val, 600 << 10, 0) == 0, "sync: a stored");
+	CHECK(put(io, "n", "5", 1, 0) == 0, "sync: n stored");
 	__atomic_store_n(&fault_fdatasync_n, 1, __ATOMIC_RELEASE);
 	CHECK(put(io, "b", val, 600 << 10, 0) == -EIO,
 	      "sync: a store whose sync failed is not acknowledged");
 	CHECK(gs_delete(e, "a", 1) == -EIO,
 	      "sync: a delete whose sync failed is not acknowledged");
+	CHECK(mc_incr(e, "n", 1, false, 1, &n) == -EIO,
+	      "sync: an incr whose sync failed is not acknowledged");
 	__atomic_store_n(&fault_fdatasync_n, 0, __ATOMIC_RELEASE);
 	CHECK(put(io, "c", val, 600 << 10, 0) == 0, "sync: syncs work again");
+	CHECK(mc_incr(e, "n", 1, false, 1, &n) == 0 && n == 7,
+	      "sync: incr after syncs work again: %llu", (unsigned long long)n);
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 	free(val);

@@ -2,7 +2,8 @@
  * Disk pools: extents aligned to the device alignment and never rounded to
  * powers of two, next-fit allocation that finds holes, exact accounting,
  * stripe segmentation across dirs, files that grow in steps as space is
- * handed out (and a full file system or a file size limit that stops them),
+ * handed out (and a full file system or a file size limit that stops them,
+ * smaller steps near its end, the journal's reserve kept free),
  * the marker rules (format version, stripe unit, --fresh), and the trust
  * rules of pool dirs: no symlink inside followed, nothing another user owns
  * or may write used, what we create private.
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -375,22 +377,43 @@ static int capture_end(const char *what, char *last, size_t len)
 
 /* A file system that fills up stops the growth: -ENOSPC, logged once,
  * and what the file holds is still handed out. */
+/* Mounts an ext4 of <size> made with <mkfs> (options) at <tmp>/<name>,
+ * its pool dir in <d>; false (skipped, said why) when it cannot. */
+static bool loop_fs(const char *name, const char *size, const char *mkfs,
+		    char *d, size_t dlen)
+{
+	char img[300], mnt[300], cmd[1700];
+
+	snprintf(img, sizeof(img), "%s/%s.img", tmp, name);
+	snprintf(mnt, sizeof(mnt), "%s/%s", tmp, name);
+	snprintf(cmd, sizeof(cmd), "truncate -s %s %s && mkfs.ext4 -q -F %s %s >/dev/null 2>&1 && mkdir -p %s && mount -o loop %s %s 2>/dev/null",
+		 size, img, mkfs, img, mnt, img, mnt);
+	if (geteuid() != 0 || system(cmd) != 0) {
+		fprintf(stderr, "%s: skipped (needs root, mkfs.ext4 and a loop device)\n",
+			name);
+		return false;
+	}
+	snprintf(d, dlen, "%s/pool", mnt);
+	return true;
+}
+
+static void loop_fs_down(const char *name)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "umount %s/%s", tmp, name);
+	CHECK(system(cmd) == 0, "umount");
+}
+
 static void disk_full(void)
 {
-	char img[300], mnt[300], d[400], cmd[1700], err[256], line[512] = "";
+	char d[400], err[256], line[512] = "";
 	struct pool p;
 	uint64_t a, b = UINT64_MAX;
 	int ok = 0, late = 0, logged;
 
-	snprintf(img, sizeof(img), "%s/fs.img", tmp);
-	snprintf(mnt, sizeof(mnt), "%s/fs", tmp);
-	snprintf(cmd, sizeof(cmd), "truncate -s 8M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mkdir -p %s && mount -o loop %s %s 2>/dev/null",
-		 img, img, mnt, img, mnt);
-	if (geteuid() != 0 || system(cmd) != 0) {
-		fprintf(stderr, "disk full: skipped (needs root, mkfs.ext4 and a loop device)\n");
+	if (!loop_fs("fs", "8M", "", d, sizeof(d)))
 		return;
-	}
-	snprintf(d, sizeof(d), "%s/pool", mnt);
 	CHECK(open1(&p, GS_TIER_SSD, d, 64 * MIB, false, err, sizeof(err)) == 0,
 	      "%s", err);
 	capture_start();
@@ -416,8 +439,54 @@ static void disk_full(void)
 	pool_free(&p, b, MIB);
 	CHECK(pool_alloc(&p, MIB, &a) == 0 && a == b, "reuse after a full disk");
 	pool_close(&p);
-	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
-	CHECK(system(cmd) == 0, "umount");
+	loop_fs_down("fs");
+}
+
+static uint64_t fs_free(const char *dir)
+{
+	struct statvfs sv;
+
+	return statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize : 0;
+}
+
+/* A file system smaller than the pool's step: the files grow by smaller
+ * steps near its end, keep no part of a failed one, and leave <reserve>
+ * free on the journal's file system (and none elsewhere). */
+static void disk_reserve(void)
+{
+	char d[400], mnt[300], line[512], err[256];
+	struct pool p;
+	uint64_t a, free_left;
+	int n = 0, more = 0;
+
+	if (!loop_fs("fs2", "24M", "-m 0 -b 4096", d, sizeof(d)))
+		return;
+	snprintf(mnt, sizeof(mnt), "%s/fs2", tmp);
+	CHECK(open1(&p, GS_TIER_SSD, d, 256 * MIB, false, err, sizeof(err)) == 0 &&
+	      p.step == 16 * MIB, "%s", err);
+	p.reserve = 4 * MIB;
+	p.reserve_dev = p.dirs[0].dev;
+	capture_start();
+	while (pool_alloc(&p, MIB, &a) == 0)
+		n++;
+	capture_end("cannot grow", line, sizeof(line));
+	free_left = fs_free(mnt);
+	CHECK(n >= 12 && extents_size(d) == n * (long long)MIB,
+	      "%d chunks in a 24 MiB file system, file %lld", n, extents_size(d));
+	CHECK(free_left >= 4 * MIB && free_left < 5 * MIB + MIB / 2,
+	      "%llu bytes left free for a 4 MiB reserve",
+	      (unsigned long long)free_left);
+	/* the reserve is the journal's file system's only */
+	p.reserve_dev = p.dirs[0].dev + 1;
+	capture_start();
+	while (pool_alloc(&p, MIB, &a) == 0)
+		more++;
+	capture_end("cannot grow", line, sizeof(line));
+	CHECK(more >= 2 && extents_size(d) == (n + more) * (long long)MIB &&
+	      fs_free(mnt) < 2 * MIB, "%d more, %llu bytes free", more,
+	      (unsigned long long)fs_free(mnt));
+	pool_close(&p);
+	loop_fs_down("fs2");
 }
 
 /* Any other growth failure (here a file size limit: EFBIG) is -ENOSPC
@@ -613,9 +682,10 @@ int main(void)
 	striped_growth();
 	markers();
 	disk_full();
+	disk_reserve();
 	file_limit();
 	pool_dirs();
-	snprintf(cmd, sizeof(cmd), "umount %s/fs 2>/dev/null; rm -rf %s", tmp, tmp);
+	snprintf(cmd, sizeof(cmd), "umount %s/fs %s/fs2 2>/dev/null; rm -rf %s", tmp, tmp, tmp);
 	if (system(cmd))
 		failures++;
 	return check_result();
