@@ -20,3 +20,10 @@ module-asan: build/asan/ngx_http_goblin_module.so
 
 build/asan/ngx_http_goblin_module.so: $(NGX_MODULE_SRCS)
 	ngx_goblin_module/build-module --asan $@
+
+# The module's file-level call graph (from its objects) is the one
+# ngx_http_goblin_module.h documents and has no cycle; `make test`.
+.PHONY: check-module-calls
+TEST_EXTRA += check-module-calls
+check-module-calls: build/ngx_http_goblin_module.so
+	t/check-module-calls

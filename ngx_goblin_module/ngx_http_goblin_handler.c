@@ -16,6 +16,8 @@
 #include "ngx_http_goblin_http.h"
 
 
+static void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk);
@@ -24,16 +26,44 @@ static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_set_content_type(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx);
 static ngx_chain_t *ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
+
+
+/* The completions of a GET or HEAD: its LOOKUP, DATA, the READ's end. */
+ngx_int_t
+ngx_http_goblin_get_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    switch (cqe->op) {
+
+    case RING_OP_LOOKUP:
+        ngx_http_goblin_got_object(ctx, cqe);
+        return NGX_OK;
+
+    case RING_OP_DATA:
+        ngx_http_goblin_got_data(ctx, cqe);
+        return NGX_OK;
+
+    case RING_OP_READ:
+        ngx_http_goblin_read_done(ctx, cqe);
+        return NGX_OK;
+
+    default:
+        return NGX_DECLINED;
+    }
+}
 
 
 /* ---- GET and HEAD: the header ---- */
 
 
 /* LOOKUP found the object (or not): the header, the disk READ, the head. */
-void
+static void
 ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     off_t                    disk, head_end;
@@ -433,7 +463,7 @@ ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx)
  * bytes before the next one the body needs (<off> < ctx->next): they are
  * skipped.
  */
-void
+static void
 ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     off_t                    skip;
@@ -502,7 +532,7 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 }
 
 
-void
+static void
 ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     if (cqe->res == 0 && ctx->next == ctx->end) {
@@ -585,26 +615,6 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
     }
 
     return NGX_OK;
-}
-
-
-/* A body buffer nginx is done with (or the request is): its memory goes
- * back. */
-void
-ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b)
-{
-    if (b->num >= 0) {
-        ngx_http_goblin_link->rx_held--;
-
-        if (ngx_http_goblin_linked(ctx)) {
-            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
-        }
-
-    } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
-        ngx_free(b->start);
-    }
-
-    b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
 }
 
 

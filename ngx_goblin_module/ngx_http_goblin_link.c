@@ -33,11 +33,11 @@ static void ngx_http_goblin_connect(ngx_http_goblin_link_t *link);
 static void ngx_http_goblin_connected(ngx_event_t *wev);
 static void ngx_http_goblin_send_hello(ngx_http_goblin_link_t *link);
 static void ngx_http_goblin_read_handler(ngx_event_t *rev);
+static void ngx_http_goblin_bell_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_goblin_attach(ngx_http_goblin_link_t *link);
+static void ngx_http_goblin_link_down(ngx_http_goblin_link_t *link,
+    ngx_uint_t level, ngx_err_t err, const char *why);
 static void ngx_http_goblin_reconnect_handler(ngx_event_t *ev);
-
-
-ngx_http_goblin_link_t  *ngx_http_goblin_link;
 
 
 ngx_int_t
@@ -53,7 +53,12 @@ ngx_http_goblin_link_init(ngx_cycle_t *cycle,
 
     link->conf = gmcf;
     link->log = cycle->log;
+    link->down = ngx_http_goblin_link_down;
     link->backoff = NGX_HTTP_GOBLIN_BACKOFF_MIN;
+
+    link->bell.handler = ngx_http_goblin_bell_handler;
+    link->bell.data = link;
+    link->bell.log = link->log;
 
     link->reconnect.handler = ngx_http_goblin_reconnect_handler;
     link->reconnect.data = link;
@@ -436,27 +441,35 @@ ngx_http_goblin_read_handler(ngx_event_t *rev)
 }
 
 
-/* ---- losing the daemon ---- */
-
-
-void
-ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map)
+/* One doorbell for every submission made in this turn of the loop. */
+static void
+ngx_http_goblin_bell_handler(ngx_event_t *ev)
 {
-    if (--map->refs) {
+    int                      rc;
+    ngx_http_goblin_link_t  *link;
+
+    link = ev->data;
+
+    if (link->state != NGX_HTTP_GOBLIN_UP) {
         return;
     }
 
-    munmap(map->region, map->region_size);
-    ring_unmap(&map->ring);
-    ngx_free(map);
+    rc = ring_doorbell(link->connection->fd);
+    if (rc != 0) {
+        ngx_http_goblin_link_down(link, NGX_LOG_ERR, -rc,
+                                  "doorbell write failed");
+    }
 }
+
+
+/* ---- losing the daemon ---- */
 
 
 /*
  * Closes the link: requests waiting on it are told (502, or a cut
  * connection once headers went out), and a reconnect is scheduled.
  */
-void
+static void
 ngx_http_goblin_link_down(ngx_http_goblin_link_t *link, ngx_uint_t level,
     ngx_err_t err, const char *why)
 {

@@ -34,6 +34,11 @@ ngx_conf_bitmask_t  ngx_http_goblin_methods_mask[] = {
 };
 
 
+/* goblin_max_object's default is storaged's --max-object default */
+static ngx_str_t  ngx_http_goblin_max_object =
+    ngx_string(RING_MAX_OBJECT_DEFAULT);
+
+
 static ngx_conf_post_t  ngx_http_goblin_ring_entries_post = {
     ngx_http_goblin_check_ring_entries
 };
@@ -348,7 +353,7 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     ngx_conf_merge_off_value(conf->max_object, prev->max_object,
-                             64 * 1024 * 1024);
+                             ngx_parse_offset(&ngx_http_goblin_max_object));
 
     ngx_conf_merge_msec_value(conf->read_timeout, prev->read_timeout, 60000);
 

@@ -5,16 +5,36 @@
  * through a per-worker shared-memory ring (shared/ring-t.h).
  *
  *   ngx_http_goblin_module.c   directives, configuration, worker init
- *   ngx_http_goblin_request.c  the content handler; what every request
- *                              shares: context, completions, errors
+ *   ngx_http_goblin_content.c  the content handler: method, key, then
+ *                              GET and HEAD, PUT or DELETE
  *   ngx_http_goblin_handler.c  GET and HEAD
  *   ngx_http_goblin_put.c      PUT and DELETE
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
+ *   ngx_http_goblin_request.c  what every request shares: context,
+ *                              finalizing, errors, giving back
  *   ngx_http_goblin_http.c     Range, conditionals, header values (pure)
  *   ngx_http_goblin_link.c     the link to storaged: connect, hand-over,
- *                              mappings, losing and reconnecting
+ *                              doorbell, losing and reconnecting
  *   ngx_http_goblin_ring.c     the ring: request slots, submissions,
- *                              doorbells, completions, tx buffers
+ *                              completions, tx buffers, mappings
+ *
+ * Who calls whom (t/check-module-calls checks it against the objects;
+ * no cycles):
+ *
+ *   module   ->  content status link
+ *   content  ->  handler put request ring http
+ *   handler  ->  request ring http
+ *   put      ->  request ring
+ *   status   ->  request ring
+ *   request  ->  ring http
+ *   link     ->  ring
+ *   ring     ->
+ *   http     ->
+ *
+ * The ring knows no HTTP: it hands a request's completions to the
+ * handlers its kind set in the context (ctx->complete, ctx->lost,
+ * ctx->tx_ready), as nginx's upstream does, and drops the link through
+ * link->down.
  */
 
 
@@ -108,6 +128,13 @@ typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
 #define NGX_HTTP_GOBLIN_RX_HELD_SHARE  4
 
 
+/* A completion for <ctx>: NGX_OK, or NGX_DECLINED when it is none its
+ * kind asked for (the ring gives back what it brought, as an orphan's). */
+typedef ngx_int_t (*ngx_http_goblin_complete_pt)(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+typedef void (*ngx_http_goblin_handler_pt)(ngx_http_goblin_ctx_t *ctx);
+
+
 typedef struct {
     ngx_http_goblin_ctx_t         *ctx;     /* NULL: free, or orphaned */
     uint32_t                       gen;
@@ -123,12 +150,19 @@ typedef enum {
 } ngx_http_goblin_link_state_e;
 
 
+typedef struct ngx_http_goblin_link_s  ngx_http_goblin_link_t;
+
+typedef void (*ngx_http_goblin_down_pt)(ngx_http_goblin_link_t *link,
+    ngx_uint_t level, ngx_err_t err, const char *why);
+
+
 /* A worker's link to storaged (one per worker process). */
-typedef struct {
+struct ngx_http_goblin_link_s {
     ngx_http_goblin_main_conf_t   *conf;
     ngx_log_t                     *log;
     ngx_connection_t              *connection;
     ngx_http_goblin_link_state_e   state;
+    ngx_http_goblin_down_pt        down;    /* closes it, reconnects */
     ngx_uint_t                     gen;     /* bumped at every attach */
     ngx_http_goblin_map_t         *map;
 
@@ -153,11 +187,14 @@ typedef struct {
     size_t                         put_heap_bytes; /* bodies before a tx buf */
 
     ngx_http_goblin_stats_t        stats;
-} ngx_http_goblin_link_t;
+};
 
 
 struct ngx_http_goblin_ctx_s {
     ngx_http_request_t            *request;
+    ngx_http_goblin_complete_pt    complete; /* its kind's completions */
+    ngx_http_goblin_handler_pt     lost;     /* storaged went away */
+    ngx_http_goblin_handler_pt     tx_ready; /* a PUT's tx buffer came */
     ngx_http_goblin_map_t         *map;
     ngx_uint_t                     link_gen;
     uint64_t                       ud;      /* slot: gen << 32 | index */
@@ -212,9 +249,6 @@ extern ngx_http_goblin_link_t     *ngx_http_goblin_link;
 ngx_int_t ngx_http_goblin_link_init(ngx_cycle_t *cycle,
     ngx_http_goblin_main_conf_t *gmcf);
 void ngx_http_goblin_link_exit(ngx_cycle_t *cycle);
-void ngx_http_goblin_link_down(ngx_http_goblin_link_t *link,
-    ngx_uint_t level, ngx_err_t err, const char *why);
-void ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map);
 
 /* ngx_http_goblin_ring.c */
 ngx_int_t ngx_http_goblin_ring_init(ngx_http_goblin_link_t *link);
@@ -222,6 +256,7 @@ void ngx_http_goblin_ring_exit(ngx_http_goblin_link_t *link);
 void ngx_http_goblin_ring_attached(ngx_http_goblin_link_t *link);
 void ngx_http_goblin_ring_detach(ngx_http_goblin_link_t *link);
 void ngx_http_goblin_reap(ngx_http_goblin_link_t *link);
+void ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map);
 ngx_int_t ngx_http_goblin_register(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_unregister(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe);
@@ -229,45 +264,32 @@ ngx_int_t ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx);
 void ngx_http_goblin_tx_put(uint32_t buf);
 
 /* ngx_http_goblin_request.c */
-ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
-ngx_http_goblin_ctx_t *ngx_http_goblin_create_ctx(ngx_http_request_t *r);
-void ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx);
+ngx_http_goblin_ctx_t *ngx_http_goblin_create_ctx(ngx_http_request_t *r,
+    ngx_http_goblin_complete_pt complete);
 void ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
 void ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
+void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b);
+void ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx);
 ngx_int_t ngx_http_goblin_error_status(ngx_http_request_t *r, int res);
 ngx_int_t ngx_http_goblin_retry_later(ngx_http_request_t *r);
 ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
 ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
 
+/* ngx_http_goblin_content.c */
+ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
+
 /* ngx_http_goblin_handler.c */
-void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
+ngx_int_t ngx_http_goblin_get_complete(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
-void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b);
 
 /* ngx_http_goblin_put.c */
 ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);
-void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
-void ngx_http_goblin_put_cleanup(ngx_http_goblin_ctx_t *ctx);
-void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);
-void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
+ngx_int_t ngx_http_goblin_delete_complete(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 
 /* ngx_http_goblin_status.c */
 ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);
-void ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-void ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx);
 
 
 /* Whether <ctx> belongs to the attach the link is up on now. */

@@ -19,6 +19,8 @@
 #include "ngx_http_goblin_module.h"
 
 
+static ngx_int_t ngx_http_goblin_put_complete(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static void ngx_http_goblin_put_body(ngx_http_request_t *r);
 static void ngx_http_goblin_put_read(ngx_http_request_t *r);
 static void ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx);
@@ -27,9 +29,16 @@ static ngx_int_t ngx_http_goblin_heap_room(ngx_http_goblin_ctx_t *ctx,
     size_t n);
 static void ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static void ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_put_timeout(ngx_event_t *ev);
-static void ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 
 
 /* ---- PUT ---- */
@@ -58,11 +67,12 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
         return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
 
-    ctx = ngx_http_goblin_create_ctx(r);
+    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_put_complete);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ctx->tx_ready = ngx_http_goblin_tx_ready;
     ctx->key = *key;
     ctx->body_size = r->headers_in.content_length_n;
 
@@ -78,6 +88,30 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
     }
 
     return NGX_DONE;
+}
+
+
+/* The completions of a PUT: its writer, its tx buffer back, stored. */
+static ngx_int_t
+ngx_http_goblin_put_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    switch (cqe->op) {
+
+    case RING_OP_WOPEN:
+        ngx_http_goblin_got_writer(ctx, cqe);
+        return NGX_OK;
+
+    case RING_OP_TXDONE:
+        ngx_http_goblin_txdone(ctx);
+        return NGX_OK;
+
+    case RING_OP_WFINISH:
+        ngx_http_goblin_stored(ctx, cqe);
+        return NGX_OK;
+
+    default:
+        return NGX_DECLINED;
+    }
 }
 
 
@@ -390,7 +424,7 @@ ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
 
 
 /* A tx buffer came free for a PUT that waited for one (ctx->tx_buf). */
-void
+static void
 ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx)
 {
     if (ctx->put_timer.timer_set) {
@@ -401,7 +435,7 @@ ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx)
 }
 
 
-void
+static void
 ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_http_request_t  *r = ctx->request;
@@ -444,7 +478,7 @@ ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx)
 
 
 /* The PUT's tx buffer is back: more of the body, or its job is done. */
-void
+static void
 ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx)
 {
     ctx->tx_busy = 0;
@@ -506,33 +540,7 @@ ngx_http_goblin_put_timeout(ngx_event_t *ev)
 }
 
 
-/* The PUT's part of the request cleanup: its timer, a body in the heap. */
-void
-ngx_http_goblin_put_cleanup(ngx_http_goblin_ctx_t *ctx)
-{
-    if (ctx->put_timer.timer_set) {
-        ngx_del_timer(&ctx->put_timer);
-    }
-
-    ngx_http_goblin_heap_free(ctx);
-}
-
-
 static void
-ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx)
-{
-    if (ngx_http_goblin_link) {
-        ngx_http_goblin_link->put_heap_bytes -= ctx->heap_len;
-    }
-
-    ngx_free(ctx->heap);
-    ctx->heap = NULL;
-    ctx->heap_len = 0;
-    ctx->heap_size = 0;
-}
-
-
-void
 ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_http_request_t      *r;
@@ -574,7 +582,21 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 /* ---- DELETE ---- */
 
 
-void
+ngx_int_t
+ngx_http_goblin_delete_complete(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    if (cqe->op != RING_OP_DELETE) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_goblin_deleted(ctx, cqe);
+
+    return NGX_OK;
+}
+
+
+static void
 ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_http_request_t      *r = ctx->request;

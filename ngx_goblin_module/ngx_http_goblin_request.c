@@ -1,8 +1,8 @@
 
 /*
- * ngx_http_goblin_module: the content handler (method, key, then GET and
- * HEAD, PUT or DELETE) and what every goblin request shares.  Its context
- * takes completions through a ring slot (ngx_http_goblin_ring.c) and is
+ * ngx_http_goblin_module: what every goblin request shares.  Its context
+ * takes completions through a ring slot (ngx_http_goblin_ring.c), handed
+ * to the handlers of its kind (GET and HEAD, PUT, DELETE, status), and is
  * finalized once; whatever it holds of storaged's (a pin, rx buffers, a
  * writer, a tx buffer, the mapping) goes back when nginx frees it.  An
  * error is answered with a status while no header went out, else by
@@ -14,159 +14,18 @@
 #include "ngx_http_goblin_http.h"
 
 
-static ngx_int_t ngx_http_goblin_key(ngx_http_request_t *r,
-    ngx_http_goblin_loc_conf_t *glcf, ngx_str_t *key);
-static ngx_int_t ngx_http_goblin_not_allowed(ngx_http_request_t *r,
-    ngx_http_goblin_loc_conf_t *glcf);
 static void ngx_http_goblin_cleanup(void *data);
+static void ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_timeout(ngx_event_t *ev);
-
-
-/* ---- the content handler ---- */
-
-
-ngx_int_t
-ngx_http_goblin_handler(ngx_http_request_t *r)
-{
-    ngx_int_t                    rc;
-    ngx_str_t                    key;
-    ngx_http_goblin_ctx_t       *ctx;
-    ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
-    ngx_http_goblin_loc_conf_t  *glcf;
-
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
-
-    link->stats.requests++;
-
-    if (!(r->method & glcf->methods)) {
-        return ngx_http_goblin_not_allowed(r, glcf);
-    }
-
-    if (link->state != NGX_HTTP_GOBLIN_UP) {
-        link->stats.unavailable++;
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "goblin: storaged is not attached (yet)");
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-    }
-
-    rc = ngx_http_goblin_key(r, glcf, &key);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (r->method == NGX_HTTP_PUT) {
-        return ngx_http_goblin_put_handler(r, &key);
-    }
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ctx = ngx_http_goblin_create_ctx(r);
-    if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->key = key;
-
-    if (!r->discard_body) {
-        r->read_event_handler = ngx_http_test_reading;
-    }
-
-    ngx_http_goblin_submit_key(ctx, r->method == NGX_HTTP_DELETE
-                                    ? RING_OP_DELETE : RING_OP_LOOKUP, 0);
-    ngx_http_goblin_wait(ctx);
-
-    r->main->count++;
-
-    return NGX_DONE;
-}
-
-
-/* The key: goblin_key, else the URI after the location prefix. */
-static ngx_int_t
-ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
-    ngx_str_t *key)
-{
-    size_t                     prefix_len;
-    ngx_int_t                  valid;
-    const u_char              *data;
-    ngx_http_core_loc_conf_t  *clcf;
-
-    if (glcf->key) {
-        if (ngx_http_complex_value(r, glcf->key, key) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX);
-
-    } else {
-        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-        prefix_len = (
-#if (NGX_PCRE)
-                      clcf->regex == NULL &&
-#endif
-                      !clcf->named) ? clcf->name.len : 0;
-
-        valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
-                                        clcf->name.data, prefix_len,
-                                        RING_KEY_MAX, &data, &key->len);
-        key->data = (u_char *) data;
-    }
-
-    if (!valid) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "goblin: a key of %uz bytes (1 to %d, no space or "
-                      "control character)", key->len, RING_KEY_MAX);
-        return NGX_HTTP_BAD_REQUEST;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_goblin_not_allowed(ngx_http_request_t *r,
-    ngx_http_goblin_loc_conf_t *glcf)
-{
-    u_char              *p;
-    ngx_str_t            allow;
-    ngx_conf_bitmask_t  *m;
-
-    p = ngx_pnalloc(r->pool, sizeof("GET, HEAD, PUT, DELETE") - 1);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    allow.data = p;
-
-    for (m = ngx_http_goblin_methods_mask; m->name.len; m++) {
-        if (glcf->methods & m->mask) {
-            if (p != allow.data) {
-                *p++ = ','; *p++ = ' ';
-            }
-
-            p = ngx_cpymem(p, m->name.data, m->name.len);
-        }
-    }
-
-    allow.len = p - allow.data;
-
-    if (ngx_http_goblin_add_header(r, "Allow", &allow) == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return NGX_HTTP_NOT_ALLOWED;
-}
 
 
 /* ---- the request context ---- */
 
 
+/* A context whose completions go to <complete>, its kind's. */
 ngx_http_goblin_ctx_t *
-ngx_http_goblin_create_ctx(ngx_http_request_t *r)
+ngx_http_goblin_create_ctx(ngx_http_request_t *r,
+    ngx_http_goblin_complete_pt complete)
 {
     ngx_http_cleanup_t     *cln;
     ngx_http_goblin_ctx_t  *ctx;
@@ -188,6 +47,8 @@ ngx_http_goblin_create_ctx(ngx_http_request_t *r)
      */
 
     ctx->request = r;
+    ctx->complete = complete;
+    ctx->lost = ngx_http_goblin_link_lost;
     ctx->tx_buf = -1;
 
     ctx->timer.handler = ngx_http_goblin_timeout;
@@ -231,7 +92,12 @@ ngx_http_goblin_cleanup(void *data)
 
     ctx->done = 1;
     ngx_http_goblin_unregister(ctx);
-    ngx_http_goblin_put_cleanup(ctx);
+
+    if (ctx->put_timer.timer_set) {
+        ngx_del_timer(&ctx->put_timer);
+    }
+
+    ngx_http_goblin_heap_free(ctx);
 
     linked = ngx_http_goblin_linked(ctx);
 
@@ -269,59 +135,10 @@ ngx_http_goblin_cleanup(void *data)
 }
 
 
-/* A completion for one of this request's submissions. */
-void
-ngx_http_goblin_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    switch (cqe->op) {
-
-    case RING_OP_LOOKUP:
-        ngx_http_goblin_got_object(ctx, cqe);
-        break;
-
-    case RING_OP_DATA:
-        ngx_http_goblin_got_data(ctx, cqe);
-        break;
-
-    case RING_OP_READ:
-        ngx_http_goblin_read_done(ctx, cqe);
-        break;
-
-    case RING_OP_WOPEN:
-        ngx_http_goblin_got_writer(ctx, cqe);
-        break;
-
-    case RING_OP_WFINISH:
-        ngx_http_goblin_stored(ctx, cqe);
-        break;
-
-    case RING_OP_DELETE:
-        ngx_http_goblin_deleted(ctx, cqe);
-        break;
-
-    case RING_OP_STATS:
-        ngx_http_goblin_got_stats(ctx, cqe);
-        break;
-
-    case RING_OP_TXDONE:
-        ngx_http_goblin_txdone(ctx);
-        break;
-
-    default:
-        break;
-    }
-}
-
-
 /* storaged went away under the request. */
-void
+static void
 ngx_http_goblin_link_lost(ngx_http_goblin_ctx_t *ctx)
 {
-    if (ctx->status) {
-        ngx_http_goblin_status_lost(ctx);
-        return;
-    }
-
     ngx_log_error(NGX_LOG_ERR, ctx->request->connection->log, 0,
                   "goblin: storaged lost while serving \"%V\"", &ctx->key);
 
@@ -370,6 +187,41 @@ ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc)
     }
 
     ngx_http_goblin_finalize(ctx, rc);
+}
+
+
+/* A body buffer nginx is done with (or the request is): its memory goes
+ * back. */
+void
+ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b)
+{
+    if (b->num >= 0) {
+        ngx_http_goblin_link->rx_held--;
+
+        if (ngx_http_goblin_linked(ctx)) {
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, b->num, 0, 0);
+        }
+
+    } else if (b->num == NGX_HTTP_GOBLIN_HEAP_BUF) {
+        ngx_free(b->start);
+    }
+
+    b->num = NGX_HTTP_GOBLIN_HEAD_BUF;
+}
+
+
+/* A PUT body read before its tx buffer came is freed. */
+void
+ngx_http_goblin_heap_free(ngx_http_goblin_ctx_t *ctx)
+{
+    if (ngx_http_goblin_link) {
+        ngx_http_goblin_link->put_heap_bytes -= ctx->heap_len;
+    }
+
+    ngx_free(ctx->heap);
+    ctx->heap = NULL;
+    ctx->heap_len = 0;
+    ctx->heap_size = 0;
 }
 
 

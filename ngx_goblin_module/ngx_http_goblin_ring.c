@@ -3,18 +3,25 @@
  * ngx_http_goblin_module: the worker's side of the ring (shared/ring-t.h).
  *
  * Every request holds a slot; its submissions carry the slot's index and
- * generation as user_data, so a completion finds its request, or is an
- * orphan whose buffers and pins go back at once.  Submissions the SQ has
- * no room for wait in a backlog, in order; one doorbell per turn of the
- * event loop covers them all.  Staging buffers change hands only through
- * entries, and every completion is checked against who holds its buffer
- * now.  tx buffers go to PUTs one each, first come first served; a PUT
- * waits for one goblin_put_wait at most, behind goblin_put_queue others at
- * most, and is answered 503 past either.
+ * generation as user_data, so a completion finds its request and goes to
+ * the handler its kind set (ctx->complete), or is an orphan whose buffers
+ * and pins go back at once.  The ring knows no HTTP: a lost attach is told
+ * to each request through ctx->lost, a tx buffer to the PUT that waited
+ * through ctx->tx_ready, and what must drop the link calls link->down.
+ * Submissions the SQ has no room for wait in a backlog, in order; one
+ * doorbell per turn of the event loop covers them all (the doorbell is
+ * the link's, ngx_http_goblin_link.c).  Staging buffers change hands only
+ * through entries, and every completion is checked against who holds its
+ * buffer now.  tx buffers go to PUTs one each, first come first served; a
+ * PUT waits for one goblin_put_wait at most, behind goblin_put_queue
+ * others at most, and is answered 503 past either.  The attach's mappings
+ * go once the link and every request let go of them.
  */
 
 
 #include "ngx_http_goblin_module.h"
+
+#include <sys/mman.h>
 
 
 #define NGX_HTTP_GOBLIN_SLOTS         256
@@ -44,10 +51,12 @@ static void ngx_http_goblin_send_orphan(ngx_http_goblin_link_t *link,
     ngx_uint_t op, uint32_t handle, uint32_t buf);
 static void ngx_http_goblin_flush_backlog(ngx_http_goblin_link_t *link);
 static void ngx_http_goblin_ring_bell(ngx_http_goblin_link_t *link);
-static void ngx_http_goblin_bell_handler(ngx_event_t *ev);
 static void ngx_http_goblin_tx_give(ngx_http_goblin_link_t *link,
     uint32_t buf);
 static void ngx_http_goblin_tx_kick_handler(ngx_event_t *ev);
+
+
+ngx_http_goblin_link_t  *ngx_http_goblin_link;
 
 
 /* one link per worker process: its buffers' holders live here */
@@ -68,10 +77,6 @@ ngx_http_goblin_ring_init(ngx_http_goblin_link_t *link)
     ngx_queue_init(&link->backlog);
     ngx_queue_init(&link->spare);
     ngx_queue_init(&link->tx_waiters);
-
-    link->bell.handler = ngx_http_goblin_bell_handler;
-    link->bell.data = link;
-    link->bell.log = link->log;
 
     link->tx_kick.handler = ngx_http_goblin_tx_kick_handler;
     link->tx_kick.data = link;
@@ -176,9 +181,23 @@ ngx_http_goblin_ring_detach(ngx_http_goblin_link_t *link)
         }
 
         c = ctx->request->connection;
-        ngx_http_goblin_link_lost(ctx);
+        ctx->lost(ctx);
         ngx_http_run_posted_requests(c);
     }
+}
+
+
+/* An attach's mappings go once no request sends from them. */
+void
+ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map)
+{
+    if (--map->refs) {
+        return;
+    }
+
+    munmap(map->region, map->region_size);
+    ring_unmap(&map->ring);
+    ngx_free(map);
 }
 
 
@@ -207,7 +226,7 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
         why = ngx_http_goblin_check_cqe(link, &cqe);
 
         if (why != NULL) {
-            ngx_http_goblin_link_down(link, NGX_LOG_ERR, 0, why);
+            link->down(link, NGX_LOG_ERR, 0, why);
             return;
         }
 
@@ -224,7 +243,10 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
         ctx = slot->ctx;
         c = ctx->request->connection;
 
-        ngx_http_goblin_complete(ctx, &cqe);
+        if (ctx->complete(ctx, &cqe) == NGX_DECLINED) {
+            ngx_http_goblin_orphan(link, &cqe);
+            continue;
+        }
 
         ngx_http_run_posted_requests(c);
     }
@@ -234,8 +256,8 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
     }
 
     if (rc < 0) {
-        ngx_http_goblin_link_down(link, NGX_LOG_ERR, 0,
-                                  "the completion queue indices are corrupt");
+        link->down(link, NGX_LOG_ERR, 0,
+                   "the completion queue indices are corrupt");
         return;
     }
 
@@ -417,8 +439,8 @@ ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe)
     } else {
         b = ngx_alloc(sizeof(ngx_http_goblin_backlog_t), link->log);
         if (b == NULL) {
-            ngx_http_goblin_link_down(link, NGX_LOG_ALERT, 0,
-                                      "out of memory for the backlog");
+            link->down(link, NGX_LOG_ALERT, 0,
+                       "out of memory for the backlog");
             return;
         }
     }
@@ -460,27 +482,6 @@ ngx_http_goblin_ring_bell(ngx_http_goblin_link_t *link)
 {
     if (!link->bell.posted) {
         ngx_post_event(&link->bell, &ngx_posted_events);
-    }
-}
-
-
-/* One doorbell for every submission made in this turn of the loop. */
-static void
-ngx_http_goblin_bell_handler(ngx_event_t *ev)
-{
-    int                      rc;
-    ngx_http_goblin_link_t  *link;
-
-    link = ev->data;
-
-    if (link->state != NGX_HTTP_GOBLIN_UP) {
-        return;
-    }
-
-    rc = ring_doorbell(link->connection->fd);
-    if (rc != 0) {
-        ngx_http_goblin_link_down(link, NGX_LOG_ERR, -rc,
-                                  "doorbell write failed");
     }
 }
 
@@ -642,7 +643,7 @@ ngx_http_goblin_tx_give(ngx_http_goblin_link_t *link, uint32_t buf)
     ctx->tx_len = 0;
 
     c = ctx->request->connection;
-    ngx_http_goblin_tx_ready(ctx);
+    ctx->tx_ready(ctx);
     ngx_http_run_posted_requests(c);
 }
 

@@ -11,6 +11,11 @@
 #include <jansson.h>
 
 
+static ngx_int_t ngx_http_goblin_status_complete(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_send_status(ngx_http_request_t *r,
     json_t *storaged);
 
@@ -36,11 +41,12 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
         return ngx_http_goblin_send_status(r, NULL);
     }
 
-    ctx = ngx_http_goblin_create_ctx(r);
+    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_status_complete);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ctx->lost = ngx_http_goblin_status_lost;
     ctx->status = 1;
 
     ngx_memzero(&sqe, sizeof(struct ring_sqe));
@@ -55,7 +61,7 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
 
 
 /* storaged went away before it answered: the status without it. */
-void
+static void
 ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_http_goblin_finalize(ctx,
@@ -63,8 +69,22 @@ ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+static ngx_int_t
+ngx_http_goblin_status_complete(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    if (cqe->op != RING_OP_STATS) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_goblin_got_stats(ctx, cqe);
+
+    return NGX_OK;
+}
+
+
 /* "name value" lines from storaged into a JSON object of numbers. */
-void
+static void
 ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     u_char              *p, *last, *name, *eol;

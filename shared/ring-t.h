@@ -65,6 +65,11 @@
 #define RING_KEY_MAX		250		/* = GS_KEY_MAX (asserted in storaged/link_internal.h) */
 #define RING_ALIGN		4096u
 
+/* The largest object either side accepts unless told otherwise: the
+ * default of goblin-store --max-object and of nginx's goblin_max_object,
+ * a size each parses as it parses its own setting. */
+#define RING_MAX_OBJECT_DEFAULT	"64M"
+
 /* Geometry limits; a hello asking outside them is clamped. */
 #define RING_SQ_MIN		16u
 #define RING_SQ_MAX		4096u

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "goblin.h"
+#include "ring-t.h"
 
 #define GOBLIN_VERSION "1.0.0"
 
@@ -70,7 +71,7 @@
 	       "group that owns --socket and its directory; its members may attach") \
 	OPTION(no_http, "no-http", BOOL, "false", 0, 0,			\
 	       "no unix socket for nginx workers (memcache only)")	\
-	OPTION(max_object, "max-object", SIZE, "64M", 0, 0,		\
+	OPTION(max_object, "max-object", SIZE, RING_MAX_OBJECT_DEFAULT, 0, 0, \
 	       "largest object accepted")				\
 	OPTION(admission_bytes, "admission-bytes", SIZE, "64M", 0, 0,	\
 	       "bytes accepted but not yet on disk before writers are paused") \

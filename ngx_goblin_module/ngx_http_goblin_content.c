@@ -1,0 +1,156 @@
+
+/*
+ * ngx_http_goblin_module: the content handler of "goblin" locations: the
+ * method (goblin_methods), storaged attached, the key (goblin_key, or the
+ * URI), then GET and HEAD (ngx_http_goblin_handler.c), PUT or DELETE
+ * (ngx_http_goblin_put.c).
+ */
+
+
+#include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_http.h"
+
+
+static ngx_int_t ngx_http_goblin_key(ngx_http_request_t *r,
+    ngx_http_goblin_loc_conf_t *glcf, ngx_str_t *key);
+static ngx_int_t ngx_http_goblin_not_allowed(ngx_http_request_t *r,
+    ngx_http_goblin_loc_conf_t *glcf);
+
+
+ngx_int_t
+ngx_http_goblin_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    key;
+    ngx_http_goblin_ctx_t       *ctx;
+    ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
+    ngx_http_goblin_loc_conf_t  *glcf;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
+
+    link->stats.requests++;
+
+    if (!(r->method & glcf->methods)) {
+        return ngx_http_goblin_not_allowed(r, glcf);
+    }
+
+    if (link->state != NGX_HTTP_GOBLIN_UP) {
+        link->stats.unavailable++;
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "goblin: storaged is not attached (yet)");
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    rc = ngx_http_goblin_key(r, glcf, &key);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (r->method == NGX_HTTP_PUT) {
+        return ngx_http_goblin_put_handler(r, &key);
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ctx = ngx_http_goblin_create_ctx(r, r->method == NGX_HTTP_DELETE
+                                        ? ngx_http_goblin_delete_complete
+                                        : ngx_http_goblin_get_complete);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->key = key;
+
+    if (!r->discard_body) {
+        r->read_event_handler = ngx_http_test_reading;
+    }
+
+    ngx_http_goblin_submit_key(ctx, r->method == NGX_HTTP_DELETE
+                                    ? RING_OP_DELETE : RING_OP_LOOKUP, 0);
+    ngx_http_goblin_wait(ctx);
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+/* The key: goblin_key, else the URI after the location prefix. */
+static ngx_int_t
+ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
+    ngx_str_t *key)
+{
+    size_t                     prefix_len;
+    ngx_int_t                  valid;
+    const u_char              *data;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (glcf->key) {
+        if (ngx_http_complex_value(r, glcf->key, key) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX);
+
+    } else {
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+        prefix_len = (
+#if (NGX_PCRE)
+                      clcf->regex == NULL &&
+#endif
+                      !clcf->named) ? clcf->name.len : 0;
+
+        valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
+                                        clcf->name.data, prefix_len,
+                                        RING_KEY_MAX, &data, &key->len);
+        key->data = (u_char *) data;
+    }
+
+    if (!valid) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "goblin: a key of %uz bytes (1 to %d, no space or "
+                      "control character)", key->len, RING_KEY_MAX);
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_goblin_not_allowed(ngx_http_request_t *r,
+    ngx_http_goblin_loc_conf_t *glcf)
+{
+    u_char              *p;
+    ngx_str_t            allow;
+    ngx_conf_bitmask_t  *m;
+
+    p = ngx_pnalloc(r->pool, sizeof("GET, HEAD, PUT, DELETE") - 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    allow.data = p;
+
+    for (m = ngx_http_goblin_methods_mask; m->name.len; m++) {
+        if (glcf->methods & m->mask) {
+            if (p != allow.data) {
+                *p++ = ','; *p++ = ' ';
+            }
+
+            p = ngx_cpymem(p, m->name.data, m->name.len);
+        }
+    }
+
+    allow.len = p - allow.data;
+
+    if (ngx_http_goblin_add_header(r, "Allow", &allow) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_HTTP_NOT_ALLOWED;
+}
