@@ -1,6 +1,7 @@
 /*
- * The index journal (journal.h): opening it, appends, checkpoints and the
- * --sync-interval thread.  Replay at start is in journal_replay.c.
+ * The index journal (journal.h): opening it, appends and checkpoints.
+ * Replay at start is in journal_replay.c, --sync-interval's thread in
+ * journal_sync.c.
  *
  * Appends are plain buffered pwrite()s at the end, under e->lock, so they
  * land in sequence order; a failed one is truncated away at once.  A
@@ -443,18 +444,6 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 	return fd;
 }
 
-/* Everything filed up to <seq> is on stable storage: wakes who waits. */
-static void publish_synced(struct gs_engine *e, struct journal *j,
-			   uint64_t seq)
-{
-	pthread_mutex_lock(&j->sync_lock);
-	if (seq > j->synced)
-		__atomic_store_n(&j->synced, seq, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&j->synced_cond);
-	pthread_mutex_unlock(&j->sync_lock);
-	engine_wake_synced(e);		/* stores waiting in gs_io loops */
-}
-
 int journal_checkpoint(struct gs_engine *e, bool sync)
 {
 	struct journal *j = e->journal;
@@ -498,7 +487,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	if (e->next_cas > j->last)
 		__atomic_store_n(&j->last, e->next_cas, __ATOMIC_RELEASE);
 	if (sync && j->syncing)
-		publish_synced(e, j, j->last);
+		journal_publish_synced(e, j, j->last);
 	STAT_ADD(e, checkpoints, 1);
 	publish_stats(e, j);
 	log_info("%s: checkpoint of %lld records, %llu bytes, in %llu ms",
@@ -519,119 +508,6 @@ void journal_weigh(struct gs_engine *e)
 	/* look again at the limit, and not before the journal has grown by
 	 * an eighth of it: each look walks the whole index */
 	j->next_check = j->end + limit / 8 > limit ? j->end + limit / 8 : limit;
-}
-
-/* ---- --sync-interval ---- */
-
-static void sync_once(struct gs_engine *e, struct journal *j)
-{
-	uint64_t seq = __atomic_load_n(&j->last, __ATOMIC_ACQUIRE), end;
-	int fd, ret = 0;
-
-	if (seq <= __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE))
-		return;
-	/* the chunks of what is journaled were written before it */
-	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
-		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs; i++)
-			if (fdatasync(e->pools[t].dirs[i].fd) < 0)
-				ret = -errno;
-	/* a checkpoint may swap the file meanwhile: it syncs the new one */
-	pthread_mutex_lock(&j->fd_lock);
-	fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0);
-	end = __atomic_load_n(&j->end, __ATOMIC_ACQUIRE);
-	pthread_mutex_unlock(&j->fd_lock);
-	if (fd < 0) {
-		ret = -errno;
-	} else {
-		if (fdatasync(fd) < 0)
-			ret = -errno;
-		else		/* what it wrote is clean now */
-			journal_shed(fd, end);
-		close(fd);
-	}
-	if (ret < 0) {
-		/* what it covered is answered SERVER_ERROR, never hung */
-		log_err("%s: fdatasync: %s: stores and deletes up to now fail",
-			j->path, strerror(-ret));
-		__atomic_store_n(&j->failed, seq, __ATOMIC_RELEASE);
-	} else {
-		STAT_ADD(e, syncs, 1);
-	}
-	publish_synced(e, j, seq);
-}
-
-static void *sync_main(void *arg)
-{
-	struct gs_engine *e = arg;
-	struct journal *j = e->journal;
-	uint64_t ns = e->cfg.sync_interval_ms * 1000000ull;
-	struct timespec at;
-
-	/* one sync per interval at most; after an idle interval the next
-	 * append is synced at once, so a lone store waits one sync, not an
-	 * interval and a sync */
-	pthread_mutex_lock(&j->sync_lock);
-	while (!j->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += (at.tv_nsec + ns) / 1000000000ull;
-		at.tv_nsec = (at.tv_nsec + ns) % 1000000000ull;
-		while (!j->stop &&
-		       pthread_cond_timedwait(&j->tick, &j->sync_lock, &at) !=
-		       ETIMEDOUT)
-			;
-		/* idle is set before last is read, as an append stores last
-		 * before it reads idle: one of the two sees the other */
-		for (;;) {
-			__atomic_store_n(&j->idle, true, __ATOMIC_SEQ_CST);
-			if (j->stop || __atomic_load_n(&j->last, __ATOMIC_SEQ_CST) >
-			    __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE))
-				break;
-			clock_gettime(CLOCK_MONOTONIC, &at);
-			at.tv_sec += 1;		/* a missed signal costs 1 s */
-			pthread_cond_timedwait(&j->tick, &j->sync_lock, &at);
-		}
-		__atomic_store_n(&j->idle, false, __ATOMIC_RELEASE);
-		if (j->stop)
-			break;
-		pthread_mutex_unlock(&j->sync_lock);
-		sync_once(e, j);
-		pthread_mutex_lock(&j->sync_lock);
-	}
-	pthread_mutex_unlock(&j->sync_lock);
-	return NULL;
-}
-
-uint64_t journal_synced(const struct gs_engine *e)
-{
-	const struct journal *j = e->journal;
-
-	if (!j)
-		return UINT64_MAX;
-	if (!j->syncing)
-		return __atomic_load_n(&j->last, __ATOMIC_ACQUIRE);
-	return __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE);
-}
-
-int journal_sync_result(const struct gs_engine *e, uint64_t seq)
-{
-	const struct journal *j = e->journal;
-
-	if (!j || !j->syncing)
-		return 0;
-	return seq <= __atomic_load_n(&j->failed, __ATOMIC_ACQUIRE) ? -EIO : 0;
-}
-
-int journal_wait_synced(struct gs_engine *e, uint64_t seq)
-{
-	struct journal *j = e->journal;
-
-	if (!j || !j->syncing)
-		return 0;
-	pthread_mutex_lock(&j->sync_lock);
-	while (j->synced < seq && !j->stop)
-		pthread_cond_wait(&j->synced_cond, &j->sync_lock);
-	pthread_mutex_unlock(&j->sync_lock);
-	return journal_sync_result(e, seq);
 }
 
 /* ---- open and close ---- */
@@ -817,19 +693,12 @@ int journal_open(struct gs_engine *e, char *err, size_t errlen)
 	publish_stats(e, j);
 	e->journal = j;
 	journal_room_reset(e);
-	if (e->cfg.sync_interval_ms) {
-		ret = -pthread_create(&j->thread, NULL, sync_main, e);
-		if (ret < 0) {
-			snprintf(err, errlen, "journal sync thread: %s",
-				 strerror(-ret));
-			e->journal = NULL;
-			journal_free(j);
-			return ret;
-		}
-		pthread_setname_np(j->thread, "gs-journal");
-		j->syncing = true;
+	ret = journal_sync_start(e, err, errlen);
+	if (ret < 0) {
+		e->journal = NULL;
+		journal_free(j);
 	}
-	return 0;
+	return ret;
 }
 
 void journal_close(struct gs_engine *e)
@@ -838,14 +707,7 @@ void journal_close(struct gs_engine *e)
 
 	if (!j)
 		return;
-	if (j->syncing) {
-		pthread_mutex_lock(&j->sync_lock);
-		j->stop = true;
-		pthread_cond_broadcast(&j->tick);
-		pthread_cond_broadcast(&j->synced_cond);
-		pthread_mutex_unlock(&j->sync_lock);
-		pthread_join(j->thread, NULL);
-	}
+	journal_sync_stop(j);
 	pthread_mutex_lock(&e->lock);
 	/* before recovery the index does not hold what the journal does */
 	if (j->recovered)

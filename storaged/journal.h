@@ -225,6 +225,15 @@ int journal_checkpoint(struct gs_engine *e, bool sync);
 /* Checkpoints when the journal has outgrown the live index (e->lock held);
  * else sets when to look again. */
 void journal_weigh(struct gs_engine *e);
+/* journal_sync.c.  Everything filed up to <seq> is on stable storage:
+ * wakes who waits for it. */
+void journal_publish_synced(struct gs_engine *e, struct journal *j,
+			    uint64_t seq);
+/* With --sync-interval, starts the sync thread of e->journal: 0, or -errno
+ * with the reason in <err>. */
+int journal_sync_start(struct gs_engine *e, char *err, size_t errlen);
+/* Stops it (nothing to do without one). */
+void journal_sync_stop(struct journal *j);
 /* Bytes a checkpoint of the live index would take now (a walk of the
  * whole index; e->lock held). */
 uint64_t journal_live_bytes(const struct gs_engine *e);

@@ -9,6 +9,7 @@ LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
                   storaged/numa_topo.c storaged/numa_promote.c \
                   storaged/journal.c storaged/journal_replay.c \
                   storaged/journal_shed.c storaged/journal_room.c \
+                  storaged/journal_sync.c \
                   shared/log.c
 STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
                   storaged/loop.c storaged/server.c storaged/server_stats.c \
