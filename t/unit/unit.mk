@@ -24,6 +24,7 @@ build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS)
 # Engine tests link libgoblin and the options table's defaults
 # (storaged/storaged.mk).
 ENGINE_TESTS := test_engine test_region test_pool test_stream test_journal \
+                test_journal_damage \
                 test_arena test_index \
                 test_numa
 define ENGINE_TEST
