@@ -117,11 +117,6 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	engine_unref(e, obj);
 }
 
-void engine_unlink(struct gs_engine *e, struct gs_obj *obj)
-{
-	unlink_obj(e, obj);
-}
-
 /* Unlinks the live <obj> for good: the journal says so first, so a restart
  * never brings it back once its space is reused.  Returns the DEL's
  * sequence number, or 0 when it could not be journaled (<obj> stays). */
