@@ -54,6 +54,8 @@ struct region_block {
 	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
+	uint32_t promoted_in;		/* --numa: 1 + the round that moved it
+					 * into region zero, 0: none */
 };
 
 struct region_class {

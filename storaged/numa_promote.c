@@ -93,7 +93,8 @@ static int hotter(const void *a, const void *b)
 }
 
 /* Region zero's free block, else its coldest movable one less than half as
- * hot as <hits>: UINT32_MAX when none. */
+ * hot as <hits> and not promoted in the last GS_NUMA_HOLD_ROUNDS:
+ * UINT32_MAX when none. */
 static uint32_t local_target(const struct region *r, const struct round *rd,
 			     uint32_t hits)
 {
@@ -104,6 +105,9 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 
 		if (blk->cls < 0 && !blk->dropping)
 			return b;
+		if (blk->promoted_in && r->numa.prom.rounds + 1 -
+		    blk->promoted_in < GS_NUMA_HOLD_ROUNDS)
+			continue;
 		if (2ull * blk->hits < hits && movable(r, rd, b) &&
 		    (best == UINT32_MAX || blk->hits < r->blocks[best].hits))
 			best = b;
@@ -120,6 +124,7 @@ static void promote(struct region *r, struct round *rd, uint32_t f, uint32_t l)
 	bool p;
 
 	t->prom.bytes += region_swap_blocks(r, f, l);
+	r->blocks[l].promoted_in = t->prom.rounds + 1;
 	us = now_us() - t0;
 	t->prom.promotions++;
 	t->prom.time_us += us;

@@ -108,6 +108,11 @@ struct gs_engine;
  * seconds; a used block of region zero is evicted only for a block more
  * than twice as hot. */
 #define NUMA_HIT_WEIGHT 16
+/* Rounds a block promoted into region zero is not taken as the cold one
+ * to swap out: a pause in its lookups decays its heat to nothing as fast
+ * as a block never read, and it would go back out at the next hot block
+ * (and come back once more). */
+#define GS_NUMA_HOLD_ROUNDS 30
 /* Moves per round at most: bounds how long a round holds the engine lock
  * (a swap copies three blocks). */
 #define GS_NUMA_ROUND_MOVES 4
