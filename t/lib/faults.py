@@ -36,6 +36,8 @@ import tempfile
 import threading
 import time
 
+from goblin import free_port, stats_on, store_binary  # noqa: F401 (re-exported)
+
 KIB, MIB = 1024, 1024 * 1024
 TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
@@ -44,10 +46,6 @@ BUILD = os.environ.get("BUILD", "build")
 
 def binary(name):
     return os.path.join(TOP, BUILD, name)
-
-
-def store_binary():
-    return os.environ.get("GOBLIN_STORE") or binary("goblin-store")
 
 
 def module_path():
@@ -330,12 +328,6 @@ class Device:
 
 # ---- goblin-store ----
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Store:
     """One goblin-store on a free port; argv is the pool/budget options."""
 
@@ -404,21 +396,10 @@ class Store:
 
     def stats(self):
         """`stats` and `stats goblin` merged, as ints where they are."""
-        out = {}
         c = Mc(self.port)
         try:
-            for cmd in ("stats", "stats goblin"):
-                c.send(cmd.encode() + b"\r\n")
-                while True:
-                    line = c.readline()
-                    if line == b"END":
-                        break
-                    parts = line.decode().split(" ", 2)
-                    if parts[0] == "STAT":
-                        try:
-                            out[parts[1]] = int(parts[2])
-                        except ValueError:
-                            out[parts[1]] = parts[2]
+            out = stats_on(c, "", ints=True)
+            out.update(stats_on(c, "goblin", ints=True))
         finally:
             c.close()
         return out
