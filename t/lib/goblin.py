@@ -10,6 +10,8 @@ harnesses (stdlib only, /usr/bin/python3):
   Daemon           a server process started as argv_of(port) on a free port,
                    ready once it accepts connections; stopped by pid at exit
                    or on SIGTERM/SIGINT/SIGHUP, whatever happens to the test.
+  cleanup()        the one LIFO registry of undo actions (processes by pid,
+                   mounts, loop devices, directories) run at exit or signal.
 """
 
 import atexit
@@ -18,7 +20,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 
 TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
@@ -67,85 +71,153 @@ def stats(port, sub="", ints=False):
         c.close()
 
 
+class Cleanup:
+    """Undo actions, run newest first, once, at exit or on a signal."""
+
+    def __init__(self):
+        self.actions = []
+        self.lock = threading.Lock()
+        atexit.register(self.run)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self.run()
+        os._exit(128 + signum)
+
+    def add(self, what, fn):
+        with self.lock:
+            self.actions.append((what, fn))
+        return fn
+
+    def remove(self, fn):
+        with self.lock:
+            self.actions = [(w, f) for w, f in self.actions if f is not fn]
+
+    def run(self):
+        while True:
+            with self.lock:
+                if not self.actions:
+                    return
+                what, fn = self.actions.pop()
+            try:
+                fn()
+            except Exception as e:      # keep undoing the rest
+                print("cleanup: %s: %s" % (what, e), file=sys.stderr)
+
+
+CLEAN = None
+
+
+def cleanup():
+    """The process's one Cleanup: daemons by pid, then whatever was made
+    before them (mounts, loop devices, directories)."""
+    global CLEAN
+    if CLEAN is None:
+        CLEAN = Cleanup()
+    return CLEAN
+
+
 class Daemon:
-    """A server started as argv_of(port) (env: extra environment); see
-    start() and stop()."""
+    """A server started as argv_of(port) on a free port; see start() and
+    stop().  env: extra environment (a None value unsets a name); log: the
+    file its output is appended to, one "=== start" line a run (default: a
+    fresh file under /var/tmp each start); sock: a unix socket it must have
+    made too before it counts as ready; retry_on: a start is retried only
+    when the log's last lines hold this (None: whenever it exits early)."""
 
     _running = []
-    _tmpdirs = []
-    _handlers_set = False
+    retry_on = None
 
-    def __init__(self, name, argv_of, ready_timeout=15.0, env=None):
+    def __init__(self, name, argv_of, ready_timeout=15.0, env=None, log=None,
+                 sock=None):
         self.name = name
         self.argv_of = argv_of
         self.ready_timeout = ready_timeout
-        self.env = env
+        self.env = dict(env or {})
+        self.log_path = log
+        self._own_log = log is None
+        self.sock = sock
         self.proc = None
         self.port = None
-        self.log_path = None
-
-    @classmethod
-    def _install_cleanup(cls):
-        if cls._handlers_set:
-            return
-        cls._handlers_set = True
-        atexit.register(cls.stop_all)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, cls._on_signal)
-
-    @classmethod
-    def _on_signal(cls, signum, frame):
-        cls.stop_all()
-        os._exit(128 + signum)
 
     @classmethod
     def stop_all(cls):
         for srv in list(cls._running):
             srv.stop()
-        for d in cls._tmpdirs:
-            shutil.rmtree(d, ignore_errors=True)
-        cls._tmpdirs.clear()
 
-    def start(self, tries=3):
+    def spawn(self, env=None):
+        """Starts argv_of(a free port) and returns at once; its stop by pid
+        is registered in cleanup()."""
+        c = cleanup()
+        if self._own_log:
+            tmp = tempfile.mkdtemp(prefix="goblin-daemon.", dir="/var/tmp")
+            c.add("rm -r " + tmp, lambda: shutil.rmtree(tmp, ignore_errors=True))
+            self.log_path = os.path.join(tmp, self.name.replace("/", "_") + ".log")
+        self.port = free_port()
+        argv = self.argv_of(self.port)
+        extra = dict(self.env)
+        extra.update(env or {})
+        full = None
+        if extra:
+            full = {k: v for k, v in os.environ.items() if k not in extra}
+            full.update((k, v) for k, v in extra.items() if v is not None)
+        with open(self.log_path, "wb" if self._own_log else "ab") as log:
+            if not self._own_log:
+                log.write(("=== start%s: %s\n" % (
+                    "".join(" %s=%s" % kv for kv in (env or {}).items()),
+                    " ".join(argv))).encode())
+                log.flush()
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         env=full)
+        Daemon._running.append(self)
+        c.add("%s %d" % (self.name, self.proc.pid), self._at_exit)
+
+    def start(self, tries=3, env=None):
         """Starts the server and waits until it accepts connections; retries
         on a fresh port if it exits early (another process took the port).
         Raises RuntimeError with the tail of its output when it cannot."""
-        Daemon._install_cleanup()
-        tmp = tempfile.mkdtemp(prefix="goblin-daemon.", dir="/var/tmp")
-        Daemon._tmpdirs.append(tmp)
-        self.log_path = os.path.join(tmp, self.name.replace("/", "_") + ".log")
-        env = None
-        if self.env is not None:
-            env = dict(os.environ)
-            env.update(self.env)
         why = ""
         for _ in range(tries):
-            self.port = free_port()
-            with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(
-                    self.argv_of(self.port), stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT, env=env)
-            Daemon._running.append(self)
-            why = self._wait_ready()
+            self.spawn(env)
+            why = self.wait_ready()
             if not why:
-                return
-            self.stop()
+                return self
+            self._at_exit()
+            if self.retry_on is not None and \
+                    self.retry_on not in self.log_tail(3):
+                break
         raise RuntimeError("%s did not start: %s\n%s"
                            % (self.name, why, self.log_tail()))
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
+    def wait_ready(self, timeout=None):
+        """"" once it serves; else why not, when it exited or <timeout> s
+        (default ready_timeout) passed."""
+        timeout = self.ready_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
             if self.proc.poll() is not None:
                 return "exited with status %d" % self.proc.returncode
-            try:
-                socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=1.0).close()
+            if self._ready():
                 return ""
-            except OSError:
-                time.sleep(0.02)
-        return "not listening on port %d after %.0fs" % (
-            self.port, self.ready_timeout)
+            if time.monotonic() >= deadline:
+                return "not listening on port %d after %.0fs" % (
+                    self.port, timeout)
+            time.sleep(0.02)
+
+    def _ready(self):
+        if self.sock and not os.path.exists(self.sock):
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", self.port),
+                                     timeout=1.0).close()
+            return True
+        except OSError:
+            return False
+
+    def _at_exit(self):
+        self.stop()
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -168,7 +240,8 @@ class Daemon:
 
     def kill9(self):
         """SIGKILL by pid, reaped; returns the wait status."""
-        self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.kill()
         self.proc.wait()
         if self in Daemon._running:
             Daemon._running.remove(self)
