@@ -19,7 +19,6 @@ on SIGTERM/SIGINT/SIGHUP: processes by pid, mounts and loop devices by
 path, the work directory last.
 """
 
-import atexit
 import collections
 import fcntl
 import hashlib
@@ -31,10 +30,12 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+
+from goblin import (Daemon, cleanup, free_port, stats_on,  # noqa: F401
+                    store_binary)  # (re-exported)
 
 KIB, MIB = 1024, 1024 * 1024
 TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
@@ -44,10 +45,6 @@ BUILD = os.environ.get("BUILD", "build")
 
 def binary(name):
     return os.path.join(TOP, BUILD, name)
-
-
-def store_binary():
-    return os.environ.get("GOBLIN_STORE") or binary("goblin-store")
 
 
 def module_path():
@@ -103,52 +100,7 @@ def size_of(key, version, lo, hi):
     return lo + int.from_bytes(h, "little") % (hi - lo + 1)
 
 
-# ---- cleanup ----
-
-class Cleanup:
-    """Undo actions, run newest first, once, at exit or on a signal."""
-
-    def __init__(self):
-        self.actions = []
-        self.lock = threading.Lock()
-        atexit.register(self.run)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
-
-    def _on_signal(self, signum, frame):
-        self.run()
-        os._exit(128 + signum)
-
-    def add(self, what, fn):
-        with self.lock:
-            self.actions.append((what, fn))
-        return fn
-
-    def remove(self, fn):
-        with self.lock:
-            self.actions = [(w, f) for w, f in self.actions if f is not fn]
-
-    def run(self):
-        while True:
-            with self.lock:
-                if not self.actions:
-                    return
-                what, fn = self.actions.pop()
-            try:
-                fn()
-            except Exception as e:      # keep undoing the rest
-                print("cleanup: %s: %s" % (what, e), file=sys.stderr)
-
-
-CLEAN = None
-
-
-def cleanup():
-    global CLEAN
-    if CLEAN is None:
-        CLEAN = Cleanup()
-    return CLEAN
-
+# ---- cleanup: goblin.cleanup(), the one registry ----
 
 def workdir(prefix):
     d = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
@@ -330,95 +282,47 @@ class Device:
 
 # ---- goblin-store ----
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Store:
+class Store(Daemon):
     """One goblin-store on a free port; argv is the pool/budget options."""
 
     def __init__(self, work, name, args, http=False):
         self.work = work
-        self.name = name
         self.args = list(args)
         self.http = http
         self.socket = os.path.join(work, name + ".sock")
         self.log = os.path.join(work, name + ".log")
-        self.proc = None
-        self.port = None
         self.exits = []             # wait statuses of earlier runs
+        super().__init__(name, lambda port: self.argv(), 20,
+                         log=self.log, sock=self.socket if http else None)
 
     def argv(self):
         return [store_binary(), *self.args, "--no-mlock",
                 "--memcache-port", str(self.port)] + \
             (["--socket", self.socket] if self.http else ["--no-http"])
 
-    def start(self, tries=3):
-        c = cleanup()
-        why = ""
-        for _ in range(tries):
-            self.port = free_port()
-            with open(self.log, "a") as logf:
-                logf.write("=== start: %s\n" % " ".join(self.argv()))
-                logf.flush()
-                self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                             stdout=logf, stderr=subprocess.STDOUT)
-            c.add("goblin-store %d" % self.proc.pid, self._kill)
-            if wait_for(lambda: self.proc.poll() is not None or self._ready(), 20):
-                if self.proc.poll() is None:
-                    return self
-            why = "exit %s" % self.proc.poll()
-            self._kill()
-        raise RuntimeError("goblin-store did not start (%s): %s" % (why, self.log_tail()))
-
-    def _ready(self):
-        if self.http and not os.path.exists(self.socket):
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", self.port), 1).close()
-            return True
-        except OSError:
-            return False
-
     def _kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+    _at_exit = _kill
 
     def kill9(self):
         TALLY.add("daemon_kill9")
-        self.proc.kill()
-        self.proc.wait()
-        self.exits.append(self.proc.returncode)
+        self.exits.append(super().kill9())
 
     def stop(self):
         """SIGTERM; returns the exit status (0: a clean stop)."""
-        rc = stop_pid(self.proc, 15)
+        rc = super().stop(15)
         self.exits.append(rc)
         return rc
 
     def stats(self):
         """`stats` and `stats goblin` merged, as ints where they are."""
-        out = {}
         c = Mc(self.port)
         try:
-            for cmd in ("stats", "stats goblin"):
-                c.send(cmd.encode() + b"\r\n")
-                while True:
-                    line = c.readline()
-                    if line == b"END":
-                        break
-                    parts = line.decode().split(" ", 2)
-                    if parts[0] == "STAT":
-                        try:
-                            out[parts[1]] = int(parts[2])
-                        except ValueError:
-                            out[parts[1]] = parts[2]
+            out = stats_on(c, "", ints=True)
+            out.update(stats_on(c, "goblin", ints=True))
         finally:
             c.close()
         return out
@@ -432,13 +336,6 @@ class Store:
                 if k in ("VmRSS", "VmHWM"):
                     got[k] = int(v.split()[0]) * KIB
         return got
-
-    def log_tail(self, n=30):
-        try:
-            with open(self.log, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
 
     def sanitizer_reports(self):
         return [l for l in self.log_tail(100000).splitlines()

@@ -2,8 +2,7 @@
 
 Helpers for memcache text-protocol tests (stdlib only, /usr/bin/python3):
 
-  Server   a server process on a free 127.0.0.1 port, stopped by pid at exit
-           or on SIGTERM/SIGINT/SIGHUP, whatever happens to the test.
+  Server   goblin.Daemon: the one server starter (t/lib/goblin.py).
   Conn     one raw TCP connection: send lines and bytes, read lines and
            exact byte counts.  Every read has a deadline, so a server that
            hangs makes a check fail instead of the test hang.
@@ -11,129 +10,17 @@ Helpers for memcache text-protocol tests (stdlib only, /usr/bin/python3):
            "<server>: N passed, N failed".
 """
 
-import atexit
-import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import time
 import traceback
+
+from goblin import Daemon as Server, free_port  # noqa: F401 (re-exported)
 
 TIMEOUT = 5.0           # seconds any single read may wait
 
 
 class ProtocolError(AssertionError):
     """The server answered something else, or nothing, or hung up."""
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A server started as argv_of(port); see start() and stop()."""
-
-    _running = []
-    _tmpdirs = []
-    _handlers_set = False
-
-    def __init__(self, name, argv_of, ready_timeout=15.0):
-        self.name = name
-        self.argv_of = argv_of
-        self.ready_timeout = ready_timeout
-        self.proc = None
-        self.port = None
-        self.log_path = None
-
-    @classmethod
-    def _install_cleanup(cls):
-        if cls._handlers_set:
-            return
-        cls._handlers_set = True
-        atexit.register(cls.stop_all)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, cls._on_signal)
-
-    @classmethod
-    def _on_signal(cls, signum, frame):
-        cls.stop_all()
-        os._exit(128 + signum)
-
-    @classmethod
-    def stop_all(cls):
-        for srv in list(cls._running):
-            srv.stop()
-        for d in cls._tmpdirs:
-            shutil.rmtree(d, ignore_errors=True)
-        cls._tmpdirs.clear()
-
-    def start(self, tries=3):
-        """Starts the server and waits until it accepts connections; retries
-        on a fresh port if it exits early (another process took the port).
-        Raises RuntimeError with the tail of its output when it cannot."""
-        Server._install_cleanup()
-        tmp = tempfile.mkdtemp(prefix="goblin-proto.")
-        Server._tmpdirs.append(tmp)
-        self.log_path = os.path.join(tmp, self.name + ".log")
-        why = ""
-        for _ in range(tries):
-            self.port = free_port()
-            with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(
-                    self.argv_of(self.port), stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT)
-            Server._running.append(self)
-            why = self._wait_ready()
-            if not why:
-                return
-            self.stop()
-        raise RuntimeError("%s did not start: %s\n%s"
-                           % (self.name, why, self.log_tail()))
-
-    def _wait_ready(self):
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return "exited with status %d" % self.proc.returncode
-            try:
-                socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=1.0).close()
-                return ""
-            except OSError:
-                time.sleep(0.02)
-        return "not listening on port %d after %.0fs" % (
-            self.port, self.ready_timeout)
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self):
-        """Stops this server by pid: SIGTERM, then SIGKILL after 5s."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self in Server._running:
-            Server._running.remove(self)
-
-    def log_tail(self, lines=20):
-        try:
-            with open(self.log_path, "rb") as f:
-                text = f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
 
 
 class Conn:

@@ -56,48 +56,28 @@ class Store(faults.Store):
     def __init__(self, work, name, args):
         super().__init__(work, name, args)
         self.extra = []
+        self.ready_timeout = 60
+        self.env = {"GOBLIN_TEST_CRASH": None}  # only where a check sets it
         cleanup()
 
     def argv(self):
         return super().argv() + self.extra
 
-    def _spawn(self, extra, env):
-        self.port = free_port()
-        self.extra = list(extra)
-        full_env = dict(os.environ)
-        full_env.pop("GOBLIN_TEST_CRASH", None)
-        full_env.update(env or {})
-        with open(self.log, "a") as logf:
-            logf.write("=== start%s: %s\n" % (
-                "".join(" %s=%s" % kv for kv in (env or {}).items()),
-                " ".join(self.argv())))
-            logf.flush()
-            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                         stdout=logf, stderr=subprocess.STDOUT,
-                                         env=full_env)
-        cleanup().add("goblin-store %d" % self.proc.pid, self._kill)
-        wait_for(lambda: self.proc.poll() is not None or self._ready(), 60)
+    retry_on = "Address already in use"
 
     def start(self, extra=(), env=None, tries=3):
         """Starts it and waits until it serves (recovery included, 60 s at
         most); a fresh port when another process took the last one.
         Raises RuntimeError with the log's tail when it cannot."""
-        why = ""
-        for _ in range(tries):
-            self._spawn(extra, env)
-            if self.proc.poll() is None and self._ready():
-                return self
-            why = "exit status %s" % self.proc.poll()
-            self._kill()
-            if "Address already in use" not in self.log_tail(3):
-                break
-        raise RuntimeError("%s did not start (%s):\n%s"
-                           % (self.name, why, self.log_tail()))
+        self.extra = list(extra)
+        return super().start(tries, env)
 
     def start_to_die(self, extra=(), env=None):
         """Starts it expecting it to die before it serves (a crash point
         at start); returns its exit status; raises when it came up."""
-        self._spawn(extra, env)
+        self.extra = list(extra)
+        self.spawn(env)
+        self.wait_ready()
         if self.proc.poll() is None:
             self._kill()
             raise AssertionError("%s came up instead of dying at start (%s)"

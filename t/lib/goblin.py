@@ -1,0 +1,259 @@
+"""usage: sys.path.insert(0, "t/lib"); import goblin
+
+The one goblin-store starter and the one `stats` reader of the python test
+harnesses (stdlib only, /usr/bin/python3):
+
+  store_binary()   $GOBLIN_STORE, else $GOBLIN_TOP/$BUILD/goblin-store
+  free_port()      a TCP port on 127.0.0.1 nobody listens on right now
+  stats_on(c, sub) `stats <sub>` on an open connection: {name: value}
+  stats(port, sub) the same on a fresh connection to 127.0.0.1:<port>
+  Daemon           a server process started as argv_of(port) on a free port,
+                   ready once it accepts connections; stopped by pid at exit
+                   or on SIGTERM/SIGINT/SIGHUP, whatever happens to the test.
+  cleanup()        the one LIFO registry of undo actions (processes by pid,
+                   mounts, loop devices, directories) run at exit or signal.
+"""
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", "build")
+
+
+def store_binary():
+    return os.environ.get("GOBLIN_STORE") or \
+        os.path.join(TOP, BUILD, "goblin-store")
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stats_on(c, sub="", ints=False):
+    """`stats <sub>` on connection <c> (send(bytes), readline() -> bytes
+    without "\\r\\n"): {name: value} up to END, values as str, or as int
+    where they parse when <ints>."""
+    c.send(("stats " + sub).strip().encode() + b"\r\n")
+    out = {}
+    while True:
+        line = c.readline().decode()
+        if line == "END":
+            return out
+        _, k, v = line.split(" ", 2)
+        if ints:
+            try:
+                v = int(v)
+            except ValueError:
+                pass
+        out[k] = v
+
+
+def stats(port, sub="", ints=False):
+    """stats_on() over a fresh connection to 127.0.0.1:<port>."""
+    from mcclient import Conn
+    c = Conn(port)
+    try:
+        return stats_on(c, sub, ints)
+    finally:
+        c.close()
+
+
+class Cleanup:
+    """Undo actions, run newest first, once, at exit or on a signal."""
+
+    def __init__(self):
+        self.actions = []
+        self.lock = threading.Lock()
+        atexit.register(self.run)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self.run()
+        os._exit(128 + signum)
+
+    def add(self, what, fn):
+        with self.lock:
+            self.actions.append((what, fn))
+        return fn
+
+    def remove(self, fn):
+        with self.lock:
+            self.actions = [(w, f) for w, f in self.actions if f is not fn]
+
+    def run(self):
+        while True:
+            with self.lock:
+                if not self.actions:
+                    return
+                what, fn = self.actions.pop()
+            try:
+                fn()
+            except Exception as e:      # keep undoing the rest
+                print("cleanup: %s: %s" % (what, e), file=sys.stderr)
+
+
+CLEAN = None
+
+
+def cleanup():
+    """The process's one Cleanup: daemons by pid, then whatever was made
+    before them (mounts, loop devices, directories)."""
+    global CLEAN
+    if CLEAN is None:
+        CLEAN = Cleanup()
+    return CLEAN
+
+
+class Daemon:
+    """A server started as argv_of(port) on a free port; see start() and
+    stop().  env: extra environment (a None value unsets a name); log: the
+    file its output is appended to, one "=== start" line a run (default: a
+    fresh file under /var/tmp each start); sock: a unix socket it must have
+    made too before it counts as ready; retry_on: a start is retried only
+    when the log's last lines hold this (None: whenever it exits early)."""
+
+    _running = []
+    retry_on = None
+
+    def __init__(self, name, argv_of, ready_timeout=15.0, env=None, log=None,
+                 sock=None):
+        self.name = name
+        self.argv_of = argv_of
+        self.ready_timeout = ready_timeout
+        self.env = dict(env or {})
+        self.log_path = log
+        self._own_log = log is None
+        self.sock = sock
+        self.proc = None
+        self.port = None
+
+    @classmethod
+    def stop_all(cls):
+        for srv in list(cls._running):
+            srv.stop()
+
+    def spawn(self, env=None):
+        """Starts argv_of(a free port) and returns at once; its stop by pid
+        is registered in cleanup()."""
+        c = cleanup()
+        if self._own_log:
+            tmp = tempfile.mkdtemp(prefix="goblin-daemon.", dir="/var/tmp")
+            c.add("rm -r " + tmp, lambda: shutil.rmtree(tmp, ignore_errors=True))
+            self.log_path = os.path.join(tmp, self.name.replace("/", "_") + ".log")
+        self.port = free_port()
+        argv = self.argv_of(self.port)
+        extra = dict(self.env)
+        extra.update(env or {})
+        full = None
+        if extra:
+            full = {k: v for k, v in os.environ.items() if k not in extra}
+            full.update((k, v) for k, v in extra.items() if v is not None)
+        with open(self.log_path, "wb" if self._own_log else "ab") as log:
+            if not self._own_log:
+                log.write(("=== start%s: %s\n" % (
+                    "".join(" %s=%s" % kv for kv in (env or {}).items()),
+                    " ".join(argv))).encode())
+                log.flush()
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         env=full)
+        Daemon._running.append(self)
+        c.add("%s %d" % (self.name, self.proc.pid), self._at_exit)
+
+    def start(self, tries=3, env=None):
+        """Starts the server and waits until it accepts connections; retries
+        on a fresh port if it exits early (another process took the port).
+        Raises RuntimeError with the tail of its output when it cannot."""
+        why = ""
+        for _ in range(tries):
+            self.spawn(env)
+            why = self.wait_ready()
+            if not why:
+                return self
+            self._at_exit()
+            if self.retry_on is not None and \
+                    self.retry_on not in self.log_tail(3):
+                break
+        raise RuntimeError("%s did not start: %s\n%s"
+                           % (self.name, why, self.log_tail()))
+
+    def wait_ready(self, timeout=None):
+        """"" once it serves; else why not, when it exited or <timeout> s
+        (default ready_timeout) passed."""
+        timeout = self.ready_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                return "exited with status %d" % self.proc.returncode
+            if self._ready():
+                return ""
+            if time.monotonic() >= deadline:
+                return "not listening on port %d after %.0fs" % (
+                    self.port, timeout)
+            time.sleep(0.02)
+
+    def _ready(self):
+        if self.sock and not os.path.exists(self.sock):
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", self.port),
+                                     timeout=1.0).close()
+            return True
+        except OSError:
+            return False
+
+    def _at_exit(self):
+        self.stop()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=5):
+        """Stops this server by pid: SIGTERM, then SIGKILL after <timeout>
+        s; returns its exit status (None when it never ran)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self in Daemon._running:
+            Daemon._running.remove(self)
+        return self.proc.returncode
+
+    def kill9(self):
+        """SIGKILL by pid, reaped; returns the wait status."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self in Daemon._running:
+            Daemon._running.remove(self)
+        return self.proc.returncode
+
+    def stats(self, sub="", ints=False):
+        return stats(self.port, sub, ints)
+
+    def log_tail(self, lines=20):
+        try:
+            with open(self.log_path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+        except (OSError, TypeError):
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
