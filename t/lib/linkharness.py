@@ -157,7 +157,11 @@ class Worker:
     def __init__(self, path, sq=16, n_rx=2, n_tx=2, bare=False):
         """<bare>: attach, then keep only the socket."""
         self.s = connect(path)
-        self.s.sendall(hello(sq, n_rx, n_tx))
+        try:
+            self.s.sendall(hello(sq, n_rx, n_tx))
+        except (ConnectionResetError, BrokenPipeError):
+            self.s.close()     # turned away before the hello went out
+            raise Refused("closed before the hello")
         res, self.ring_size, self.region_size, fds = recv_welcome(self.s)
         if res or bare:
             for fd in fds:
