@@ -10,7 +10,14 @@
 
 CC        ?= cc
 WARN      := -Wall -Wextra -Werror
-BASEFLAGS := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN) -Ishared -Istoraged
+# Everything but the engine sees shared/ and the daemon's folders; the
+# engine (storaged/engine/) sees only shared/ and itself.
+ENGINE_INC := -Ishared -Istoraged/engine
+DAEMON_INC := -Ishared -Istoraged -Istoraged/engine -Istoraged/mc \
+              -Istoraged/link -Istoraged/rdma
+BASEFLAGS := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN) $(DAEMON_INC)
+# $(call ENGINE_FLAGS,<flags>): <flags> with the engine's include path
+ENGINE_FLAGS = $(filter-out $(DAEMON_INC),$(1)) $(ENGINE_INC)
 OPTFLAGS  := -O2
 ASANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=all
@@ -67,6 +74,17 @@ test: deps
 	BUILD=build t/run $$(ls t/daemon/*.test)
 	BUILD=build/asan t/run $$(ls build/asan/t/test_*) \
 		$(filter-out $(BENCH_METHOD_TESTS),$(wildcard t/daemon/*.test))
+	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
+
+# The inner loop (a few minutes): the unit tests and the memcache protocol
+# suites under ASan+UBSan, one HTTP suite, and the tree's static checks.
+CHECK_TESTS := t/daemon/proto-commands.test t/daemon/proto-input.test \
+	t/daemon/proto-meta.test t/daemon/proto-stats.test \
+	t/daemon/proto-storage.test
+check: deps
+	$(MAKE) all asan
+	BUILD=build/asan t/run $$(ls build/asan/t/test_*) $(CHECK_TESTS)
+	BUILD=build/asan prove t/http/010-http.t
 	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
 
 clean:

@@ -3,7 +3,7 @@
 # and `make asan` build it only where librocksdb-dev is already installed.
 
 BLOBDB_SRCS := $(wildcard bench/blobdb/*.c)
-BLOBDB_HDRS := $(wildcard bench/blobdb/*.h) storaged/goblin.h
+BLOBDB_HDRS := $(wildcard bench/blobdb/*.h) storaged/engine/goblin.h
 BLOBDB_LIBS  = -lrocksdb -ljansson $(LDLIBS)
 BLOBDB_DEFS  = -DROCKSDB_VERSION='"$(shell dpkg-query -W -f='$${Version}' librocksdb-dev 2>/dev/null)"'
 

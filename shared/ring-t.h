@@ -62,7 +62,7 @@
 
 #define RING_MAGIC		0x474f424cu	/* "GOBL" */
 #define RING_VERSION		2
-#define RING_KEY_MAX		250		/* = GS_KEY_MAX (asserted in storaged/link_internal.h) */
+#define RING_KEY_MAX		250		/* = GS_KEY_MAX (asserted in storaged/link/link_internal.h) */
 #define RING_ALIGN		4096u
 
 /* The largest object either side accepts unless told otherwise: the

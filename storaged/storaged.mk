@@ -1,29 +1,29 @@
 # goblin-store and libgoblin (the engine as a library).
 
-LIBGOBLIN_SRCS := storaged/engine.c storaged/index.c storaged/layout.c \
-                  storaged/arena.c \
-                  storaged/region.c storaged/pool.c storaged/dirtrust.c \
-                  storaged/uring.c storaged/stream.c storaged/read_into.c \
-                  storaged/writer.c \
-                  storaged/mc_concat.c storaged/mc_items.c storaged/heads.c \
-                  storaged/numa_topo.c storaged/numa_promote.c \
-                  storaged/journal.c storaged/journal_replay.c \
-                  storaged/journal_shed.c storaged/journal_room.c \
-                  storaged/journal_sync.c \
+# libgoblin: storaged/engine/, compiled with only its own and shared/'s
+# headers (ENGINE_INC); the daemon sees the engine through goblin.h alone
+# (t/check-layers).
+ENGINE_DIR     := storaged/engine
+LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,engine.c index.c layout.c \
+                  arena.c region.c pool.c dirtrust.c uring.c stream.c \
+                  read_into.c writer.c mc_concat.c heads.c \
+                  numa_topo.c numa_promote.c journal.c journal_replay.c \
+                  journal_shed.c journal_room.c journal_sync.c) \
                   shared/log.c
-STORED_SRCS    := storaged/main.c storaged/options.c storaged/stats.c \
-                  storaged/loop.c storaged/server.c storaged/server_stats.c \
-                  storaged/conn_input.c storaged/conn_output.c \
-                  storaged/proto_text.c storaged/proto_meta.c \
-                  storaged/proto_stats.c storaged/proto_parse.c \
-                  storaged/link_conn.c storaged/link_direct.c storaged/link_ops.c \
-                  storaged/link_server.c shared/ring.c shared/size.c \
-                  storaged/rdma_thread.c storaged/rdma_engine.c \
-                  storaged/rdma_server.c storaged/rdma_fabric.c \
-                  storaged/rdma_verbs.c
+# the daemon: main, options, stats and the serving loop at storaged/'s root;
+# its fronts in mc/ (memcache), link/ (the nginx ring), rdma/ (the endpoint)
+STORED_SRCS    := $(addprefix storaged/,main.c options.c stats.c loop.c \
+                  mc/server.c mc/server_stats.c mc/conn_input.c \
+                  mc/conn_output.c mc/proto_text.c mc/proto_meta.c \
+                  mc/proto_stats.c mc/proto_parse.c mc/mc_items.c \
+                  link/link_conn.c link/link_direct.c link/link_ops.c \
+                  link/link_server.c \
+                  rdma/rdma_thread.c rdma/rdma_engine.c rdma/rdma_server.c \
+                  rdma/rdma_fabric.c rdma/rdma_verbs.c) \
+                  shared/ring.c shared/size.c
 # goblin-store links both RDMA transports (--rdma-transport verbs|tcp)
 STORED_LDLIBS  := -lfabric -lrdmacm -libverbs
-GOBLIN_HDRS    := $(wildcard storaged/*.h shared/*.h t/unit/*.h)
+GOBLIN_HDRS    := $(wildcard storaged/*.h storaged/*/*.h shared/*.h t/unit/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
 
@@ -37,6 +37,11 @@ $(1)/obj/%.o: %.c $(GOBLIN_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$@"
 	@$$(CC) $(2) -c -o $$@ $$<
+
+$(1)/obj/$(ENGINE_DIR)/%.o: $(ENGINE_DIR)/%.c $(GOBLIN_HDRS)
+	@mkdir -p $$(dir $$@)
+	@echo "  CC      $$@"
+	@$$(CC) $$(call ENGINE_FLAGS,$(2)) -c -o $$@ $$<
 
 $(1)/libgoblin.a: $(patsubst %.c,$(1)/obj/%.o,$(LIBGOBLIN_SRCS))
 	@rm -f $$@
@@ -56,13 +61,13 @@ endef
 $(eval $(call BUILD_FLAVOUR,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
 
-# The RDMA endpoint (storaged/rdma.h): the protocol and its transports,
-# in goblin-store (--rdma, storaged/rdma_thread.c) over either;
+# The RDMA endpoint (storaged/rdma/rdma.h): the protocol and its transports,
+# in goblin-store (--rdma, storaged/rdma/rdma_thread.c) over either;
 # t/unit/test_rdma runs it over libfabric's tcp provider,
 # t/unit/test_rdma_verbs over verbs where a device is.
 DEB_PACKAGES      += libfabric-dev librdmacm-dev libibverbs-dev
-RDMA_PROTO_SRCS   := storaged/rdma_server.c storaged/rdma_client.c
-RDMA_SRCS         := storaged/rdma_fabric.c $(RDMA_PROTO_SRCS)
+RDMA_PROTO_SRCS   := storaged/rdma/rdma_server.c storaged/rdma/rdma_client.c
+RDMA_SRCS         := storaged/rdma/rdma_fabric.c $(RDMA_PROTO_SRCS)
 RDMA_LDLIBS       := -lfabric
-RDMA_VERBS_SRCS   := storaged/rdma_verbs.c $(RDMA_PROTO_SRCS)
+RDMA_VERBS_SRCS   := storaged/rdma/rdma_verbs.c $(RDMA_PROTO_SRCS)
 RDMA_VERBS_LDLIBS := -lrdmacm -libverbs

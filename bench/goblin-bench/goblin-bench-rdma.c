@@ -1,6 +1,6 @@
 /*
  * goblin-bench --proto rdma: the measured phase over goblin-store's RDMA
- * endpoint (storaged/rdma.h), GETs only.
+ * endpoint (storaged/rdma/rdma.h), GETs only.
  *
  *   main thread: connects --qps clients (one RC queue pair and one
  *   registered --window each), starts one thread per queue pair, ends the

@@ -19,11 +19,11 @@ all: build/t/failmalloc.so
 # rdma.test's client of goblin-store's RDMA endpoint: both transports, as
 # the daemon links them (storaged/storaged.mk's RDMA_SRCS, RDMA_VERBS_SRCS).
 RDMA_GET_SRCS := t/daemon/rdma-get.c $(sort $(RDMA_SRCS) $(RDMA_VERBS_SRCS))
-build/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma.h
+build/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)
-build/asan/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma.h
+build/asan/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)

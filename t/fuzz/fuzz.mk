@@ -21,11 +21,11 @@ FUZZ_MK_INCLUDED := 1
 FUZZ_CC      ?= clang
 FUZZ_S       ?= 60
 FUZZ_SMOKE_S ?= 4
-FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -pthread -Ishared -Istoraged \
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -D_GNU_SOURCE -pthread $(DAEMON_INC) \
                 -Ingx_goblin_module -fsanitize=fuzzer,address,undefined
 FUZZ_ALL     := $(patsubst t/fuzz/fuzz_%.c,%,$(wildcard t/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
-FUZZ_HDRS    := $(wildcard shared/*.h storaged/*.h ngx_goblin_module/*.h t/fuzz/*.h)
+FUZZ_HDRS    := $(wildcard shared/*.h storaged/*.h storaged/*/*.h ngx_goblin_module/*.h t/fuzz/*.h)
 
 DEB_PACKAGES += clang llvm
 

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target: the memcache command-line parser (storaged/proto_parse.c).
- * sources: storaged/proto_parse.c
+ * libFuzzer target: the memcache command-line parser (storaged/mc/proto_parse.c).
+ * sources: storaged/mc/proto_parse.c
  *
  * The input is split on '\n' like the daemon's reader (a trailing '\r'
  * dropped); each line is copied to a buffer of its exact size, so ASan sees

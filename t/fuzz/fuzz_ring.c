@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/link_conn.c storaged/link_direct.c storaged/link_ops.c storaged/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
+ * sources: storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/mc/mc_items.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (link_local_*: no socket, no thread) over a small RAM-only

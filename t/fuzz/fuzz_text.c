@@ -1,9 +1,9 @@
 /*
  * libFuzzer target: the daemon's whole memcache text protocol
- * (storaged/proto_text.c: proto_process() and everything it calls) on a
- * RAM-only engine, with a fake socket and output in place of storaged/server.c
- * (the read buffer is the real one, storaged/conn_input.c).
- * sources: storaged/proto_text.c storaged/proto_meta.c storaged/proto_stats.c storaged/conn_input.c storaged/server_stats.c storaged/stats.c storaged/proto_parse.c storaged/options.c shared/size.c libgoblin
+ * (storaged/mc/proto_text.c: proto_process() and everything it calls) on a
+ * RAM-only engine, with a fake socket and output in place of storaged/mc/server.c
+ * (the read buffer is the real one, storaged/mc/conn_input.c).
+ * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c shared/size.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the

@@ -1,6 +1,6 @@
 # usage: prove t/http/090-direct.t
 # Disk bytes reach nginx without a copy (issue 11): goblin-store reads
-# disk chunks straight into the ring's rx buffers (storaged/link_direct.c)
+# disk chunks straight into the ring's rx buffers (storaged/link/link_direct.c)
 # and nginx sends them from there.  Objects of 1 MiB, 3 MiB + 12345 bytes
 # and 8 MiB (RAM head 256K, SSD prefix to 1.25M, HDD tail):
 #  - whole GETs are byte-exact, every disk byte staged was read in place

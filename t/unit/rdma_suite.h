@@ -1,5 +1,5 @@
 /*
- * The RDMA protocol suite (storaged/rdma_server.c, rdma_client.c) over a
+ * The RDMA protocol suite (storaged/rdma/rdma_server.c, rdma_client.c) over a
  * transport: a server thread serving an in-memory source shaped like the
  * engine's streams (a head straight from a registered region, the tail
  * copied into the connection's staging buffers only as earlier writes

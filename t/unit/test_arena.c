@@ -1,5 +1,5 @@
 /*
- * The byte-granular arena (storaged/arena.c): every size from 1 byte to
+ * The byte-granular arena (storaged/engine/arena.c): every size from 1 byte to
  * --ram-head byte-exact through set/replace/delete churn while compaction
  * runs under reader threads that pin, read, compare and unpin (no wrong
  * read); fragmentation bounded and segments given back after deleting 75%;

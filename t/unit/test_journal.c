@@ -1,5 +1,5 @@
 /*
- * The index journal (storaged/journal.h): a kill -9 loses no appended
+ * The index journal (storaged/engine/journal.h): a kill -9 loses no appended
  * record, replay keeps per key the event filed last and rebuilds the index
  * exactly (meta, extents, RAM values, claimed pool space), a torn or
  * damaged tail is cut and what precedes it kept, a damaged or foreign

@@ -1,5 +1,5 @@
 /*
- * Journal damage (storaged/journal_replay.c): only a torn tail is cut; a
+ * Journal damage (storaged/engine/journal_replay.c): only a torn tail is cut; a
  * damaged record with good ones after it is refused, the journal left
  * byte for byte, and --journal-salvage skips it dropping what it names; a
  * journal missing beside extents is refused; a smaller --ram-head than

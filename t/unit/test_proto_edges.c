@@ -1,5 +1,5 @@
 /* usage: test_proto_edges
- * Checks storaged/proto_parse.c at its edges: numbers at the limits of
+ * Checks storaged/mc/proto_parse.c at its edges: numbers at the limits of
  * their fields, HTTP request lines, command names, random lines.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include "proto_check.h"

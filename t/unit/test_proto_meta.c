@@ -1,5 +1,5 @@
 /* usage: test_proto_meta
- * Checks storaged/proto_parse.c on the meta commands: mg, ms, md, mn, ma
+ * Checks storaged/mc/proto_parse.c on the meta commands: mg, ms, md, mn, ma
  * and me, their flags and tokens, base64 keys.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include "proto_check.h"

@@ -1,5 +1,5 @@
 /* usage: test_proto_parse
- * Checks storaged/proto_parse.c on the classic commands: every command
+ * Checks storaged/mc/proto_parse.c on the classic commands: every command
  * form, every error form and the line limits of the memcache text-protocol
  * parser (meta commands: test_proto_meta; numbers, HTTP and random lines:
  * test_proto_edges).

@@ -1,5 +1,5 @@
 /* usage: test_rdma_engine
- * The RDMA endpoint over the real engine (storaged/rdma_engine.c) and the
+ * The RDMA endpoint over the real engine (storaged/rdma/rdma_engine.c) and the
  * emulated transport (libfabric tcp) on loopback, GETs byte-exact through
  * the protocol in one round and in many, a miss, and the staging buffers
  * reused by the next GET; no pin left.  Two stores:

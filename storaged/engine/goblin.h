@@ -387,4 +387,30 @@ struct gs_stats {
 
 void gs_stats(struct gs_engine *e, struct gs_stats *st);
 
+/* ARENA_STAT(name, description): `stats goblin` after POOL_STATS, from
+ * gs_arena_stats() (arena.c): the byte-granular arena of the objects
+ * smaller than --ram-head.  Entry bytes count an 8-byte header and the
+ * value rounded up to 8. */
+#define ARENA_STATS(ACTION)						\
+	ACTION(arena_segments, "--block segments the arena holds now")	\
+	ACTION(arena_bytes_live, "bytes of live entries (values, headers, padding)") \
+	ACTION(arena_bytes_dead, "bytes of freed entries and sealed tails not yet compacted away") \
+	ACTION(arena_bytes_free, "bytes at the segments' ends, ready for appends") \
+	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
+	ACTION(arena_compactions, "segments compaction emptied and gave back") \
+	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
+	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
+	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
+	ACTION(arena_compaction_blocked, "compaction laps that left a segment for later: a pinned object (or one being written) was in it") \
+	ACTION(arena_segments_released, "segments given back to the region (unlocked, dropped from the mapping)")
+
+struct gs_arena_stats {
+#define ARENA_STAT_FIELD(name, desc) uint64_t name;
+	ARENA_STATS(ARENA_STAT_FIELD)
+#undef ARENA_STAT_FIELD
+};
+
+/* Reads the arena's counters into <st>.  Takes e->lock. */
+void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st);
+
 #endif /* GOBLIN_H */

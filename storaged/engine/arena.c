@@ -42,7 +42,6 @@
 
 #include "engine.h"
 #include "log.h"
-#include "stats.h"
 
 #define ARENA_HDR		8u
 #define ARENA_STEP_BYTES	(64u << 10)
