@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "goblin-bench.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define NSEC		1000000000ULL
 #define PRINT_MAX	10

@@ -4,7 +4,7 @@
  * registered.  The files:
  *
  *   rdma.h          this design, the transport interface, the protocol's
- *                   server and client API
+ *                   server API
  *   rdma_fabric.c   the emulated transport: libfabric's tcp provider
  *                   (FI_EP_MSG + FI_RMA; real one-sided writes into a
  *                   registered remote MR by address and key, over TCP)
@@ -13,8 +13,10 @@
  *   rdma_engine.c   the engine as the object source
  *   rdma_server.c   the protocol state machine, server side, over any
  *                   transport and any object source
- *   rdma_client.c   the client side (tests, goblin-bench --proto rdma)
  *   rdma_thread.c   the endpoint in goblin-store (--rdma): its thread
+ *
+ * The client side (tests, goblin-bench --proto rdma) is not goblin-store's:
+ * t/lib/rdma_client.[ch].
  *
  * Transport.  struct gs_rdma_transport is a table of operations on opaque
  * devices (a fabric + domain + CM event queue; MRs belong to a device, so
@@ -283,32 +285,5 @@ void gs_rdma_server_wake_fd(struct gs_rdma_server *s, int fd);
 void gs_rdma_server_stats(const struct gs_rdma_server *s,
 			  struct gs_rdma_server_stats *st);
 void gs_rdma_server_destroy(struct gs_rdma_server **sp);
-
-/* ---- client ---- */
-
-struct gs_rdma_client;
-
-/* When a GET's steps were seen, in ns from its send (0: not seen):
- * the VALUE line; the last BULK_READY (the window holds every byte: taken
- * before the client copies it out); END. */
-struct gs_rdma_times {
-	uint64_t header_ns, bulk_ns, end_ns;
-};
-
-/* Connects and offers a window of <window> bytes.  0, -errno; the
- * server's refusal is -EPROTO with its line in <err>. */
-int gs_rdma_client_create(const struct gs_rdma_transport *tp,
-			  const char *host, uint16_t port, size_t window,
-			  char *err, size_t errlen,
-			  struct gs_rdma_client **cp);
-/*
- * GETs <key> into <out> (room for <cap> bytes).  Returns 1 (hit; *<len>,
- * *<flags>), 0 (miss) or -errno: -EPROTO with the server's line in <err>,
- * -EMSGSIZE when the object is larger than <cap> (read and dropped).
- */
-int gs_rdma_client_get(struct gs_rdma_client *c, const char *key,
-		       void *out, size_t cap, size_t *len, uint32_t *flags,
-		       struct gs_rdma_times *t, char *err, size_t errlen);
-void gs_rdma_client_destroy(struct gs_rdma_client **cp);
 
 #endif

@@ -153,13 +153,16 @@ static void thread_free(struct rdma_thread *t)
 	free(t);
 }
 
-int rdma_thread_start(struct gs_engine *e, const char *addr,
-		      const char *transport, struct rdma_thread **tp,
-		      char *err, size_t errlen)
+int rdma_thread_start(struct rdma_thread **tp, const struct options *opt,
+		      struct gs_engine *e, char *err, size_t errlen)
 {
+	const char *addr = opt->rdma, *transport = opt->rdma_transport;
 	struct rdma_thread *t;
 	int r;
 
+	*tp = NULL;
+	if (!*addr)
+		return 0;
 	if (!strcmp(transport, "verbs")) {
 		r = rdma_thread_verbs_check(err, errlen);
 		if (r)

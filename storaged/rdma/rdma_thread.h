@@ -24,23 +24,25 @@
 #include "rdma.h"
 
 struct gs_engine;
+struct options;
 struct rdma_thread;
 
 /*
- * Starts the goblin-rdma thread serving <e> on <addr> ("ADDR:PORT",
- * "[IPV6]:PORT") over <transport> ("verbs" or "tcp"), and returns once it
- * listens: 0, or -errno with the reason in <err> (verbs without an RDMA
- * device is -ENODEV, never a fallback to tcp).
+ * Starts the goblin-rdma thread serving <e> on --rdma ("ADDR:PORT",
+ * "[IPV6]:PORT") over --rdma-transport ("verbs" or "tcp"), and returns
+ * once it listens: 0 with the thread in *<tp> (NULL without --rdma), or
+ * -errno with the reason in <err> (verbs without an RDMA device is
+ * -ENODEV, never a fallback to tcp).  <opt> must outlive the thread.
  */
-int rdma_thread_start(struct gs_engine *e, const char *addr,
-		      const char *transport, struct rdma_thread **tp,
-		      char *err, size_t errlen);
+int rdma_thread_start(struct rdma_thread **tp, const struct options *opt,
+		      struct gs_engine *e, char *err, size_t errlen);
 
 /* 0 when ibv_get_device_list() finds an RDMA device; -ENODEV with the
  * reason, naming --rdma-transport tcp, in <err>. */
 int rdma_thread_verbs_check(char *err, size_t errlen);
 
-/* Wakes the thread, waits for it to free everything; clears *<tp>. */
+/* Wakes the thread, waits for it to free everything; clears *<tp>.
+ * Safe on NULL. */
 void rdma_thread_stop(struct rdma_thread **tp);
 
 #endif

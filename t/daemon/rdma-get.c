@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define WAIT_MS	10000
 

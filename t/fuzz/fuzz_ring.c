@@ -1,9 +1,9 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/mc/mc_items.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
+ * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
- * link server (link_local_*: no socket, no thread) over a small RAM-only
+ * link server (t/unit/link_local.h: no socket, no thread) over a small RAM-only
  * engine: submissions with fuzzer-chosen fields (handles and buffers
  * either ones the daemon handed out or raw values), rounds of the
  * server, reaping completions, giving rx buffers back, and scribbling on
@@ -33,7 +33,7 @@
 #include "log.h"
 #include "options.h"
 #include "ring.h"
-#include "link.h"
+#include "../unit/link_local.h"
 
 #define NKEYS		4
 #define NHANDLES	64

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define HEAD_MAX	(16u * 1024u)
 #define NOBJ		6

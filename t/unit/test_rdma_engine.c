@@ -25,7 +25,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "options.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define NOBJ	4
 #define RAM_HEAD	(256u << 10)

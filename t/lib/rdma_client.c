@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define GS_RDMA_CLIENT_WAIT_NS	(10ull * 1000000000ull)
 #define CTX(i)			((void *)(uintptr_t)(i))
