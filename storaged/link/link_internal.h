@@ -225,7 +225,7 @@ int link_direct_open(struct link_handle *h);
 int link_direct_buf(const struct link_handle *h, const void *data);
 /* Stages what rx buffer <b> holds from <data> (<len> bytes of the stream,
  * peeked) and consumes it; false when it may not go yet (past the READ's
- * window: a MORE brings us back). */
+ * grant: a MORE brings us back). */
 bool link_direct_stage(struct link_handle *h, int b, const void *data,
 		       size_t len);
 /* nginx gave back rx buffer <b>: true when it is one of the direct <h>'s. */
@@ -357,7 +357,7 @@ static inline int rx_take(struct link_conn *c)
 /*
  * An rx buffer is free again: every READ waiting for one gets a go, in
  * the order they waited.  (Waking only the first would lose the buffer
- * when that READ cannot take it just now: its window is used up.)
+ * when that READ cannot take it just now: its grant is used up.)
  */
 static inline void rx_give(struct link_conn *c, uint32_t b)
 {

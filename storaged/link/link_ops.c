@@ -249,8 +249,8 @@ static void op_read(struct link_conn *c, const struct ring_sqe *sqe)
 	h->pos = sqe->off < size ? sqe->off : size;
 	h->end = sqe->off + sqe->len < sqe->off || sqe->off + sqe->len > size ?
 		 size : sqe->off + sqe->len;
-	h->limit = sqe->window && h->pos + sqe->window > h->pos ?
-		   h->pos + sqe->window : UINT64_MAX;
+	h->limit = sqe->grant && h->pos + sqe->grant > h->pos ?
+		   h->pos + sqe->grant : UINT64_MAX;
 	cqe.res = link_direct_open(h);
 	if (cqe.res == -EAGAIN)
 		cqe.res = gs_stream_open(c->srv->io, h->obj, h->pos,

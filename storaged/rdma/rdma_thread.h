@@ -1,12 +1,12 @@
 /*
  * The daemon's RDMA endpoint (--rdma, rdma.h): one thread, goblin-rdma,
  * with its own gs_io and the engine as the object source, stepping the
- * protocol server and sleeping in gs_rdma_server_wait() when a step did
+ * protocol server and sleeping in rdma_server_wait() when a step did
  * nothing; a stop eventfd wakes it to leave.
  *
  *   main                         goblin-rdma
- *   rdma_thread_start() ---+---> gs_io_create, gs_rdma_engine_create,
- *     (waits: listening    |     gs_rdma_server_create (listens)
+ *   rdma_thread_start() ---+---> gs_io_create, rdma_engine_create,
+ *     (waits: listening    |     rdma_server_create (listens)
  *      or failed)        <-+---  ready
  *                              loop: step; publish the counters;
  *                                    nothing done: wait (CM, CQs, io, stop)

@@ -205,10 +205,10 @@ static void reap(void)
 static void push(struct ring_sqe *e)
 {
 	if (log_level >= LOG_INFO)
-		fprintf(stderr, "sqe op %u klen %u handle %#x buf %u off %llu len %llu window %llu\n",
+		fprintf(stderr, "sqe op %u klen %u handle %#x buf %u off %llu len %llu grant %llu\n",
 			e->op, e->klen, e->handle, e->buf,
 			(unsigned long long)e->off, (unsigned long long)e->len,
-			(unsigned long long)e->window);
+			(unsigned long long)e->grant);
 	if (ring_sq_push(&w, e) == 0)
 		return;
 	link_local_run(srv);
@@ -266,7 +266,7 @@ static void submit(struct input *in)
 		blind_releases++;
 	e.off = pick_u64(in);
 	e.len = pick_u64(in);
-	e.window = pick_u64(in);
+	e.grant = pick_u64(in);
 	e.flags = (uint32_t)rd(in, 1);
 	e.exptime = (int64_t)pick_u64(in);
 	bsel = (uint8_t)rd(in, 1);
