@@ -58,7 +58,7 @@
 #define SRV_ADD(srv, name, n) \
 	__atomic_fetch_add(&(srv)->st.name, (n), __ATOMIC_RELAXED)
 
-struct server;
+struct worker;
 struct conn;
 
 /* Objects one connection may hold pinned in its output queue: a 1,024-key
@@ -163,7 +163,8 @@ struct pending_get {
 };
 
 /* What the memcache protocol keeps on a connection between calls
- * (proto_text.c's; server.c reads state to pick the events to wait for). */
+ * (the protocol's files'; conn.c and server.c read state to pick the
+ * events to wait for). */
 struct mc_session {
 	enum conn_state state;
 	bool want_input;		/* proto_process() stopped for more bytes */
