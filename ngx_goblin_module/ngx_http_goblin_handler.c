@@ -211,12 +211,12 @@ ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk)
     sqe.handle = ctx->handle;
     sqe.off = (uint64_t) disk;
     sqe.len = (uint64_t) (ctx->end - disk);
-    sqe.window = (uint64_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
+    sqe.grant = (uint64_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
                  * ctx->map->ring.buf_size;
     ngx_http_goblin_submit(ctx, &sqe);
 
     ctx->next = disk;
-    ctx->granted = disk + (off_t) sqe.window;
+    ctx->granted = disk + (off_t) sqe.grant;
     ngx_http_goblin_wait(ctx);
 }
 

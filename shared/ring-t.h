@@ -39,8 +39,8 @@
  * gives it back with RING_OP_BUFREL once the bytes are on the wire, or
  * once it has copied them aside for a client too slow to take them: rx
  * buffers are shared by all requests of a worker and must not wait on one
- * client.  A READ stages at most <window> bytes beyond what nginx has
- * granted with RING_OP_MORE, which bounds that copying.  A tx buffer is nginx's
+ * client.  A READ stages at most <grant> bytes at first, and as many more
+ * as each RING_OP_MORE grants, which bounds that copying.  A tx buffer is nginx's
  * until RING_OP_WDATA hands it over, and comes back with RING_OP_TXDONE.
  *
  * Trust: the daemon admits only root, its own user, --socket-user and
@@ -85,7 +85,7 @@
 /* Submission opcodes (nginx -> storaged). */
 enum ring_op {
 	RING_OP_LOOKUP = 1,	/* key -> CQE: handle + meta; pins */
-	RING_OP_READ,		/* handle, off, len, window -> DATA..., READ */
+	RING_OP_READ,		/* handle, off, len, grant -> DATA..., READ */
 	RING_OP_BUFREL,		/* buf: an rx buffer comes back; no CQE */
 	RING_OP_RELEASE,	/* handle: unpin, stop its READ; no CQE */
 	RING_OP_WOPEN,		/* key, len (size), flags, exptime -> handle */
@@ -129,7 +129,8 @@ struct ring_sqe {
 	uint32_t flags;			/* WOPEN: the object's flags */
 	int64_t exptime;		/* WOPEN: memcache-style exptime */
 	char key[256];
-	uint64_t window;		/* READ: bytes it may stage before MORE */
+	uint64_t grant;			/* READ: bytes it may stage before a MORE
+					 * grants more (0: no bound) */
 	uint8_t pad1[8];
 };
 

@@ -1,7 +1,13 @@
 /*
- * goblin-store: parse options, open the engine, start the memcache front
- * (and the nginx link, and the RDMA endpoint), run until SIGINT or
- * SIGTERM, then stop cleanly.
+ * goblin-store: parse options, open the engine, start the fronts, run
+ * until SIGINT or SIGTERM, then stop them in reverse order.
+ *
+ * Every front starts and stops the same way: X_start(&x, &opt, e, err,
+ * errlen) reads its own options (a front they leave off starts nothing
+ * and leaves x NULL), returns 0 or -errno with a reason in <err>;
+ * X_stop(&x) stops it, frees it and clears x (nothing on NULL).  In
+ * order: the RDMA endpoint (rdma/rdma_thread.h), the memcache server
+ * (mc/server.h), the nginx link (link/link.h).
  */
 #include <errno.h>
 #include <numa.h>
@@ -10,20 +16,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "link.h"
 #include "log.h"
 #include "numa_topo.h"
 #include "options.h"
-#include "link.h"
 #include "rdma_thread.h"
 #include "server.h"
+#include "version.h"
 
 int main(int argc, char **argv)
 {
 	struct options opt;
 	struct gs_config cfg;
 	struct gs_engine *e = NULL;
-	struct server srv = { 0 };
 	struct rdma_thread *rdma = NULL;
+	struct server *srv = NULL;
+	struct link_server *link = NULL;
 	char err[512];
 	sigset_t sigs;
 	int ret, sig;
@@ -59,30 +67,20 @@ int main(int argc, char **argv)
 	}
 	/* before the memcache port opens: a client that reached it finds the
 	 * RDMA listener up too */
-	if (*opt.rdma) {
-		ret = rdma_thread_start(e, opt.rdma, opt.rdma_transport, &rdma,
-					err, sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "goblin-store: %s\n", err);
-			goto out_engine;
-		}
+	ret = rdma_thread_start(&rdma, &opt, e, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		goto out_engine;
 	}
-	ret = server_start(&srv, e, &opt, err, sizeof(err));
+	ret = server_start(&srv, &opt, e, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "goblin-store: %s\n", err);
 		goto out_rdma;
 	}
-	if (!opt.no_http) {
-		struct link_conf rc = {
-			.socket = opt.socket, .socket_user = opt.socket_user,
-			.socket_group = opt.socket_group,
-		};
-
-		ret = link_start(e, &rc, err, sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "goblin-store: %s\n", err);
-			goto out_server;
-		}
+	ret = link_start(&link, &opt, e, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "goblin-store: %s\n", err);
+		goto out_server;
 	}
 	log_info("goblin-store %s ready: memcache on %s:%u, %u serving thread(s), socket %s",
 		 GOBLIN_VERSION, opt.listen, (unsigned)opt.memcache_port,
@@ -91,8 +89,7 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	log_info("signal %d: stopping", sig);
 	ret = 0;
-	if (!opt.no_http)
-		link_stop();
+	link_stop(&link);
 out_server:
 	server_stop(&srv);
 	rdma_thread_stop(&rdma);

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "stats.h"
 #include "size.h"
+#include "version.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
 
@@ -322,6 +323,11 @@ void options_to_config(const struct options *o, struct gs_config *cfg)
 	cfg->journal_salvage = o->journal_salvage;
 	cfg->sync_interval_ms = o->sync_interval;
 	cfg->checkpoint_size = o->checkpoint_size;
+}
+
+uint64_t options_head_slots(const struct options *o)
+{
+	return o->ram_head ? o->memory / o->ram_head : 0;
 }
 
 void options_config_defaults(struct gs_config *cfg)

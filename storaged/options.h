@@ -20,8 +20,6 @@
 #include "goblin.h"
 #include "ring-t.h"
 
-#define GOBLIN_VERSION "1.0.0"
-
 #define OPTIONS(OPTION)							\
 	OPTION(memory, "memory", SIZE, "256M", 0, 0,			\
 	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects of --ram-head bytes or more")		\
@@ -137,6 +135,10 @@ void options_word_error(char *err, size_t errlen);
  */
 int options_rdma_addr(const char *v, char *host, size_t hostlen,
 		      uint16_t *port, char *err, size_t errlen);
+
+/* The RAM-head slots --memory makes at --ram-head: the link sizes what
+ * one nginx worker may pin from it (link_server.c). */
+uint64_t options_head_slots(const struct options *o);
 
 /* Calls <emit>(<arg>, name, value) for every option ("stats settings"). */
 void options_each(const struct options *o,

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "options.h"
 #include "stats.h"
+#include "version.h"
 
 static void emit_U64(const struct stats_sink *sink, const char *name,
 		     uint64_t v, const char *desc)
@@ -67,7 +67,7 @@ static void emit_numa(const struct stats_sink *sink,
 
 /* The RDMA_STATS lines of <st>. */
 static void emit_rdma(const struct stats_sink *sink,
-		      const struct gs_rdma_server_stats *st)
+		      const struct rdma_server_stats *st)
 {
 #define EMIT_RDMA(stat, field, desc) emit_U64(sink, #stat, st->field, desc);
 	RDMA_STATS(EMIT_RDMA)
@@ -138,10 +138,10 @@ void stats_process(struct stats_snapshot *s, time_t started)
 /* ---- the RDMA endpoint's counters, published by its thread ---- */
 
 static pthread_mutex_t rdma_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gs_rdma_server_stats rdma_pub;
+static struct rdma_server_stats rdma_pub;
 static bool rdma_on;
 
-void stats_rdma_publish(const struct gs_rdma_server_stats *st)
+void stats_rdma_publish(const struct rdma_server_stats *st)
 {
 	pthread_mutex_lock(&rdma_lock);
 	rdma_on = st != NULL;
@@ -150,13 +150,13 @@ void stats_rdma_publish(const struct gs_rdma_server_stats *st)
 	pthread_mutex_unlock(&rdma_lock);
 }
 
-bool stats_rdma_read(struct gs_rdma_server_stats *st)
+bool stats_rdma_read(struct rdma_server_stats *st)
 {
 	bool on;
 
 	pthread_mutex_lock(&rdma_lock);
 	on = rdma_on;
-	*st = on ? rdma_pub : (struct gs_rdma_server_stats){ 0 };
+	*st = on ? rdma_pub : (struct rdma_server_stats){ 0 };
 	pthread_mutex_unlock(&rdma_lock);
 	return on;
 }
@@ -250,7 +250,7 @@ static void markdown_numa(void)
 
 static void markdown_rdma(void)
 {
-	static const struct gs_rdma_server_stats none;
+	static const struct rdma_server_stats none;
 	struct markdown_rows m = { 0 };
 	struct stats_sink sink = { markdown_emit, &m };
 

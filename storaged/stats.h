@@ -116,7 +116,7 @@
 	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
 	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
 
-/* RDMA_STAT(name, field of gs_rdma_server_stats, description): the RDMA
+/* RDMA_STAT(name, field of rdma_server_stats, description): the RDMA
  * endpoint's counters (--rdma, rdma_thread.c), in `stats goblin` after
  * POOL_STATS when it runs; counted from the start (not `stats reset`). */
 #define RDMA_STATS(ACTION)						\
@@ -200,7 +200,7 @@ struct stats_snapshot {
 	uint64_t active_slabs, total_malloced;
 	uint64_t link[ST_MAX];
 	bool rdma_on;			/* --rdma: RDMA_STATS from rdma */
-	struct gs_rdma_server_stats rdma;
+	struct rdma_server_stats rdma;
 };
 
 /* Where stats go: <emit>(<arg>, name, value as text, description). */
@@ -230,8 +230,8 @@ size_t stats_format(unsigned tables, const struct stats_snapshot *s,
 /* The RDMA endpoint's counters (rdma_thread.c, after each step; NULL: the
  * endpoint stopped), and a copy of the last for <st>: false (and zeroes)
  * without one.  Any thread; one endpoint per process. */
-void stats_rdma_publish(const struct gs_rdma_server_stats *st);
-bool stats_rdma_read(struct gs_rdma_server_stats *st);
+void stats_rdma_publish(const struct rdma_server_stats *st);
+bool stats_rdma_read(struct rdma_server_stats *st);
 
 /* Prints `--help=stats`: the tables as README markdown. */
 void stats_markdown(void);

@@ -6,7 +6,7 @@
  *   registered --window each), starts one thread per queue pair, ends the
  *   phase (--duration, or --requests GETs in all), merges the counters
  *
- *   queue pair thread: pick key -> gs_rdma_client_get() (one GET in flight)
+ *   queue pair thread: pick key -> rdma_client_get() (one GET in flight)
  *   -> times (VALUE line, last BULK_READY, END) -> verify every byte
  *   against the generator -> next
  *
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "goblin-bench.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define NSEC		1000000000ULL
 #define PRINT_MAX	10
@@ -38,7 +38,7 @@ struct qp {
 	unsigned id;
 	pthread_t th;
 	bool started;
-	struct gs_rdma_client *cl;
+	struct rdma_client *cl;
 	struct gb_rng rng;
 	char *out;
 	struct gb_stats st;
@@ -47,7 +47,7 @@ struct qp {
 struct rbench {
 	const struct gb_opts *o;
 	const struct gb_sizer *sizer;
-	const struct gs_rdma_transport *tp;
+	const struct rdma_transport *tp;
 	struct gb_zipf zipf;
 	uint64_t vtag, cap;
 	struct qp *qps;
@@ -57,9 +57,9 @@ struct rbench {
 	atomic_uint printed;
 };
 
-static const struct gs_rdma_transport *transport(enum gb_rdma_tp t)
+static const struct rdma_transport *transport(enum gb_rdma_tp t)
 {
-	return t == GB_RDMA_VERBS ? &gs_rdma_verbs : &gs_rdma_fabric;
+	return t == GB_RDMA_VERBS ? &rdma_verbs : &rdma_fabric;
 }
 
 static __attribute__((format(printf, 2, 3)))
@@ -171,7 +171,7 @@ static bool verify(struct qp *q, uint64_t key, const char *name, size_t len)
 	return false;
 }
 
-static void record(struct qp *q, const struct gs_rdma_times *t, bool hit)
+static void record(struct qp *q, const struct rdma_times *t, bool hit)
 {
 	gb_hist_record(&q->st.ttfb, t->header_ns);
 	if (hit)
@@ -184,13 +184,13 @@ static int qp_connect(struct qp *q)
 {
 	struct rbench *b = q->b;
 	const struct gb_rdma_opts *r = &b->o->rdma;
-	char err[GS_RDMA_MSG] = "";
+	char err[RDMA_MSG] = "";
 	int rc;
 
 	if (q->cl)
-		gs_rdma_client_destroy(&q->cl);
-	rc = gs_rdma_client_create(b->tp, r->host, (uint16_t)r->port,
-				   r->window, err, sizeof(err), &q->cl);
+		rdma_client_destroy(&q->cl);
+	rc = rdma_client_create(b->tp, r->host, (uint16_t)r->port,
+				r->window, err, sizeof(err), &q->cl);
 	if (rc)
 		say(b, "queue pair %u: cannot connect to %s:%u over %s: %s%s%s",
 		    q->id, r->host, r->port, gb_rdma_tp_names[r->transport],
@@ -223,16 +223,16 @@ static bool next_key(struct qp *q, uint64_t *key)
 static bool get_one(struct qp *q, uint64_t key, unsigned *streak)
 {
 	struct rbench *b = q->b;
-	char name[32], err[GS_RDMA_MSG] = "";
-	struct gs_rdma_times t;
+	char name[32], err[RDMA_MSG] = "";
+	struct rdma_times t;
 	uint32_t flags;
 	size_t len = 0;
 	int rc;
 
 	gb_key_name(name, sizeof(name), key);
 	q->st.get_issued++;
-	rc = gs_rdma_client_get(q->cl, name, q->out, b->cap, &len, &flags, &t,
-				err, sizeof(err));
+	rc = rdma_client_get(q->cl, name, q->out, b->cap, &len, &flags, &t,
+			     err, sizeof(err));
 	if (rc == 1 || rc == -EMSGSIZE) {
 		q->st.hits++;
 		record(q, &t, true);
@@ -370,7 +370,7 @@ static int setup(struct rbench *b, const struct gb_opts *o,
 static void teardown(struct rbench *b)
 {
 	for (unsigned i = 0; b->qps && i < b->o->rdma.qps; i++) {
-		gs_rdma_client_destroy(&b->qps[i].cl);
+		rdma_client_destroy(&b->qps[i].cl);
 		free(b->qps[i].out);
 	}
 	free(b->qps);

@@ -27,7 +27,7 @@
  * writers, and LINK_MAX_WORKERS attach at once.
  *
  * Threading: everything here runs on the link thread (or, local, on the
- * caller's thread); nothing takes a lock.
+ * caller's thread: t/unit/link_local.c); nothing takes a lock.
  */
 #ifndef GOBLIN_STORAGED_LINK_INTERNAL_H
 #define GOBLIN_STORAGED_LINK_INTERNAL_H
@@ -225,7 +225,7 @@ int link_direct_open(struct link_handle *h);
 int link_direct_buf(const struct link_handle *h, const void *data);
 /* Stages what rx buffer <b> holds from <data> (<len> bytes of the stream,
  * peeked) and consumes it; false when it may not go yet (past the READ's
- * window: a MORE brings us back). */
+ * grant: a MORE brings us back). */
 bool link_direct_stage(struct link_handle *h, int b, const void *data,
 		       size_t len);
 /* nginx gave back rx buffer <b>: true when it is one of the direct <h>'s. */
@@ -238,6 +238,24 @@ void link_direct_close(struct link_handle *h);
 
 /* A descriptor came back: listen again if out of them before. */
 void link_listen_resume(struct link_server *srv);
+
+/* The distinct objects one worker may pin when the RAM region holds
+ * <head_slots> heads: a quarter of them, within [LINK_PINS_MIN,
+ * LINK_HANDLES_MAX]. */
+uint32_t link_pins_bound(uint64_t head_slots);
+
+/* A server over <e> with no socket, thread or gs_io yet, whose workers
+ * pin at most <max_pins> objects each; NULL without memory.
+ * link_server_free closes what it holds and frees it (no worker left). */
+struct link_server *link_server_new(struct gs_engine *e, uint32_t max_pins);
+void link_server_free(struct link_server *srv);
+
+/* End of a round: queued completions out, doorbells rung, dead workers
+ * freed once nothing refers to them. */
+void link_end_round(struct link_server *srv);
+
+/* Drops every worker, then lets in-flight commits finish (on srv->io). */
+void link_drop_all(struct link_server *srv);
 
 /* ---- handles, completions, rx buffers: the hot path, inline ---- */
 
@@ -339,7 +357,7 @@ static inline int rx_take(struct link_conn *c)
 /*
  * An rx buffer is free again: every READ waiting for one gets a go, in
  * the order they waited.  (Waking only the first would lose the buffer
- * when that READ cannot take it just now: its window is used up.)
+ * when that READ cannot take it just now: its grant is used up.)
  */
 static inline void rx_give(struct link_conn *c, uint32_t b)
 {

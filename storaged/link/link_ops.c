@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exptime.h"
 #include "link_internal.h"
 #include "log.h"
-#include "mc_items.h"
 
 /* ---- the distinct objects a worker pins: a linear-probing set ---- */
 
@@ -249,8 +249,8 @@ static void op_read(struct link_conn *c, const struct ring_sqe *sqe)
 	h->pos = sqe->off < size ? sqe->off : size;
 	h->end = sqe->off + sqe->len < sqe->off || sqe->off + sqe->len > size ?
 		 size : sqe->off + sqe->len;
-	h->limit = sqe->window && h->pos + sqe->window > h->pos ?
-		   h->pos + sqe->window : UINT64_MAX;
+	h->limit = sqe->grant && h->pos + sqe->grant > h->pos ?
+		   h->pos + sqe->grant : UINT64_MAX;
 	cqe.res = link_direct_open(h);
 	if (cqe.res == -EAGAIN)
 		cqe.res = gs_stream_open(c->srv->io, h->obj, h->pos,
@@ -342,7 +342,7 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 		goto out_put;
 	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
-				 sqe->flags, mc_exptime(sqe->exptime), &h->w);
+				 sqe->flags, exptime_absolute(sqe->exptime), &h->w);
 	if (cqe.res)
 		goto out_put;
 	h->size = sqe->len;

@@ -1,7 +1,8 @@
 /*
  * The nginx link's server: the socket nginx workers attach to (its path,
- * directory and owner), accepting them, the thread that serves them, and
- * the same server without socket or thread for tests and the fuzzer.
+ * directory and owner), accepting them, the thread that serves them.
+ * Tests and the fuzzer run the same server without socket or thread
+ * (t/unit/link_local.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,8 +22,7 @@
 #include "dirtrust.h"
 #include "link_internal.h"
 #include "log.h"
-
-static struct link_server *the_server;
+#include "options.h"
 
 /* ---- accepting workers ---- */
 
@@ -127,9 +127,7 @@ static void accept_conns(struct loop *l)
 
 /* ---- the thread ---- */
 
-/* End of a round: queued completions out, doorbells rung, dead workers
- * freed once nothing refers to them. */
-static void end_round(struct link_server *srv)
+void link_end_round(struct link_server *srv)
 {
 	struct list *p, *n;
 
@@ -148,14 +146,13 @@ static void end_round(struct link_server *srv)
 	}
 }
 
-/* Drops every worker, then lets in-flight commits finish. */
-static void drop_all(struct link_server *srv)
+void link_drop_all(struct link_server *srv)
 {
 	for (struct list *p = srv->conns.next; p != &srv->conns; p = p->next)
 		link_conn_kill(list_entry(p, struct link_conn, link), NULL);
-	end_round(srv);
+	link_end_round(srv);
 	while (!list_empty(&srv->conns) && gs_io_run(srv->io, true) >= 0)
-		end_round(srv);
+		link_end_round(srv);
 }
 
 static void conn_event(struct loop *l, void *conn, uint32_t events)
@@ -178,7 +175,7 @@ static void round_end(struct loop *l)
 	struct link_server *srv = l->owner;
 
 	link_run_ready(srv);
-	end_round(srv);
+	link_end_round(srv);
 	link_listen_resume(srv);
 }
 
@@ -209,7 +206,7 @@ static void *link_thread(void *arg)
 		return NULL;
 
 	loop_run(&srv->loop);
-	drop_all(srv);
+	link_drop_all(srv);
 	gs_io_destroy(&srv->io);
 	return NULL;
 }
@@ -272,22 +269,22 @@ static int lookup_group(const char *name, gid_t *gid)
 /* --socket-user and --socket-group into <srv>; <*gid>: the group the
  * socket and its directory get, -1 for none. */
 static int resolve_access(struct link_server *srv,
-			  const struct link_conf *conf, gid_t *gid,
+			  const struct options *opt, gid_t *gid,
 			  char *err, size_t errlen)
 {
 	*gid = (gid_t)-1;
-	if (conf->socket_user && *conf->socket_user) {
-		if (lookup_user(conf->socket_user, &srv->user_uid, gid)) {
+	if (opt->socket_user && *opt->socket_user) {
+		if (lookup_user(opt->socket_user, &srv->user_uid, gid)) {
 			snprintf(err, errlen, "--socket-user %s: no such user",
-				 conf->socket_user);
+				 opt->socket_user);
 			return -EINVAL;
 		}
 		srv->has_user = true;
 	}
-	if (conf->socket_group && *conf->socket_group) {
-		if (lookup_group(conf->socket_group, &srv->group_gid)) {
+	if (opt->socket_group && *opt->socket_group) {
+		if (lookup_group(opt->socket_group, &srv->group_gid)) {
 			snprintf(err, errlen, "--socket-group %s: no such group",
-				 conf->socket_group);
+				 opt->socket_group);
 			return -EINVAL;
 		}
 		srv->has_group = true;
@@ -411,11 +408,18 @@ static int region_fd_ro(int fd)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-static struct link_server *server_new(struct gs_engine *e)
+uint32_t link_pins_bound(uint64_t head_slots)
 {
-	const struct gs_config *cfg = gs_engine_config(e);
+	uint64_t quarter = head_slots / 4;
+
+	return quarter < LINK_PINS_MIN ? LINK_PINS_MIN :
+	       quarter > LINK_HANDLES_MAX ? LINK_HANDLES_MAX :
+	       (uint32_t)quarter;
+}
+
+struct link_server *link_server_new(struct gs_engine *e, uint32_t max_pins)
+{
 	struct link_server *srv = calloc(1, sizeof(*srv));
-	uint64_t quarter;
 
 	if (!srv)
 		return NULL;
@@ -424,10 +428,7 @@ static struct link_server *server_new(struct gs_engine *e)
 	srv->loop = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1 };
 	srv->region_fd = -1;
 	srv->region_size = gs_engine_region_size(e);
-	quarter = cfg->ram_head ? cfg->memory / cfg->ram_head / 4 : 0;
-	srv->max_pins = quarter < LINK_PINS_MIN ? LINK_PINS_MIN :
-			quarter > LINK_HANDLES_MAX ? LINK_HANDLES_MAX :
-			(uint32_t)quarter;
+	srv->max_pins = max_pins;
 	list_init(&srv->conns);
 	list_init(&srv->ready);
 	pthread_mutex_init(&srv->lock, NULL);
@@ -435,7 +436,7 @@ static struct link_server *server_new(struct gs_engine *e)
 	return srv;
 }
 
-static void server_free(struct link_server *srv)
+void link_server_free(struct link_server *srv)
 {
 	loop_fini(&srv->loop);
 	if (srv->lfd >= 0)
@@ -449,26 +450,25 @@ static void server_free(struct link_server *srv)
 	free(srv);
 }
 
-int link_start(struct gs_engine *e, const struct link_conf *conf,
-		      char *err, size_t errlen)
+int link_start(struct link_server **lp, const struct options *opt,
+	       struct gs_engine *e, char *err, size_t errlen)
 {
-	const char *path = conf->socket;
+	const char *path = opt->socket;
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct link_server *srv;
 	gid_t gid;
 	int ret;
 
 	err[0] = 0;
-	if (the_server) {
-		snprintf(err, errlen, "the nginx link is already started");
-		return -EBUSY;
-	}
+	*lp = NULL;
+	if (opt->no_http)
+		return 0;
 	if (!path || !*path || strlen(path) >= sizeof(dir)) {
 		snprintf(err, errlen, "--socket: a path of 1 to %zu bytes",
 			 sizeof(dir) - 1);
 		return -ENAMETOOLONG;
 	}
-	srv = server_new(e);
+	srv = link_server_new(e, link_pins_bound(options_head_slots(opt)));
 	if (!srv) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -476,7 +476,7 @@ int link_start(struct gs_engine *e, const struct link_conf *conf,
 	strcpy(srv->path, path);
 	strcpy(dir, path);
 
-	ret = resolve_access(srv, conf, &gid, err, errlen);
+	ret = resolve_access(srv, opt, &gid, err, errlen);
 	if (ret)
 		goto out_free;
 	srv->region_fd = region_fd_ro(gs_engine_region_fd(e));
@@ -528,12 +528,12 @@ int link_start(struct gs_engine *e, const struct link_conf *conf,
 		pthread_join(srv->thread, NULL);
 		goto out_unlink;
 	}
-	the_server = srv;
+	*lp = srv;
 	log_info("link: nginx workers attach at %s (mode 0660%s%s%s%s; a worker pins at most %u objects)",
 		 path, srv->has_user ? ", --socket-user " : "",
-		 srv->has_user ? conf->socket_user : "",
+		 srv->has_user ? opt->socket_user : "",
 		 srv->has_group ? ", --socket-group " : "",
-		 srv->has_group ? conf->socket_group : "", srv->max_pins);
+		 srv->has_group ? opt->socket_group : "", srv->max_pins);
 	return 0;
 
 out_unlink:
@@ -541,115 +541,19 @@ out_unlink:
 out_free:
 	if (!err[0])
 		snprintf(err, errlen, "--socket %s: %s", path, strerror(-ret));
-	server_free(srv);
+	link_server_free(srv);
 	return ret;
 }
 
-void link_stop(void)
+void link_stop(struct link_server **lp)
 {
-	struct link_server *srv = the_server;
+	struct link_server *srv = *lp;
 
 	if (!srv)
 		return;
 	loop_stop(&srv->loop);
 	pthread_join(srv->thread, NULL);
 	unlink(srv->path);
-	server_free(srv);
-	the_server = NULL;
-}
-
-/* ---- without socket or thread: tests and the fuzzer ---- */
-
-int link_local_create(struct gs_engine *e, struct gs_io *io,
-		      struct link_server **srvp)
-{
-	struct link_server *srv = server_new(e);
-
-	if (!srv)
-		return -ENOMEM;
-	srv->io = io;
-	*srvp = srv;
-	return 0;
-}
-
-int link_local_attach(struct link_server *srv, struct ring_hello *h,
-		      int *ring_fd)
-{
-	struct link_conn *c = link_conn_new(srv, -1);
-	int ret;
-
-	if (!c)
-		return -ENOMEM;
-	c->pid = (pid_t)h->pid;
-	c->uid = geteuid();
-	ret = link_conn_setup(c, h);
-	if (ret) {
-		link_conn_kill(c, NULL);
-		link_conn_free(c);
-		return ret;
-	}
-	*ring_fd = c->ring.fd;
-	c->ring.fd = -1;
-	link_conn_attached(c);
-	return 0;
-}
-
-unsigned link_local_run(struct link_server *srv)
-{
-	unsigned live = 0;
-	struct list *p;
-
-	for (p = srv->conns.next; p != &srv->conns; p = p->next) {
-		struct link_conn *c = list_entry(p, struct link_conn, link);
-
-		if (!c->dead)
-			link_drain_sq(c);
-	}
-	do
-		link_run_ready(srv);
-	while (gs_io_run(srv->io, false) > 0);
-	end_round(srv);
-	for (p = srv->conns.next; p != &srv->conns; p = p->next)
-		live += !list_entry(p, struct link_conn, link)->dead;
-	return live;
-}
-
-void link_local_drop(struct link_server *srv)
-{
-	drop_all(srv);
-}
-
-void link_local_destroy(struct link_server **srvp)
-{
-	if (!*srvp)
-		return;
-	drop_all(*srvp);
-	server_free(*srvp);
-	*srvp = NULL;
-}
-
-struct stat_query {
-	const char *name;
-	uint64_t value;
-};
-
-static void stat_match(void *arg, const char *name, const char *value,
-		       const char *desc)
-{
-	struct stat_query *q = arg;
-
-	(void)desc;
-	if (!strcmp(name, q->name))
-		q->value = strtoull(value, NULL, 10);
-}
-
-uint64_t link_local_stat(const struct link_server *srv, const char *name)
-{
-	struct stat_query q = { .name = name, .value = UINT64_MAX };
-	struct stats_sink sink = { .emit = stat_match, .arg = &q };
-	struct stats_snapshot snap = { 0 };
-
-	memcpy(snap.link, srv->st, sizeof(snap.link));
-	stats_emit(STATS_LINK, &snap, &sink);
-	return q.value;
+	link_server_free(srv);
+	*lp = NULL;
 }

@@ -3,22 +3,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <time.h>
 
+#include "exptime.h"
 #include "mc_items.h"
-
-#define MONTH_SECONDS (60 * 60 * 24 * 30)
-
-int64_t mc_exptime(int64_t t)
-{
-	if (t == 0)
-		return 0;
-	if (t < 0)
-		return 1;		/* long past: expired on arrival */
-	if (t <= MONTH_SECONDS)
-		return time(NULL) + t;
-	return t;
-}
 
 /* A counter: 1 to 20 digits, then only spaces (memcached pads decr). */
 static int parse_counter(const char *p, uint64_t len, uint64_t *v)
@@ -93,5 +80,5 @@ int mc_incr(struct gs_engine *e, const void *key, size_t klen, bool decr,
 
 void mc_flush(struct gs_engine *e, int64_t delay)
 {
-	gs_invalidate(e, delay > 0 ? mc_exptime(delay) : 0);
+	gs_invalidate(e, delay > 0 ? exptime_absolute(delay) : 0);
 }

@@ -1,7 +1,8 @@
 /*
- * Memcache item semantics on top of the engine's public calls: exptime
- * conversion, incr/decr, flush_all and the link condition of each storage
- * command.  The engine itself knows nothing of memcache.
+ * Memcache item semantics on top of the engine's public calls: incr/decr,
+ * flush_all and the link condition of each storage command (exptimes
+ * convert with exptime_absolute(), exptime.h).  The engine itself knows
+ * nothing of memcache.
  */
 #ifndef GOBLIN_MC_ITEMS_H
 #define GOBLIN_MC_ITEMS_H
@@ -11,10 +12,6 @@
 
 #include "goblin.h"
 #include "proto_parse.h"
-
-/* Converts a memcache exptime (0 never, <= 30 days relative, else absolute,
- * negative already expired) to the engine's absolute form. */
-int64_t mc_exptime(int64_t exptime);
 
 /* incr/decr of a decimal value (incr wraps at 2^64, decr stops at 0):
  * 0 and <*result>, -ENOENT, -EINVAL when the value is not a number, or
@@ -29,7 +26,7 @@ struct mc_arith {
 	uint64_t delta;
 	uint64_t cas;			/* C: only over it (0: any) */
 	bool set_exptime;		/* T: */
-	int64_t exptime;		/*   absolute (mc_exptime()) */
+	int64_t exptime;		/*   absolute (exptime_absolute()) */
 };
 
 /* mc_incr() by <a>: also -EEXIST when <a>->cas is stale; <meta>, when not

@@ -1,13 +1,14 @@
 /*
  * The meta commands of the memcache text protocol (mg, ms, md, ma, me):
  * their flags, echoes and reply codes over the same engine calls as the
- * classic commands (proto_text.c).
+ * classic commands (proto_text.c), storing through proto_store.c.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "exptime.h"
 #include "mc_items.h"
 #include "proto_text.h"
 
@@ -94,7 +95,7 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	ret = gs_lookup(e, cmd->key.p, cmd->key.len, &obj);
 	if (cmd->has_exptime)
 		proto_touch_found(c, ret == 0 ? obj : NULL,
-				  mc_exptime(cmd->exptime));
+				  exptime_absolute(cmd->exptime));
 	if (ret < 0) {
 		if (!cmd->noreply) {
 			meta_flags_text(flags, sizeof(flags), cmd, NULL);
@@ -171,7 +172,9 @@ static bool stale_cas(const struct pending_store *st)
 						st->op == MC_PREPEND));
 }
 
-void proto_meta_store_reply(struct conn *c, int res, uint64_t cas)
+/* The reply of a finished ms from the flags it kept; <cas> when stored
+ * (start_store() calls it for an ms). */
+static void meta_store_reply(struct conn *c, int res, uint64_t cas)
 {
 	struct pending_store *st = &c->mc.store;
 	const char *code;
@@ -226,7 +229,7 @@ bool proto_meta_set(struct conn *c, const struct mc_cmd *cmd)
 		plain.op = MC_CAS;
 	if (!cmd->has_exptime)
 		plain.exptime = 0;
-	ok = start_store(c, &plain, true);
+	ok = start_store(c, &plain, meta_store_reply);
 	keep_echo(st, cmd, "Okcb");
 	return ok;
 }
@@ -362,7 +365,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	int ret;
 
 	st->cas = cmd->initial;
-	st->exptime = mc_exptime(cmd->viv_exptime);
+	st->exptime = exptime_absolute(cmd->viv_exptime);
 	ret = gs_writer_open(conn_io(c), st->key, st->klen, len, 0, st->exptime,
 			     &st->writer);
 	while (ret == 0 && got < len) {
@@ -404,7 +407,7 @@ void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd)
 		.op = MC_INCR, .klen = cmd->key.len, .noreply = cmd->noreply,
 		.arith = { .decr = cmd->mode == 'D', .delta = cmd->delta,
 			   .cas = cmd->cas, .set_exptime = cmd->has_exptime,
-			   .exptime = mc_exptime(cmd->exptime) },
+			   .exptime = exptime_absolute(cmd->exptime) },
 	};
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	keep_echo(st, cmd, "Okbctv");

@@ -1,6 +1,7 @@
 /*
  * What the memcache text protocol's files (proto_text.c: classic commands
- * and the input state machine; proto_meta.c; proto_stats.c) share.
+ * and the input state machine; proto_meta.c; proto_stats.c; proto_store.c)
+ * share.
  */
 #ifndef GOBLIN_PROTO_TEXT_H
 #define GOBLIN_PROTO_TEXT_H
@@ -10,7 +11,7 @@
 /* Queues the string literal <s>. */
 #define REPLY(c, s) conn_reply((c), s, sizeof(s) - 1)
 
-/* proto_text.c */
+/* proto_store.c */
 void reply_unless(struct conn *c, bool noreply, const char *s);
 /* The classic reply to a store of <op> that ended in <res>. */
 const char *store_reply(enum mc_op op, int res);
@@ -18,11 +19,15 @@ const char *store_reply(enum mc_op op, int res);
  * (not -ENOENT, -EINVAL or -EEXIST, which have replies of their own). */
 const char *arith_error(int res);
 /* Starts a storage command: its value is read next (or swallowed when
- * refused, the refusal replied).  <meta>: an ms, whose q hides only its
- * success.  Returns true (the connection stays). */
-bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta);
-/* A writer's completion: the store's reply, then the next command. */
-void store_done(void *arg, int res, const struct gs_stored *stored);
+ * refused, the refusal replied).  <meta_reply>: an ms's reply (its q
+ * hides only its success), NULL for a classic store.  Returns true (the
+ * connection stays). */
+bool start_store(struct conn *c, const struct mc_cmd *cmd,
+		 void (*meta_reply)(struct conn *c, int res, uint64_t cas));
+/* The pending store's value and its "\r\n" are read (bad_chunk set):
+ * finishes the writer; the reply comes from store_done(), or at once
+ * when the store fails here. */
+void store_end(struct conn *c);
 /* A writer has room again: input resumes. */
 void value_wake(void *arg);
 /* gat, gats, mg T: touches the object a lookup found (<obj>, pinned; NULL
@@ -34,8 +39,6 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd);
 /* ms: a storage command in meta form. */
 bool proto_meta_set(struct conn *c, const struct mc_cmd *cmd);
-/* The reply of a finished ms from the flags it kept; <cas> when stored. */
-void proto_meta_store_reply(struct conn *c, int res, uint64_t cas);
 void proto_meta_arith(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_debug(struct conn *c, const struct mc_cmd *cmd);
 

@@ -2,7 +2,8 @@
  * Serving threads: each runs a loop (loop.c) watching the shared memcache
  * listener (EPOLLEXCLUSIVE), its own gs_io, and the connections it
  * accepted.  Replies queue in conn_output.c (at most CONN_PINS_MAX objects
- * per connection); the read buffer is conn_input.c's.
+ * per connection); the read buffer is conn_input.c's, the connection's
+ * primitives conn.c's.
  *
  * Timeouts: each connection keeps when it last read and last sent; the
  * loop sleeps until the earliest deadline any connection could have
@@ -34,59 +35,8 @@
 
 static const char too_many[] = "ERROR Too many open connections\r\n";
 
-struct worker {
-	struct server *srv;
-	unsigned id;
-	pthread_t tid;
-	struct loop loop;		/* its epoll set, stop fd and gs_io */
-	struct list sched;		/* connections to run this round */
-	struct list dead;		/* closed, freed at the round's end */
-	struct list conns;		/* guarded by lock (stats conns reads it) */
-	pthread_mutex_t lock;
-	bool inited, started;
-	bool accept_off;		/* listener out of the loop (no fds) */
-	uint64_t accept_retry;		/* when to take it back */
-	uint64_t next_check;		/* earliest timeout deadline, 0: none */
-};
-
-struct gs_io *conn_io(struct conn *c)
-{
-	return c->w->loop.io;
-}
 
 /* ---- connection life ---- */
-
-static void conn_set_events(struct conn *c, bool want_out)
-{
-	uint32_t ev = 0;
-
-	if (!c->input_paused && !c->eof && c->mc.state != CONN_WAIT &&
-	    c->mc.state != CONN_CLOSING && c->mc.state != CONN_GET &&
-	    !conn_out_full(c))
-		ev |= EPOLLIN;
-	if (want_out)
-		ev |= EPOLLOUT;
-	if (ev == c->events)
-		return;
-	if (loop_mod(&c->w->loop, c->fd, ev, c) == 0)
-		c->events = ev;
-}
-
-void conn_schedule(struct conn *c)
-{
-	if (c->dead || list_linked(&c->sched_link))
-		return;
-	list_add_tail(&c->w->sched, &c->sched_link);
-}
-
-void conn_pause_input(struct conn *c, bool pause)
-{
-	c->input_paused = pause;
-	if (!pause)
-		conn_schedule(c);
-	else
-		conn_set_events(c, c->events & EPOLLOUT);
-}
 
 /* accepting_conns is 0 while any thread's listener is out; the time until
  * all are back counts in time_in_listen_disabled_us. */
@@ -137,12 +87,6 @@ static void conn_close(struct conn *c)
 	list_del(&c->sched_link);
 	if (c->mc.state != CONN_WAIT)
 		list_add_tail(&w->dead, &c->sched_link);
-}
-
-void conn_release(struct conn *c)
-{
-	free(c->rbuf);
-	free(c);
 }
 
 enum timeout_kind { TIMEOUT_NONE, TIMEOUT_IDLE, TIMEOUT_READ, TIMEOUT_SEND };
@@ -285,28 +229,6 @@ static void check_timeouts(struct worker *w)
 		slack = o->idle_timeout;
 	slack /= 16;
 	w->next_check = next ? next + slack : 0;
-}
-
-ssize_t conn_recv(struct conn *c, void *p, size_t len)
-{
-	ssize_t n;
-
-	if (c->eof)
-		return 0;
-	n = read(c->fd, p, len);
-	if (n > 0) {
-		SRV_ADD(c->srv, bytes_read, n);
-		c->last_read = loop_now_ms();
-		return n;
-	}
-	if (n == 0) {
-		/* half-closed: what was read before still gets its answers */
-		c->eof = true;
-		return 0;
-	}
-	if (errno == EAGAIN || errno == EINTR)
-		return 0;
-	return -1;
 }
 
 /* Refuses <fd>: past --max-conns, memcached's line first. */
@@ -604,11 +526,26 @@ static void raise_nofile(const struct options *opt)
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-int server_start(struct server *srv, struct gs_engine *e,
-		 const struct options *opt, char *err, size_t errlen)
+/* Frees <srv> once its threads are joined and its workers finished. */
+static void server_free(struct server *srv)
 {
+	free(srv->workers);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	pthread_mutex_destroy(&srv->reset_lock);
+	free(srv);
+}
+
+int server_start(struct server **srvp, const struct options *opt,
+		 struct gs_engine *e, char *err, size_t errlen)
+{
+	struct server *srv = calloc(1, sizeof(*srv));
 	int ret = 0;
 
+	if (!srv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	srv->e = e;
 	srv->opt = opt;
 	srv->started = time(NULL);
@@ -620,14 +557,16 @@ int server_start(struct server *srv, struct gs_engine *e,
 		/* one socket shared by the threads: a second goblin-store on the
 		 * same port fails to bind instead of splitting the traffic */
 		srv->lfd = listen_socket(opt, err, errlen);
-		if (srv->lfd < 0)
-			return srv->lfd;
+		if (srv->lfd < 0) {
+			ret = srv->lfd;
+			goto out_free;
+		}
 	}
 	srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
 	if (!srv->workers) {
-		if (srv->lfd >= 0)
-			close(srv->lfd);
-		return -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out_free;
 	}
 	for (unsigned i = 0; i < srv->nworkers; i++) {
 		struct worker *w = &srv->workers[i];
@@ -647,16 +586,22 @@ int server_start(struct server *srv, struct gs_engine *e,
 		}
 		srv->workers[i].started = true;
 	}
+	*srvp = srv;
 	return 0;
 
 out_stop:
-	server_stop(srv);
+	server_stop(&srv);
+	return ret;
+out_free:
+	server_free(srv);
 	return ret;
 }
 
-void server_stop(struct server *srv)
+void server_stop(struct server **srvp)
 {
-	if (!srv->workers)
+	struct server *srv = *srvp;
+
+	if (!srv)
 		return;
 	for (unsigned i = 0; i < srv->nworkers; i++) {
 		struct worker *w = &srv->workers[i];
@@ -667,44 +612,6 @@ void server_stop(struct server *srv)
 		}
 		worker_fini(w);
 	}
-	free(srv->workers);
-	srv->workers = NULL;
-	if (srv->lfd >= 0)
-		close(srv->lfd);
-	srv->lfd = -1;
-	pthread_mutex_destroy(&srv->reset_lock);
-}
-
-/* ---- stats conns ---- */
-
-void server_stats_conns(struct conn *c)
-{
-	struct server *srv = c->srv;
-	time_t now = time(NULL);
-
-	if (srv->lfd >= 0) {
-		conn_replyf(c, "STAT %d:addr tcp:%s:%u\r\n", srv->lfd,
-			    srv->opt->listen, (unsigned)srv->opt->memcache_port);
-		conn_replyf(c, "STAT %d:state conn_listening\r\n", srv->lfd);
-	}
-	for (unsigned i = 0; i < srv->nworkers; i++) {
-		struct worker *w = &srv->workers[i];
-
-		pthread_mutex_lock(&w->lock);
-		for (struct list *p = w->conns.next; p != &w->conns; p = p->next) {
-			struct conn *o = list_entry(p, struct conn, all_link);
-			time_t last = __atomic_load_n(&o->last_cmd, __ATOMIC_RELAXED);
-
-			conn_replyf(c, "STAT %d:addr %s\r\n", o->fd, o->addr);
-			conn_replyf(c, "STAT %d:listen_addr tcp:%s:%u\r\n", o->fd,
-				    srv->opt->listen,
-				    (unsigned)srv->opt->memcache_port);
-			conn_replyf(c, "STAT %d:state %s\r\n", o->fd, o == c ?
-				    "conn_parse_cmd" :
-				    __atomic_load_n(&o->stat_state, __ATOMIC_RELAXED));
-			conn_replyf(c, "STAT %d:secs_since_last_cmd %ld\r\n",
-				    o->fd, (long)(now > last ? now - last : 0));
-		}
-		pthread_mutex_unlock(&w->lock);
-	}
+	server_free(srv);
+	*srvp = NULL;
 }

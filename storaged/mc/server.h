@@ -1,8 +1,43 @@
 /*
  * The memcache front: serving threads (one epoll loop and one gs_io each,
- * one shared listener) and their connections.  server.c owns sockets and
- * the output queue; proto_text.c turns input lines into engine calls and
- * replies.  A connection belongs to one thread for its whole life.
+ * one shared listener) and their connections.  A connection belongs to
+ * one thread for its whole life.
+ *
+ *   server.c        the threads, the listener, accepting, timeouts,
+ *                   running a connection and closing it; start and stop
+ *   proto_text.c    the text protocol: command lines, the classic
+ *                   commands, the input state machine
+ *   proto_meta.c    the meta commands (mg, ms, md, ma, me)
+ *   proto_stats.c   the stats commands
+ *   proto_store.c   what the commands share: storing a value, the touch,
+ *                   the error replies
+ *   server_stats.c  the front's counters and the engine's for `stats`,
+ *                   `stats reset`, `stats conns`
+ *   conn_output.c   a connection's output queue: replies, values streamed
+ *   conn_input.c    a connection's read buffer
+ *   conn.c          a connection's primitives: its gs_io, its events,
+ *                   scheduling, reading its socket, freeing it
+ *   mc_items.c      memcache item semantics over the engine (mc_items.h)
+ *   proto_parse.c   the command line parser, pure (proto_parse.h)
+ *
+ * Who calls whom (t/check-mc-calls checks it against the objects; no
+ * cycles):
+ *
+ *   server        ->  conn conn_output proto_store proto_text
+ *   proto_text    ->  conn conn_input conn_output mc_items proto_meta proto_parse proto_stats proto_store
+ *   proto_meta    ->  conn conn_output mc_items proto_parse proto_store
+ *   proto_stats   ->  conn_output server_stats
+ *   proto_store   ->  conn conn_output
+ *   server_stats  ->  conn_output
+ *   conn_output   ->  conn
+ *   conn_input    ->  conn
+ *   conn          ->
+ *   mc_items      ->
+ *   proto_parse   ->
+ *
+ * The way up goes through pointers, as the engine's callbacks do: a
+ * store's completion (store_done) and an ms's reply (the meta_reply an ms
+ * gives start_store) are called back, never named from below.
  */
 #ifndef GOBLIN_SERVER_H
 #define GOBLIN_SERVER_H
@@ -14,6 +49,7 @@
 
 #include "goblin.h"
 #include "list.h"
+#include "loop.h"
 #include "mc_items.h"
 #include "options.h"
 #include "proto_parse.h"
@@ -49,14 +85,33 @@ struct server {
 	struct gs_stats base;		/* engine counters at the last stats reset */
 };
 
-/* Opens the listeners and starts --cores threads.  0 or -errno with a
- * reason in <err>. */
-int server_start(struct server *srv, struct gs_engine *e,
-		 const struct options *opt, char *err, size_t errlen);
-/* Stops every thread, closes every connection. */
-void server_stop(struct server *srv);
+/* A serving thread (server.c's; server_stats.c lists its connections). */
+struct worker {
+	struct server *srv;
+	unsigned id;
+	pthread_t tid;
+	struct loop loop;		/* its epoll set, stop fd and gs_io */
+	struct list sched;		/* connections to run this round */
+	struct list dead;		/* closed, freed at the round's end */
+	struct list conns;		/* guarded by lock (stats conns reads it) */
+	pthread_mutex_t lock;
+	bool inited, started;
+	bool accept_off;		/* listener out of the loop (no fds) */
+	uint64_t accept_retry;		/* when to take it back */
+	uint64_t next_check;		/* earliest timeout deadline, 0: none */
+};
 
-/* ---- what proto_text.c uses ---- */
+/*
+ * server.c: opens the memcache listener (none with --memcache-port 0) and
+ * starts --cores serving threads over <e>; <opt> must outlive the server.
+ * Returns 0 with the server in *<srvp>, or -errno with a reason in <err>
+ * (nothing left open).
+ */
+int server_start(struct server **srvp, const struct options *opt,
+		 struct gs_engine *e, char *err, size_t errlen);
+/* Stops every thread, closes every connection, frees the server and
+ * clears *<srvp>.  Safe on NULL. */
+void server_stop(struct server **srvp);
 
 struct out;
 
@@ -79,7 +134,9 @@ struct meta_echo {
 
 struct pending_store {
 	enum mc_op op;
-	bool meta;		/* ms: reply HD/NS/EX/NF with <echo> */
+	/* an ms: its reply, HD/NS/EX/NF with <echo> (proto_meta.c's); NULL
+	 * for a classic store */
+	void (*meta_reply)(struct conn *c, int res, uint64_t cas);
 	struct meta_echo echo[MC_META_MAX];
 	unsigned necho;
 	char key[GS_KEY_MAX];
@@ -106,7 +163,8 @@ struct pending_get {
 };
 
 /* What the memcache protocol keeps on a connection between calls
- * (proto_text.c's; server.c reads state to pick the events to wait for). */
+ * (the protocol's files'; conn.c and server.c read state to pick the
+ * events to wait for). */
 struct mc_session {
 	enum conn_state state;
 	bool want_input;		/* proto_process() stopped for more bytes */
@@ -154,8 +212,22 @@ static inline bool conn_out_full(const struct conn *c)
 	       c->out_objs >= CONN_PINS_MAX;
 }
 
+/* conn.c: the gs_io of <c>'s thread. */
 struct gs_io *conn_io(struct conn *c);
-/* Queues reply bytes. */
+/* Waits for input when <c> can take it, and for output when <want_out>. */
+void conn_set_events(struct conn *c, bool want_out);
+/* Marks <c> to be looked at again from its thread's loop. */
+void conn_schedule(struct conn *c);
+/* Stops or resumes reading from <c>'s socket (writer backpressure). */
+void conn_pause_input(struct conn *c, bool pause);
+/* Reads straight into <p>: bytes read, 0 when it would block (or after
+ * the peer's FIN, which sets eof), -1 when the peer is gone. */
+ssize_t conn_recv(struct conn *c, void *p, size_t len);
+/* Frees a closed connection (server.c at the round's end, or the engine
+ * callback a closed connection still waited for). */
+void conn_release(struct conn *c);
+
+/* conn_output.c: queues reply bytes. */
 int conn_reply(struct conn *c, const char *s, size_t len);
 int conn_replyf(struct conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -164,37 +236,32 @@ int conn_replyf(struct conn *c, const char *fmt, ...)
  * -ENOMEM nothing is queued and the connection is cut. */
 int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj);
-/* conn_output.c: sends what can go now.  Returns 1 when the socket is
- * full, 0 when the queue is drained or waits on a stream, -1 when the
- * connection must go. */
+/* Sends what can go now.  Returns 1 when the socket is full, 0 when the
+ * queue is drained or waits on a stream, -1 when the connection must
+ * go. */
 int conn_send(struct conn *c);
 /* Frees everything queued (the connection is closing). */
 void conn_out_drop(struct conn *c);
+
 /* conn_input.c: reads what the socket has into rbuf, first making room
  * (moving what is left to the front, growing up to twice a get line);
  * bytes read, 0 when it would block, -1 when the peer is gone or rbuf
  * can't grow. */
 ssize_t conn_fill(struct conn *c);
-/* Reads straight into <p>; same returns as conn_fill(). */
-ssize_t conn_recv(struct conn *c, void *p, size_t len);
-/* Frees a closed connection (proto_text.c, after its last callback). */
-void conn_release(struct conn *c);
-/* Marks <c> to be looked at again from its thread's loop. */
-void conn_schedule(struct conn *c);
-/* Stops or resumes reading from <c>'s socket (writer backpressure). */
-void conn_pause_input(struct conn *c, bool pause);
 
 /* proto_text.c: runs as many buffered commands as it can; returns false
  * when the connection must close. */
 bool proto_process(struct conn *c);
-/* Ends a pending store (connection closing). */
+/* proto_store.c: ends a pending store (connection closing). */
 void proto_abort(struct conn *c);
+/* proto_stats.c: `stats <arg>`. */
 void proto_stats(struct conn *c, const char *arg, size_t len);
-/* stats conns: one block per open connection and the listener. */
-void server_stats_conns(struct conn *c);
-/* The values of every table `stats` lists, now. */
+
+/* server_stats.c: the values of every table `stats` lists, now. */
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *s);
 /* stats reset: zeroes the counters (not gauges such as curr_connections). */
 void server_stats_reset(struct server *srv);
+/* stats conns: one block per open connection and the listener. */
+void server_stats_conns(struct conn *c);
 
 #endif

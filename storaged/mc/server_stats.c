@@ -1,8 +1,10 @@
 /*
- * The memcache front's side of `stats` and `stats reset`: its counters and
- * the engine's, read into a snapshot for stats_emit() (stats.h).
+ * The memcache front's side of `stats`, `stats reset` and `stats conns`:
+ * its counters and the engine's, read into a snapshot for stats_emit()
+ * (stats.h), and the serving threads' connections listed.
  */
 #include <pthread.h>
+#include <time.h>
 
 #include "server.h"
 
@@ -45,4 +47,36 @@ void server_stats_reset(struct server *srv)
 	pthread_mutex_lock(&srv->reset_lock);
 	srv->base = st;
 	pthread_mutex_unlock(&srv->reset_lock);
+}
+
+void server_stats_conns(struct conn *c)
+{
+	struct server *srv = c->srv;
+	time_t now = time(NULL);
+
+	if (srv->lfd >= 0) {
+		conn_replyf(c, "STAT %d:addr tcp:%s:%u\r\n", srv->lfd,
+			    srv->opt->listen, (unsigned)srv->opt->memcache_port);
+		conn_replyf(c, "STAT %d:state conn_listening\r\n", srv->lfd);
+	}
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->workers[i];
+
+		pthread_mutex_lock(&w->lock);
+		for (struct list *p = w->conns.next; p != &w->conns; p = p->next) {
+			struct conn *o = list_entry(p, struct conn, all_link);
+			time_t last = __atomic_load_n(&o->last_cmd, __ATOMIC_RELAXED);
+
+			conn_replyf(c, "STAT %d:addr %s\r\n", o->fd, o->addr);
+			conn_replyf(c, "STAT %d:listen_addr tcp:%s:%u\r\n", o->fd,
+				    srv->opt->listen,
+				    (unsigned)srv->opt->memcache_port);
+			conn_replyf(c, "STAT %d:state %s\r\n", o->fd, o == c ?
+				    "conn_parse_cmd" :
+				    __atomic_load_n(&o->stat_state, __ATOMIC_RELAXED));
+			conn_replyf(c, "STAT %d:secs_since_last_cmd %ld\r\n",
+				    o->fd, (long)(now > last ? now - last : 0));
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
 }

@@ -25,11 +25,11 @@
 
 struct busy {
 	const void *buf0;		/* the staging buffers' first */
-	struct gs_rdma_engine *es;
+	struct rdma_engine *es;
 	struct busy *next;
 };
 
-struct gs_rdma_engine {
+struct rdma_engine {
 	struct gs_engine *e;
 	struct gs_io *io;
 	char *map;
@@ -38,14 +38,14 @@ struct gs_rdma_engine {
 };
 
 struct eitem {
-	struct gs_rdma_engine *es;
+	struct rdma_engine *es;
 	struct gs_obj *obj;
 	struct gs_stream *s;
 	const char *head;
 	uint64_t head_len, pos;
 };
 
-static struct busy *busy_find(struct gs_rdma_engine *es, const void *buf0)
+static struct busy *busy_find(struct rdma_engine *es, const void *buf0)
 {
 	struct busy *b;
 
@@ -73,7 +73,7 @@ static void eng_wake(void *arg)
 }
 
 /* The tail [head_len, size) of <m>'s object streaming into <bufs>. */
-static int eng_stream(struct gs_rdma_engine *es, struct eitem *m,
+static int eng_stream(struct rdma_engine *es, struct eitem *m,
 		      uint64_t size, void *const *bufs)
 {
 	struct busy *b = calloc(1, sizeof(*b));
@@ -97,9 +97,9 @@ static int eng_stream(struct gs_rdma_engine *es, struct eitem *m,
 }
 
 static int eng_open(void *arg, const char *key, size_t klen,
-		    void *const *bufs, struct gs_rdma_item *it)
+		    void *const *bufs, struct rdma_item *it)
 {
-	struct gs_rdma_engine *es = arg;
+	struct rdma_engine *es = arg;
 	const struct gs_meta *meta;
 	struct eitem *m;
 	int r;
@@ -141,7 +141,7 @@ out_free:
 
 /* <p> in the engine's mapping of the region as the same byte of ours (the
  * registered one); a pointer into a staging buffer as it is. */
-static const void *eng_remap(const struct gs_rdma_engine *es, const void *p)
+static const void *eng_remap(const struct rdma_engine *es, const void *p)
 {
 	const struct region *r = &es->e->region;
 	const char *q = p, *base = r->base;
@@ -151,7 +151,7 @@ static const void *eng_remap(const struct gs_rdma_engine *es, const void *p)
 	return es->map + (q - base);
 }
 
-static int eng_peek(struct gs_rdma_item *it, const void **data, size_t *len)
+static int eng_peek(struct rdma_item *it, const void **data, size_t *len)
 {
 	struct eitem *m = it->priv;
 	int r;
@@ -171,7 +171,7 @@ static int eng_peek(struct gs_rdma_item *it, const void **data, size_t *len)
 	return r;
 }
 
-static void eng_consume(struct gs_rdma_item *it, size_t n)
+static void eng_consume(struct rdma_item *it, size_t n)
 {
 	struct eitem *m = it->priv;
 
@@ -180,7 +180,7 @@ static void eng_consume(struct gs_rdma_item *it, size_t n)
 	m->pos += n;
 }
 
-static void eng_release(struct gs_rdma_item *it, uint64_t off)
+static void eng_release(struct rdma_item *it, uint64_t off)
 {
 	struct eitem *m = it->priv;
 
@@ -188,7 +188,7 @@ static void eng_release(struct gs_rdma_item *it, uint64_t off)
 		gs_stream_release(m->s, off);
 }
 
-static void eng_close(struct gs_rdma_item *it)
+static void eng_close(struct rdma_item *it)
 {
 	struct eitem *m = it->priv;
 
@@ -201,14 +201,14 @@ static void eng_close(struct gs_rdma_item *it)
 
 static int eng_progress(void *arg)
 {
-	struct gs_rdma_engine *es = arg;
+	struct rdma_engine *es = arg;
 
 	return gs_io_run(es->io, false);
 }
 
 static int eng_fd(void *arg)
 {
-	struct gs_rdma_engine *es = arg;
+	struct rdma_engine *es = arg;
 
 	return gs_io_fd(es->io);
 }
@@ -218,7 +218,7 @@ static int eng_busy(void *arg, const void *buf0)
 	return busy_find(arg, buf0) != NULL;
 }
 
-const struct gs_rdma_source_ops gs_rdma_engine_ops = {
+const struct rdma_source_ops rdma_engine_ops = {
 	.nstages = ENG_STAGES,
 	.stage_size = GS_IO_BUFFER,
 	.open = eng_open,
@@ -231,10 +231,10 @@ const struct gs_rdma_source_ops gs_rdma_engine_ops = {
 	.busy = eng_busy,
 };
 
-int gs_rdma_engine_create(struct gs_engine *e, struct gs_io *io,
-			  struct gs_rdma_engine **esp)
+int rdma_engine_create(struct gs_engine *e, struct gs_io *io,
+		       struct rdma_engine **esp)
 {
-	struct gs_rdma_engine *es = calloc(1, sizeof(*es));
+	struct rdma_engine *es = calloc(1, sizeof(*es));
 
 	if (!es)
 		return -ENOMEM;
@@ -251,7 +251,7 @@ int gs_rdma_engine_create(struct gs_engine *e, struct gs_io *io,
 	return 0;
 }
 
-void *gs_rdma_engine_region(const struct gs_rdma_engine *es, size_t *len)
+void *rdma_engine_region(const struct rdma_engine *es, size_t *len)
 {
 	*len = es->map_len;
 	return es->map;
@@ -265,9 +265,9 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void gs_rdma_engine_destroy(struct gs_rdma_engine **esp)
+void rdma_engine_destroy(struct rdma_engine **esp)
 {
-	struct gs_rdma_engine *es = *esp;
+	struct rdma_engine *es = *esp;
 	uint64_t end;
 
 	if (!es)

@@ -3,7 +3,7 @@
  * endpoints with FI_MSG and FI_RMA.  fi_write places bytes in the peer's
  * registered memory by address and key, as an RDMA WRITE would; the
  * provider makes progress when its CQ and EQ are read (manual progress),
- * which gs_rdma_server_step() and the client's waits do.
+ * which rdma_server_step() and the client's waits do.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,22 +26,22 @@
 #define FAB_VERSION	FI_VERSION(1, 9)
 #define FAB_CQ_SIZE	256
 
-struct gs_rdma_dev {
+struct rdma_dev {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_eq *eq;
 	struct fid_pep *pep;
-	struct gs_rdma_ep *eps;		/* open endpoints, for EQ events */
+	struct rdma_ep *eps;		/* open endpoints, for EQ events */
 	int eq_fd;
 	uint64_t next_key;
 };
 
-struct gs_rdma_ep {
-	struct gs_rdma_dev *dev;
+struct rdma_ep {
+	struct rdma_dev *dev;
 	struct fid_ep *ep;
 	struct fid_cq *cq;
-	struct gs_rdma_ep *next;
+	struct rdma_ep *next;
 	int wait_fd;		/* readable when the CQ may have completions */
 	int down;
 };
@@ -76,10 +76,10 @@ static struct fi_info *fab_hints(void)
 /* getinfo, fabric, EQ (and a domain unless <server>, which opens it from
  * the same info: the listener's domain serves every connection). */
 static int fab_open(const char *host, uint16_t port, int server,
-		    struct gs_rdma_dev **devp)
+		    struct rdma_dev **devp)
 {
 	struct fi_eq_attr eqa = { .size = 64, .wait_obj = FI_WAIT_FD };
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	struct fi_info *hints;
 	char service[8];
 	int r;
@@ -123,9 +123,9 @@ out_free:
 	return r;
 }
 
-static void fab_dev_destroy(struct gs_rdma_dev **devp)
+static void fab_dev_destroy(struct rdma_dev **devp)
 {
-	struct gs_rdma_dev *d = *devp;
+	struct rdma_dev *d = *devp;
 
 	if (!d)
 		return;
@@ -140,11 +140,11 @@ static void fab_dev_destroy(struct gs_rdma_dev **devp)
 }
 
 static int fab_listen(const char *host, uint16_t port, uint16_t *bound,
-		      struct gs_rdma_dev **devp)
+		      struct rdma_dev **devp)
 {
 	struct sockaddr_storage sa;
 	size_t salen = sizeof(sa);
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	int r;
 
 	r = fab_open(host, port, 1, &d);
@@ -172,13 +172,13 @@ out_dev:
 }
 
 /* An endpoint for <info> with its CQ, bound to the device's EQ. */
-static int fab_ep_open(struct gs_rdma_dev *d, struct fi_info *info,
-		       struct gs_rdma_ep **epp)
+static int fab_ep_open(struct rdma_dev *d, struct fi_info *info,
+		       struct rdma_ep **epp)
 {
 	struct fi_cq_attr cqa = { .size = FAB_CQ_SIZE,
 				  .format = FI_CQ_FORMAT_MSG,
 				  .wait_obj = FI_WAIT_FD };
-	struct gs_rdma_ep *e;
+	struct rdma_ep *e;
 	int r;
 
 	e = calloc(1, sizeof(*e));
@@ -213,9 +213,9 @@ out_free:
 	return r;
 }
 
-static void fab_ep_destroy(struct gs_rdma_ep **epp)
+static void fab_ep_destroy(struct rdma_ep **epp)
 {
-	struct gs_rdma_ep *e = *epp, **pp;
+	struct rdma_ep *e = *epp, **pp;
 
 	if (!e)
 		return;
@@ -232,7 +232,7 @@ static void fab_ep_destroy(struct gs_rdma_ep **epp)
 }
 
 /* Reads one EQ event: the event, or 0 (none), or -errno. */
-static int fab_eq_read(struct gs_rdma_dev *d, struct fi_eq_cm_entry *ent,
+static int fab_eq_read(struct rdma_dev *d, struct fi_eq_cm_entry *ent,
 		       uint32_t *event)
 {
 	struct fi_eq_err_entry err;
@@ -255,10 +255,10 @@ static int fab_eq_read(struct gs_rdma_dev *d, struct fi_eq_cm_entry *ent,
 	return n < 0 ? fab_err(n) : 1;
 }
 
-static int fab_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
+static int fab_cm_poll(struct rdma_dev *d, struct rdma_ep **epp)
 {
 	struct fi_eq_cm_entry ent;
-	struct gs_rdma_ep *e;
+	struct rdma_ep *e;
 	uint32_t ev;
 	int r;
 
@@ -270,36 +270,36 @@ static int fab_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
 		if (r) {
 			fi_reject(d->pep, ent.info->handle, NULL, 0);
 			fi_freeinfo(ent.info);
-			return GS_RDMA_CM_NONE;
+			return RDMA_CM_NONE;
 		}
 		fi_freeinfo(ent.info);
-		return GS_RDMA_CM_REQUEST;
+		return RDMA_CM_REQUEST;
 	}
 	/* An event may name an endpoint closed since: match, never follow,
 	 * the fid. */
 	for (e = d->eps; e && &e->ep->fid != ent.fid; e = e->next)
 		;
 	if (!e)
-		return GS_RDMA_CM_NONE;
+		return RDMA_CM_NONE;
 	*epp = e;
 	if (ev == FI_CONNECTED)
-		return GS_RDMA_CM_UP;
+		return RDMA_CM_UP;
 	if (ev == FI_SHUTDOWN) {
 		(*epp)->down = 1;
-		return GS_RDMA_CM_DOWN;
+		return RDMA_CM_DOWN;
 	}
-	return GS_RDMA_CM_NONE;
+	return RDMA_CM_NONE;
 }
 
-static int fab_accept(struct gs_rdma_ep *e)
+static int fab_accept(struct rdma_ep *e)
 {
 	return fab_err(fi_accept(e->ep, NULL, 0));
 }
 
 static int fab_dial(const char *host, uint16_t port,
-		    struct gs_rdma_dev **devp, struct gs_rdma_ep **epp)
+		    struct rdma_dev **devp, struct rdma_ep **epp)
 {
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	int r;
 
 	r = fab_open(host, port, 0, &d);
@@ -314,7 +314,7 @@ static int fab_dial(const char *host, uint16_t port,
 	return 0;
 }
 
-static int fab_connect(struct gs_rdma_ep *e)
+static int fab_connect(struct rdma_ep *e)
 {
 	struct fi_eq_cm_entry ent;
 	uint32_t ev;
@@ -331,16 +331,16 @@ static int fab_connect(struct gs_rdma_ep *e)
 	return 0;
 }
 
-static int fab_reg(struct gs_rdma_dev *d, void *buf, size_t len,
-		   unsigned flags, struct gs_rdma_mr *mr)
+static int fab_reg(struct rdma_dev *d, void *buf, size_t len,
+		   unsigned flags, struct rdma_mr *mr)
 {
 	uint64_t access = FI_SEND | FI_WRITE;
 	struct fid_mr *m;
 	int r;
 
-	if (flags & GS_RDMA_LOCAL)
+	if (flags & RDMA_LOCAL)
 		access |= FI_RECV;
-	if (flags & GS_RDMA_REMOTE_WRITE)
+	if (flags & RDMA_REMOTE_WRITE)
 		access |= FI_REMOTE_WRITE;
 	r = fab_err(fi_mr_reg(d->domain, buf, len, access, 0, d->next_key++,
 			      0, &m, NULL));
@@ -354,51 +354,51 @@ static int fab_reg(struct gs_rdma_dev *d, void *buf, size_t len,
 	return 0;
 }
 
-static void fab_dereg(struct gs_rdma_mr *mr)
+static void fab_dereg(struct rdma_mr *mr)
 {
 	if (mr->handle)
 		fi_close(&((struct fid_mr *)mr->handle)->fid);
 	mr->handle = NULL;
 }
 
-static uint64_t fab_remote_addr(struct gs_rdma_dev *d,
-				const struct gs_rdma_mr *mr, void *buf)
+static uint64_t fab_remote_addr(struct rdma_dev *d,
+				const struct rdma_mr *mr, void *buf)
 {
 	if (d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
 		return (uint64_t)(uintptr_t)buf;
 	return (uint64_t)((char *)buf - mr->addr);
 }
 
-static int fab_post_recv(struct gs_rdma_ep *e, void *buf, size_t len,
-			 struct gs_rdma_mr *mr, void *ctx)
+static int fab_post_recv(struct rdma_ep *e, void *buf, size_t len,
+			 struct rdma_mr *mr, void *ctx)
 {
 	return fab_err(fi_recv(e->ep, buf, len, mr->desc, 0, ctx));
 }
 
-static int fab_post_send(struct gs_rdma_ep *e, const void *buf, size_t len,
-			 struct gs_rdma_mr *mr, void *ctx)
+static int fab_post_send(struct rdma_ep *e, const void *buf, size_t len,
+			 struct rdma_mr *mr, void *ctx)
 {
 	return fab_err(fi_send(e->ep, buf, len, mr->desc, 0, ctx));
 }
 
-static int fab_post_write(struct gs_rdma_ep *e, const void *buf, size_t len,
-			  struct gs_rdma_mr *mr, uint64_t raddr, uint64_t rkey,
+static int fab_post_write(struct rdma_ep *e, const void *buf, size_t len,
+			  struct rdma_mr *mr, uint64_t raddr, uint64_t rkey,
 			  void *ctx)
 {
 	return fab_err(fi_write(e->ep, buf, len, mr->desc, 0, raddr, rkey,
 				ctx));
 }
 
-static enum gs_rdma_op fab_op(uint64_t flags)
+static enum rdma_op fab_op(uint64_t flags)
 {
 	if (flags & FI_RECV)
-		return GS_RDMA_OP_RECV;
+		return RDMA_OP_RECV;
 	if (flags & (FI_RMA | FI_WRITE))
-		return GS_RDMA_OP_WRITE;
-	return GS_RDMA_OP_SEND;
+		return RDMA_OP_WRITE;
+	return RDMA_OP_SEND;
 }
 
-static int fab_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
+static int fab_poll(struct rdma_ep *e, struct rdma_wc *wc, int n)
 {
 	struct fi_cq_msg_entry ent[16];
 	struct fi_cq_err_entry err;
@@ -431,7 +431,7 @@ static int fab_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
 	return (int)got;
 }
 
-static int fab_wait(struct gs_rdma_ep *e, int timeout_ms)
+static int fab_wait(struct rdma_ep *e, int timeout_ms)
 {
 	struct fid *f = &e->cq->fid;
 	struct pollfd pfd = { .fd = e->wait_fd, .events = POLLIN };
@@ -442,31 +442,31 @@ static int fab_wait(struct gs_rdma_ep *e, int timeout_ms)
 	return poll(&pfd, 1, timeout_ms) < 0 ? -errno : 0;
 }
 
-static int fab_ep_fd(struct gs_rdma_ep *e)
+static int fab_ep_fd(struct rdma_ep *e)
 {
 	return e->wait_fd;
 }
 
-static int fab_ep_arm(struct gs_rdma_ep *e)
+static int fab_ep_arm(struct rdma_ep *e)
 {
 	struct fid *f = &e->cq->fid;
 
 	return fi_trywait(e->dev->fabric, &f, 1) == FI_SUCCESS ? 0 : -EAGAIN;
 }
 
-static int fab_cm_fd(struct gs_rdma_dev *d)
+static int fab_cm_fd(struct rdma_dev *d)
 {
 	return d->eq_fd;
 }
 
-static int fab_cm_arm(struct gs_rdma_dev *d)
+static int fab_cm_arm(struct rdma_dev *d)
 {
 	struct fid *f = &d->eq->fid;
 
 	return fi_trywait(d->fabric, &f, 1) == FI_SUCCESS ? 0 : -EAGAIN;
 }
 
-const struct gs_rdma_transport gs_rdma_fabric = {
+const struct rdma_transport rdma_fabric = {
 	.name = "fabric-tcp",
 	.listen = fab_listen,
 	.dial = fab_dial,

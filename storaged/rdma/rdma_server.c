@@ -1,6 +1,6 @@
 /*
  * The RDMA protocol, server side (rdma.h has the design): one state
- * machine per connection, driven by gs_rdma_server_step() over any
+ * machine per connection, driven by rdma_server_step() over any
  * transport and any object source.
  */
 #include <errno.h>
@@ -21,21 +21,21 @@ enum sc_state { SC_HELLO, SC_IDLE, SC_WRITING, SC_WAIT_NEXT, SC_FAILED,
 		SC_CLOSING };
 
 struct sconn {
-	struct gs_rdma_server *s;
-	struct gs_rdma_ep *ep;
+	struct rdma_server *s;
+	struct rdma_ep *ep;
 	enum sc_state st;
 	char *mem;			/* recvs | sends | stages, one MR */
-	struct gs_rdma_mr mr;
-	char *recv[GS_RDMA_RECVS];
-	char *send[GS_RDMA_SENDS];
-	void *stage[GS_RDMA_STAGES_MAX];
+	struct rdma_mr mr;
+	char *recv[RDMA_RECVS];
+	char *send[RDMA_SENDS];
+	void *stage[RDMA_STAGES_MAX];
 	unsigned send_free;		/* bit i: send[i] is free */
-	unsigned pend[GS_RDMA_RECVS];	/* received lines not handled yet */
-	size_t pend_len[GS_RDMA_RECVS];
+	unsigned pend[RDMA_RECVS];	/* received lines not handled yet */
+	size_t pend_len[RDMA_RECVS];
 	unsigned pend_head, pend_n;
 	uint64_t waddr, wkey;
 	size_t wlen;
-	struct gs_rdma_item it;
+	struct rdma_item it;
 	int open;
 	uint64_t round_off, round_end, pos, written;
 	unsigned writes;
@@ -44,19 +44,19 @@ struct sconn {
 	struct sconn *next;
 };
 
-struct gs_rdma_server {
-	const struct gs_rdma_transport *tp;
-	struct gs_rdma_dev *dev;
-	const struct gs_rdma_source_ops *src;
+struct rdma_server {
+	const struct rdma_transport *tp;
+	struct rdma_dev *dev;
+	const struct rdma_source_ops *src;
 	void *arg;
-	struct gs_rdma_mr regions[SRV_MAX_REGIONS];
+	struct rdma_mr regions[SRV_MAX_REGIONS];
 	unsigned nregions;
 	struct sconn *conns;
 	struct zombie *zombies;		/* closed connections' busy memory */
-	struct pollfd *pfd;		/* gs_rdma_server_wait's */
+	struct pollfd *pfd;		/* rdma_server_wait's */
 	unsigned npfd;
 	int wake_fd;			/* polled too; -1: none */
-	struct gs_rdma_server_stats st;
+	struct rdma_server_stats st;
 };
 
 struct zombie {
@@ -64,7 +64,7 @@ struct zombie {
 	struct zombie *next;
 };
 
-#define SEND_ALL	((1u << GS_RDMA_SENDS) - 1)
+#define SEND_ALL	((1u << RDMA_SENDS) - 1)
 #define CTX(i)		((void *)(uintptr_t)(i))
 
 static unsigned sends_free(const struct sconn *c)
@@ -83,9 +83,9 @@ static int sc_send(struct sconn *c, const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(c->send[i], GS_RDMA_MSG, fmt, ap);
+	n = vsnprintf(c->send[i], RDMA_MSG, fmt, ap);
 	va_end(ap);
-	if (n < 0 || (unsigned)n >= GS_RDMA_MSG)
+	if (n < 0 || (unsigned)n >= RDMA_MSG)
 		return -EMSGSIZE;
 	c->send_free &= ~(1u << i);
 	return c->s->tp->post_send(c->ep, c->send[i], (size_t)n, &c->mr,
@@ -94,13 +94,13 @@ static int sc_send(struct sconn *c, const char *fmt, ...)
 
 static int sc_repost(struct sconn *c, unsigned i)
 {
-	return c->s->tp->post_recv(c->ep, c->recv[i], GS_RDMA_MSG, &c->mr,
+	return c->s->tp->post_recv(c->ep, c->recv[i], RDMA_MSG, &c->mr,
 				   CTX(i));
 }
 
 /* The MR holding [<p>, <p>+<len>): the connection's block or a region. */
-static struct gs_rdma_mr *sc_mr_for(struct sconn *c, const void *p,
-				    size_t len)
+static struct rdma_mr *sc_mr_for(struct sconn *c, const void *p,
+				 size_t len)
 {
 	const char *q = p;
 	unsigned i;
@@ -108,7 +108,7 @@ static struct gs_rdma_mr *sc_mr_for(struct sconn *c, const void *p,
 	if (q >= c->mr.addr && q + len <= c->mr.addr + c->mr.len)
 		return &c->mr;
 	for (i = 0; i < c->s->nregions; i++) {
-		struct gs_rdma_mr *m = &c->s->regions[i];
+		struct rdma_mr *m = &c->s->regions[i];
 
 		if (q >= m->addr && q + len <= m->addr + m->len)
 			return m;
@@ -180,7 +180,7 @@ static int sc_hello(struct sconn *c, char *line)
 		c->st = SC_CLOSING;
 		return sc_send(c, "CLIENT_ERROR expected WINDOW\r\n");
 	}
-	if (len < GS_RDMA_MIN_WINDOW) {
+	if (len < RDMA_BULK_MIN) {
 		c->st = SC_CLOSING;
 		return sc_send(c, "CLIENT_ERROR window too small\r\n");
 	}
@@ -202,7 +202,7 @@ static int sc_line(struct sconn *c, int *did)
 	if (c->st == SC_WRITING || c->st == SC_FAILED || c->st == SC_CLOSING ||
 	    sends_free(c) < 2)
 		return 0;
-	line[len < GS_RDMA_MSG ? len : GS_RDMA_MSG - 1] = '\0';
+	line[len < RDMA_MSG ? len : RDMA_MSG - 1] = '\0';
 	if (c->st == SC_HELLO)
 		r = sc_hello(c, line);
 	else if (c->st == SC_WAIT_NEXT && !strncmp(line, "NEXT", 4))
@@ -213,7 +213,7 @@ static int sc_line(struct sconn *c, int *did)
 		r = sc_send(c, "ERROR\r\n");
 	if (r == -EAGAIN)
 		return 0;	/* the source's buffers are busy: later */
-	c->pend_head = (c->pend_head + 1) % GS_RDMA_RECVS;
+	c->pend_head = (c->pend_head + 1) % RDMA_RECVS;
 	c->pend_n--;
 	*did = 1;
 	if (r)
@@ -224,8 +224,8 @@ static int sc_line(struct sconn *c, int *did)
 /* Posts WRITEs for the landed bytes of the round. */
 static int sc_pump(struct sconn *c, int *did)
 {
-	const struct gs_rdma_transport *tp = c->s->tp;
-	struct gs_rdma_mr *mr;
+	const struct rdma_transport *tp = c->s->tp;
+	struct rdma_mr *mr;
 	const void *data;
 	size_t len;
 	int r;
@@ -328,7 +328,7 @@ static int sc_run(struct sconn *c, int *did)
 	}
 }
 
-static int sc_complete(struct sconn *c, const struct gs_rdma_wc *wc)
+static int sc_complete(struct sconn *c, const struct rdma_wc *wc)
 {
 	uintptr_t v = (uintptr_t)wc->ctx;
 	unsigned slot;
@@ -336,18 +336,18 @@ static int sc_complete(struct sconn *c, const struct gs_rdma_wc *wc)
 	if (wc->err)
 		return wc->err;
 	switch (wc->op) {
-	case GS_RDMA_OP_SEND:
+	case RDMA_OP_SEND:
 		c->send_free |= 1u << v;
 		return 0;
-	case GS_RDMA_OP_RECV:
-		if (c->pend_n == GS_RDMA_RECVS)
+	case RDMA_OP_RECV:
+		if (c->pend_n == RDMA_RECVS)
 			return -EPROTO;
-		slot = (c->pend_head + c->pend_n) % GS_RDMA_RECVS;
+		slot = (c->pend_head + c->pend_n) % RDMA_RECVS;
 		c->pend[slot] = (unsigned)v;
 		c->pend_len[slot] = wc->len;
 		c->pend_n++;
 		return 0;
-	case GS_RDMA_OP_WRITE:
+	case RDMA_OP_WRITE:
 		c->writes--;
 		c->written = v;
 		if (c->open)
@@ -359,7 +359,7 @@ static int sc_complete(struct sconn *c, const struct gs_rdma_wc *wc)
 
 /* Frees a closed connection's memory, or keeps it while the source may
  * still read into its staging buffers. */
-static void srv_free_mem(struct gs_rdma_server *s, char *mem)
+static void srv_free_mem(struct rdma_server *s, char *mem)
 {
 	struct zombie *z;
 
@@ -376,7 +376,7 @@ static void srv_free_mem(struct gs_rdma_server *s, char *mem)
 }
 
 /* Frees the kept memory the source has let go of. */
-static void srv_reap(struct gs_rdma_server *s)
+static void srv_reap(struct rdma_server *s)
 {
 	struct zombie **pp = &s->zombies, *z;
 
@@ -412,10 +412,10 @@ static void sc_destroy(struct sconn *c)
 
 /* A connection request: its buffers registered, receives posted,
  * accepted. */
-static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
+static int sc_create(struct rdma_server *s, struct rdma_ep *ep)
 {
 	size_t stages = s->src->nstages * s->src->stage_size;
-	size_t size = stages + (GS_RDMA_RECVS + GS_RDMA_SENDS) * GS_RDMA_MSG;
+	size_t size = stages + (RDMA_RECVS + RDMA_SENDS) * RDMA_MSG;
 	struct sconn *c;
 	unsigned i;
 	int r;
@@ -434,12 +434,12 @@ static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 	s->conns = c;
 	for (i = 0; i < s->src->nstages; i++)
 		c->stage[i] = c->mem + i * s->src->stage_size;
-	for (i = 0; i < GS_RDMA_RECVS; i++)
-		c->recv[i] = c->mem + stages + i * GS_RDMA_MSG;
-	for (i = 0; i < GS_RDMA_SENDS; i++)
-		c->send[i] = c->recv[0] + (GS_RDMA_RECVS + i) * GS_RDMA_MSG;
-	r = s->tp->reg(s->dev, c->mem, size, GS_RDMA_LOCAL, &c->mr);
-	for (i = 0; !r && i < GS_RDMA_RECVS; i++)
+	for (i = 0; i < RDMA_RECVS; i++)
+		c->recv[i] = c->mem + stages + i * RDMA_MSG;
+	for (i = 0; i < RDMA_SENDS; i++)
+		c->send[i] = c->recv[0] + (RDMA_RECVS + i) * RDMA_MSG;
+	r = s->tp->reg(s->dev, c->mem, size, RDMA_LOCAL, &c->mr);
+	for (i = 0; !r && i < RDMA_RECVS; i++)
 		r = sc_repost(c, i);
 	if (!r)
 		r = s->tp->accept(ep);
@@ -453,7 +453,7 @@ static int sc_create(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 	return 0;
 }
 
-static struct sconn *sc_find(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
+static struct sconn *sc_find(struct rdma_server *s, struct rdma_ep *ep)
 {
 	struct sconn *c;
 
@@ -463,18 +463,18 @@ static struct sconn *sc_find(struct gs_rdma_server *s, struct gs_rdma_ep *ep)
 	return NULL;
 }
 
-static int srv_cm(struct gs_rdma_server *s)
+static int srv_cm(struct rdma_server *s)
 {
-	struct gs_rdma_ep *ep = NULL;
+	struct rdma_ep *ep = NULL;
 	struct sconn *c;
 	int ev, n = 0;
 
 	while ((ev = s->tp->cm_poll(s->dev, &ep)) > 0) {
 		n++;
-		if (ev == GS_RDMA_CM_REQUEST) {
+		if (ev == RDMA_CM_REQUEST) {
 			if (sc_create(s, ep))
 				s->st.errors++;
-		} else if (ev == GS_RDMA_CM_DOWN) {
+		} else if (ev == RDMA_CM_DOWN) {
 			c = sc_find(s, ep);
 			if (c) {
 				s->st.gone += c->st != SC_CLOSING;
@@ -491,7 +491,7 @@ static int srv_cm(struct gs_rdma_server *s)
  * 0, or -errno (the caller drops it). */
 static int sc_step(struct sconn *c)
 {
-	struct gs_rdma_wc wc[16];
+	struct rdma_wc wc[16];
 	int did = 0, n, i, r;
 
 	n = c->s->tp->poll(c->ep, wc, 16);
@@ -518,7 +518,7 @@ static int sc_gone(int r)
 	       r == -EPIPE;
 }
 
-int gs_rdma_server_step(struct gs_rdma_server *s)
+int rdma_server_step(struct rdma_server *s)
 {
 	struct sconn *c, *next;
 	int n, r;
@@ -554,7 +554,7 @@ int gs_rdma_server_step(struct gs_rdma_server *s)
 }
 
 /* Room for <n> descriptors to poll. */
-static int srv_pfd(struct gs_rdma_server *s, unsigned n)
+static int srv_pfd(struct rdma_server *s, unsigned n)
 {
 	struct pollfd *p;
 
@@ -568,9 +568,9 @@ static int srv_pfd(struct gs_rdma_server *s, unsigned n)
 	return 0;
 }
 
-int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms)
+int rdma_server_wait(struct rdma_server *s, int timeout_ms)
 {
-	const struct gs_rdma_transport *tp = s->tp;
+	const struct rdma_transport *tp = s->tp;
 	unsigned n = 0, want = 3;
 	struct sconn *c;
 	int r;
@@ -602,18 +602,18 @@ int gs_rdma_server_wait(struct gs_rdma_server *s, int timeout_ms)
 	return r > 0;
 }
 
-int gs_rdma_server_create(const struct gs_rdma_transport *tp,
-			  const char *host, uint16_t port, uint16_t *bound,
-			  const struct gs_rdma_source_ops *src, void *arg,
-			  void *const *regions, const size_t *region_lens,
-			  unsigned nregions, struct gs_rdma_server **sp)
+int rdma_server_create(const struct rdma_transport *tp,
+		       const char *host, uint16_t port, uint16_t *bound,
+		       const struct rdma_source_ops *src, void *arg,
+		       void *const *regions, const size_t *region_lens,
+		       unsigned nregions, struct rdma_server **sp)
 {
-	struct gs_rdma_server *s;
+	struct rdma_server *s;
 	unsigned i;
 	int r;
 
 	if (nregions > SRV_MAX_REGIONS || !src->nstages ||
-	    src->nstages > GS_RDMA_STAGES_MAX || !src->stage_size ||
+	    src->nstages > RDMA_STAGES_MAX || !src->stage_size ||
 	    src->stage_size % 4096)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
@@ -632,7 +632,7 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 		r = tp->reg(s->dev, regions[i], region_lens[i], 0,
 			    &s->regions[i]);
 		if (r) {
-			gs_rdma_server_destroy(&s);
+			rdma_server_destroy(&s);
 			return r;
 		}
 		s->nregions++;
@@ -641,20 +641,20 @@ int gs_rdma_server_create(const struct gs_rdma_transport *tp,
 	return 0;
 }
 
-void gs_rdma_server_wake_fd(struct gs_rdma_server *s, int fd)
+void rdma_server_wake_fd(struct rdma_server *s, int fd)
 {
 	s->wake_fd = fd;
 }
 
-void gs_rdma_server_stats(const struct gs_rdma_server *s,
-			  struct gs_rdma_server_stats *st)
+void rdma_server_stats(const struct rdma_server *s,
+		       struct rdma_server_stats *st)
 {
 	*st = s->st;
 }
 
-void gs_rdma_server_destroy(struct gs_rdma_server **sp)
+void rdma_server_destroy(struct rdma_server **sp)
 {
-	struct gs_rdma_server *s = *sp;
+	struct rdma_server *s = *sp;
 	unsigned i;
 
 	if (!s)

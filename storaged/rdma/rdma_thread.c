@@ -22,11 +22,11 @@
 
 struct rdma_thread {
 	struct gs_engine *e;
-	const struct gs_rdma_transport *tp;
+	const struct rdma_transport *tp;
 	const char *addr, *tname;	/* as given, for the log */
 	char host[INET6_ADDRSTRLEN + 1];
 	uint16_t port;
-	int stopfd;			/* wakes gs_rdma_server_wait() */
+	int stopfd;			/* wakes rdma_server_wait() */
 	bool stop;			/* atomic: leave the loop */
 	pthread_t th;
 	pthread_mutex_t lock;		/* guards state */
@@ -37,12 +37,12 @@ struct rdma_thread {
 };
 
 /* The counters as of the last step, for `stats goblin` (stats.c). */
-static void publish(const struct gs_rdma_server *s, bool on)
+static void publish(const struct rdma_server *s, bool on)
 {
-	struct gs_rdma_server_stats st = { 0 };
+	struct rdma_server_stats st = { 0 };
 
 	if (s)
-		gs_rdma_server_stats(s, &st);
+		rdma_server_stats(s, &st);
 	stats_rdma_publish(on ? &st : NULL);
 }
 
@@ -56,12 +56,12 @@ static void started(struct rdma_thread *t, int state)
 }
 
 /* Steps <s> until told to stop or a step fails; 0 or -errno. */
-static int serve(struct rdma_thread *t, struct gs_rdma_server *s)
+static int serve(struct rdma_thread *t, struct rdma_server *s)
 {
 	int r;
 
 	for (;;) {
-		r = gs_rdma_server_step(s);
+		r = rdma_server_step(s);
 		if (r < 0)
 			return r;
 		if (__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE))
@@ -70,7 +70,7 @@ static int serve(struct rdma_thread *t, struct gs_rdma_server *s)
 			publish(s, true);
 			continue;
 		}
-		r = gs_rdma_server_wait(s, -1);
+		r = rdma_server_wait(s, -1);
 		if (r < 0)
 			return r;
 	}
@@ -79,8 +79,8 @@ static int serve(struct rdma_thread *t, struct gs_rdma_server *s)
 static void *rdma_main(void *arg)
 {
 	struct rdma_thread *t = arg;
-	struct gs_rdma_server *s = NULL;
-	struct gs_rdma_engine *es = NULL;
+	struct rdma_server *s = NULL;
+	struct rdma_engine *es = NULL;
 	struct gs_io *io = NULL;
 	const char *what = "gs_io_create";
 	void *region;
@@ -92,17 +92,17 @@ static void *rdma_main(void *arg)
 	if (r)
 		goto out_fail;
 	what = "the engine source";
-	r = gs_rdma_engine_create(t->e, io, &es);
+	r = rdma_engine_create(t->e, io, &es);
 	if (r)
 		goto out_io;
 	what = "listen or register the RAM region";
-	region = gs_rdma_engine_region(es, &len);
-	r = gs_rdma_server_create(t->tp, t->host, t->port, &bound,
-				  &gs_rdma_engine_ops, es, &region, &len, 1,
-				  &s);
+	region = rdma_engine_region(es, &len);
+	r = rdma_server_create(t->tp, t->host, t->port, &bound,
+			       &rdma_engine_ops, es, &region, &len, 1,
+			       &s);
 	if (r)
 		goto out_source;
-	gs_rdma_server_wake_fd(s, t->stopfd);
+	rdma_server_wake_fd(s, t->stopfd);
 	publish(s, true);
 	started(t, 1);
 
@@ -111,19 +111,19 @@ static void *rdma_main(void *arg)
 		log_err("rdma: the endpoint on %s stopped: %s", t->addr,
 			strerror(-r));
 	publish(s, false);
-	gs_rdma_server_destroy(&s);
-	gs_rdma_engine_destroy(&es);
+	rdma_server_destroy(&s);
+	rdma_engine_destroy(&es);
 	gs_io_destroy(&io);
 	return NULL;
 
 out_source:
-	gs_rdma_engine_destroy(&es);
+	rdma_engine_destroy(&es);
 out_io:
 	gs_io_destroy(&io);
 out_fail:
 	snprintf(t->err, t->errlen, "--rdma %s over %s: %s: %s%s", t->addr,
 		 t->tname, what, strerror(-r),
-		 r == -ENODEV && t->tp == &gs_rdma_verbs ?
+		 r == -ENODEV && t->tp == &rdma_verbs ?
 		 " (not an address of an RDMA device's interface)" : "");
 	started(t, r);
 	return NULL;
@@ -153,13 +153,16 @@ static void thread_free(struct rdma_thread *t)
 	free(t);
 }
 
-int rdma_thread_start(struct gs_engine *e, const char *addr,
-		      const char *transport, struct rdma_thread **tp,
-		      char *err, size_t errlen)
+int rdma_thread_start(struct rdma_thread **tp, const struct options *opt,
+		      struct gs_engine *e, char *err, size_t errlen)
 {
+	const char *addr = opt->rdma, *transport = opt->rdma_transport;
 	struct rdma_thread *t;
 	int r;
 
+	*tp = NULL;
+	if (!*addr)
+		return 0;
 	if (!strcmp(transport, "verbs")) {
 		r = rdma_thread_verbs_check(err, errlen);
 		if (r)
@@ -173,7 +176,7 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 	t->e = e;
 	t->addr = addr;
 	t->tname = transport;
-	t->tp = strcmp(transport, "verbs") ? &gs_rdma_fabric : &gs_rdma_verbs;
+	t->tp = strcmp(transport, "verbs") ? &rdma_fabric : &rdma_verbs;
 	t->err = err;
 	t->errlen = errlen;
 	r = options_rdma_addr(addr, t->host, sizeof(t->host), &t->port, err,
@@ -207,7 +210,7 @@ int rdma_thread_start(struct gs_engine *e, const char *addr,
 		goto out_free;
 	}
 	log_info("rdma: listening on %s over %s", addr,
-		 t->tp == &gs_rdma_verbs ? "verbs" :
+		 t->tp == &rdma_verbs ? "verbs" :
 		 "tcp (emulated: libfabric's tcp provider)");
 	*tp = t;
 	return 0;

@@ -1,12 +1,12 @@
 /*
  * The daemon's RDMA endpoint (--rdma, rdma.h): one thread, goblin-rdma,
  * with its own gs_io and the engine as the object source, stepping the
- * protocol server and sleeping in gs_rdma_server_wait() when a step did
+ * protocol server and sleeping in rdma_server_wait() when a step did
  * nothing; a stop eventfd wakes it to leave.
  *
  *   main                         goblin-rdma
- *   rdma_thread_start() ---+---> gs_io_create, gs_rdma_engine_create,
- *     (waits: listening    |     gs_rdma_server_create (listens)
+ *   rdma_thread_start() ---+---> gs_io_create, rdma_engine_create,
+ *     (waits: listening    |     rdma_server_create (listens)
  *      or failed)        <-+---  ready
  *                              loop: step; publish the counters;
  *                                    nothing done: wait (CM, CQs, io, stop)
@@ -24,23 +24,25 @@
 #include "rdma.h"
 
 struct gs_engine;
+struct options;
 struct rdma_thread;
 
 /*
- * Starts the goblin-rdma thread serving <e> on <addr> ("ADDR:PORT",
- * "[IPV6]:PORT") over <transport> ("verbs" or "tcp"), and returns once it
- * listens: 0, or -errno with the reason in <err> (verbs without an RDMA
- * device is -ENODEV, never a fallback to tcp).
+ * Starts the goblin-rdma thread serving <e> on --rdma ("ADDR:PORT",
+ * "[IPV6]:PORT") over --rdma-transport ("verbs" or "tcp"), and returns
+ * once it listens: 0 with the thread in *<tp> (NULL without --rdma), or
+ * -errno with the reason in <err> (verbs without an RDMA device is
+ * -ENODEV, never a fallback to tcp).  <opt> must outlive the thread.
  */
-int rdma_thread_start(struct gs_engine *e, const char *addr,
-		      const char *transport, struct rdma_thread **tp,
-		      char *err, size_t errlen);
+int rdma_thread_start(struct rdma_thread **tp, const struct options *opt,
+		      struct gs_engine *e, char *err, size_t errlen);
 
 /* 0 when ibv_get_device_list() finds an RDMA device; -ENODEV with the
  * reason, naming --rdma-transport tcp, in <err>. */
 int rdma_thread_verbs_check(char *err, size_t errlen);
 
-/* Wakes the thread, waits for it to free everything; clears *<tp>. */
+/* Wakes the thread, waits for it to free everything; clears *<tp>.
+ * Safe on NULL. */
 void rdma_thread_stop(struct rdma_thread **tp);
 
 #endif

@@ -21,24 +21,24 @@
 
 #define VB_CQ_SIZE	256
 #define VB_SEND_WR	128
-#define VB_RECV_WR	(GS_RDMA_RECVS * 2)
+#define VB_RECV_WR	(RDMA_RECVS * 2)
 #define VB_TIMEOUT_MS	5000
 
-struct gs_rdma_dev {
+struct rdma_dev {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;		/* the listener's, or the client's */
 	struct ibv_pd *pd;
-	struct gs_rdma_ep *eps;
+	struct rdma_ep *eps;
 };
 
-struct gs_rdma_ep {
-	struct gs_rdma_dev *dev;
+struct rdma_ep {
+	struct rdma_dev *dev;
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;
 	struct ibv_comp_channel *cc;	/* the CQ's events, for wait */
 	int armed;			/* a CQ event was requested */
 	int own_id;			/* a connection request's: destroy it */
-	struct gs_rdma_ep *next;
+	struct rdma_ep *next;
 };
 
 static int vb_errno(int r)
@@ -62,9 +62,9 @@ static int vb_addr(const char *host, uint16_t port, struct sockaddr_storage *sa)
 /* A device (event channel and cm id) for <host>:<port>, resolved into
  * <sa>. */
 static int vb_dev_new(const char *host, uint16_t port,
-		      struct sockaddr_storage *sa, struct gs_rdma_dev **devp)
+		      struct sockaddr_storage *sa, struct rdma_dev **devp)
 {
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	int r;
 
 	r = vb_addr(host, port, sa);
@@ -87,9 +87,9 @@ static int vb_dev_new(const char *host, uint16_t port,
 	return 0;
 }
 
-static void vb_dev_destroy(struct gs_rdma_dev **devp)
+static void vb_dev_destroy(struct rdma_dev **devp)
 {
-	struct gs_rdma_dev *d = *devp;
+	struct rdma_dev *d = *devp;
 
 	if (!d)
 		return;
@@ -102,7 +102,7 @@ static void vb_dev_destroy(struct gs_rdma_dev **devp)
 }
 
 /* The PD of the device <id> is bound to (once). */
-static int vb_pd(struct gs_rdma_dev *d, struct rdma_cm_id *id)
+static int vb_pd(struct rdma_dev *d, struct rdma_cm_id *id)
 {
 	if (d->pd)
 		return 0;
@@ -113,10 +113,10 @@ static int vb_pd(struct gs_rdma_dev *d, struct rdma_cm_id *id)
 }
 
 static int vb_listen(const char *host, uint16_t port, uint16_t *bound,
-		     struct gs_rdma_dev **devp)
+		     struct rdma_dev **devp)
 {
 	struct sockaddr_storage sa;
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	int r, fl;
 
 	r = vb_dev_new(host, port, &sa, &d);
@@ -140,15 +140,15 @@ static int vb_listen(const char *host, uint16_t port, uint16_t *bound,
 }
 
 /* A CQ and an RC QP on <id>, as an endpoint of <d>. */
-static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
-		      int own_id, struct gs_rdma_ep **epp)
+static int vb_ep_open(struct rdma_dev *d, struct rdma_cm_id *id,
+		      int own_id, struct rdma_ep **epp)
 {
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = VB_SEND_WR, .max_recv_wr = VB_RECV_WR,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct gs_rdma_ep *e;
+	struct rdma_ep *e;
 	int r, fl;
 
 	r = vb_pd(d, id);
@@ -189,9 +189,9 @@ static int vb_ep_open(struct gs_rdma_dev *d, struct rdma_cm_id *id,
 	return 0;
 }
 
-static void vb_ep_destroy(struct gs_rdma_ep **epp)
+static void vb_ep_destroy(struct rdma_ep **epp)
 {
-	struct gs_rdma_ep *e = *epp, **pp;
+	struct rdma_ep *e = *epp, **pp;
 
 	if (!e)
 		return;
@@ -211,12 +211,12 @@ static void vb_ep_destroy(struct gs_rdma_ep **epp)
 	*epp = NULL;
 }
 
-static int vb_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
+static int vb_cm_poll(struct rdma_dev *d, struct rdma_ep **epp)
 {
 	struct rdma_cm_event *ev;
 	enum rdma_cm_event_type type;
 	struct rdma_cm_id *id;
-	struct gs_rdma_ep *e;
+	struct rdma_ep *e;
 
 	if (rdma_get_cm_event(d->ch, &ev))
 		return errno == EAGAIN ? 0 : -errno;
@@ -227,27 +227,27 @@ static int vb_cm_poll(struct gs_rdma_dev *d, struct gs_rdma_ep **epp)
 		if (vb_ep_open(d, id, 1, epp)) {
 			rdma_reject(id, NULL, 0);
 			rdma_destroy_id(id);
-			return GS_RDMA_CM_NONE;
+			return RDMA_CM_NONE;
 		}
-		return GS_RDMA_CM_REQUEST;
+		return RDMA_CM_REQUEST;
 	}
 	for (e = d->eps; e && e->id != id; e = e->next)
 		;
 	if (!e)
-		return GS_RDMA_CM_NONE;
+		return RDMA_CM_NONE;
 	*epp = e;
 	if (type == RDMA_CM_EVENT_ESTABLISHED)
-		return GS_RDMA_CM_UP;
+		return RDMA_CM_UP;
 	if (type == RDMA_CM_EVENT_DISCONNECTED ||
 	    type == RDMA_CM_EVENT_CONNECT_ERROR ||
 	    type == RDMA_CM_EVENT_UNREACHABLE ||
 	    type == RDMA_CM_EVENT_REJECTED ||
 	    type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-		return GS_RDMA_CM_DOWN;
-	return GS_RDMA_CM_NONE;
+		return RDMA_CM_DOWN;
+	return RDMA_CM_NONE;
 }
 
-static int vb_accept(struct gs_rdma_ep *e)
+static int vb_accept(struct rdma_ep *e)
 {
 	struct rdma_conn_param p = { .responder_resources = 1,
 				     .initiator_depth = 1, .rnr_retry_count = 7 };
@@ -257,7 +257,7 @@ static int vb_accept(struct gs_rdma_ep *e)
 
 /* Waits (blocking) for the next CM event of a client's channel; 0 when
  * it is <want>. */
-static int vb_expect(struct gs_rdma_dev *d, enum rdma_cm_event_type want)
+static int vb_expect(struct rdma_dev *d, enum rdma_cm_event_type want)
 {
 	struct rdma_cm_event *ev;
 	enum rdma_cm_event_type type;
@@ -271,11 +271,11 @@ static int vb_expect(struct gs_rdma_dev *d, enum rdma_cm_event_type want)
 	return type == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EHOSTUNREACH;
 }
 
-static int vb_dial(const char *host, uint16_t port, struct gs_rdma_dev **devp,
-		   struct gs_rdma_ep **epp)
+static int vb_dial(const char *host, uint16_t port, struct rdma_dev **devp,
+		   struct rdma_ep **epp)
 {
 	struct sockaddr_storage sa;
-	struct gs_rdma_dev *d;
+	struct rdma_dev *d;
 	int r;
 
 	r = vb_dev_new(host, port, &sa, &d);
@@ -299,7 +299,7 @@ static int vb_dial(const char *host, uint16_t port, struct gs_rdma_dev **devp,
 	return 0;
 }
 
-static int vb_connect(struct gs_rdma_ep *e)
+static int vb_connect(struct rdma_ep *e)
 {
 	struct rdma_conn_param p = { .responder_resources = 1,
 				     .initiator_depth = 1, .retry_count = 7,
@@ -312,15 +312,15 @@ static int vb_connect(struct gs_rdma_ep *e)
 	return vb_expect(e->dev, RDMA_CM_EVENT_ESTABLISHED);
 }
 
-static int vb_reg(struct gs_rdma_dev *d, void *buf, size_t len,
-		  unsigned flags, struct gs_rdma_mr *mr)
+static int vb_reg(struct rdma_dev *d, void *buf, size_t len,
+		  unsigned flags, struct rdma_mr *mr)
 {
 	int access = 0;
 	struct ibv_mr *m;
 
-	if (flags & (GS_RDMA_LOCAL | GS_RDMA_REMOTE_WRITE))
+	if (flags & (RDMA_LOCAL | RDMA_REMOTE_WRITE))
 		access |= IBV_ACCESS_LOCAL_WRITE;
-	if (flags & GS_RDMA_REMOTE_WRITE)
+	if (flags & RDMA_REMOTE_WRITE)
 		access |= IBV_ACCESS_REMOTE_WRITE;
 	m = ibv_reg_mr(d->pd, buf, len, access);
 	if (!m)
@@ -333,23 +333,23 @@ static int vb_reg(struct gs_rdma_dev *d, void *buf, size_t len,
 	return 0;
 }
 
-static void vb_dereg(struct gs_rdma_mr *mr)
+static void vb_dereg(struct rdma_mr *mr)
 {
 	if (mr->handle)
 		ibv_dereg_mr(mr->handle);
 	mr->handle = NULL;
 }
 
-static uint64_t vb_remote_addr(struct gs_rdma_dev *d,
-			       const struct gs_rdma_mr *mr, void *buf)
+static uint64_t vb_remote_addr(struct rdma_dev *d,
+			       const struct rdma_mr *mr, void *buf)
 {
 	(void)d;
 	(void)mr;
 	return (uint64_t)(uintptr_t)buf;
 }
 
-static int vb_post_recv(struct gs_rdma_ep *e, void *buf, size_t len,
-			struct gs_rdma_mr *mr, void *ctx)
+static int vb_post_recv(struct rdma_ep *e, void *buf, size_t len,
+			struct rdma_mr *mr, void *ctx)
 {
 	struct ibv_sge sge = { (uintptr_t)buf, (uint32_t)len,
 			       ((struct ibv_mr *)mr->desc)->lkey };
@@ -359,8 +359,8 @@ static int vb_post_recv(struct gs_rdma_ep *e, void *buf, size_t len,
 	return -ibv_post_recv(e->id->qp, &wr, &bad);
 }
 
-static int vb_post(struct gs_rdma_ep *e, const void *buf, size_t len,
-		   struct gs_rdma_mr *mr, struct ibv_send_wr *wr)
+static int vb_post(struct rdma_ep *e, const void *buf, size_t len,
+		   struct rdma_mr *mr, struct ibv_send_wr *wr)
 {
 	struct ibv_sge sge = { (uintptr_t)buf, (uint32_t)len,
 			       ((struct ibv_mr *)mr->desc)->lkey };
@@ -372,8 +372,8 @@ static int vb_post(struct gs_rdma_ep *e, const void *buf, size_t len,
 	return -ibv_post_send(e->id->qp, wr, &bad);
 }
 
-static int vb_post_send(struct gs_rdma_ep *e, const void *buf, size_t len,
-			struct gs_rdma_mr *mr, void *ctx)
+static int vb_post_send(struct rdma_ep *e, const void *buf, size_t len,
+			struct rdma_mr *mr, void *ctx)
 {
 	struct ibv_send_wr wr = { .wr_id = (uintptr_t)ctx,
 				  .opcode = IBV_WR_SEND };
@@ -381,8 +381,8 @@ static int vb_post_send(struct gs_rdma_ep *e, const void *buf, size_t len,
 	return vb_post(e, buf, len, mr, &wr);
 }
 
-static int vb_post_write(struct gs_rdma_ep *e, const void *buf, size_t len,
-			 struct gs_rdma_mr *mr, uint64_t raddr, uint64_t rkey,
+static int vb_post_write(struct rdma_ep *e, const void *buf, size_t len,
+			 struct rdma_mr *mr, uint64_t raddr, uint64_t rkey,
 			 void *ctx)
 {
 	struct ibv_send_wr wr = { .wr_id = (uintptr_t)ctx,
@@ -393,7 +393,7 @@ static int vb_post_write(struct gs_rdma_ep *e, const void *buf, size_t len,
 	return vb_post(e, buf, len, mr, &wr);
 }
 
-static int vb_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
+static int vb_poll(struct rdma_ep *e, struct rdma_wc *wc, int n)
 {
 	struct ibv_wc w[16];
 	int got, i;
@@ -416,11 +416,11 @@ static int vb_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
 		else
 			wc[i].err = -EIO;
 		if (w[i].opcode & IBV_WC_RECV)
-			wc[i].op = GS_RDMA_OP_RECV;
+			wc[i].op = RDMA_OP_RECV;
 		else if (w[i].opcode == IBV_WC_RDMA_WRITE)
-			wc[i].op = GS_RDMA_OP_WRITE;
+			wc[i].op = RDMA_OP_WRITE;
 		else
-			wc[i].op = GS_RDMA_OP_SEND;
+			wc[i].op = RDMA_OP_SEND;
 	}
 	return got;
 }
@@ -428,7 +428,7 @@ static int vb_poll(struct gs_rdma_ep *e, struct gs_rdma_wc *wc, int n)
 /* The first call arms the CQ's event and returns (the caller polls once
  * more, so nothing that came before the arming is missed); the next one
  * sleeps in the completion channel. */
-static int vb_wait(struct gs_rdma_ep *e, int timeout_ms)
+static int vb_wait(struct rdma_ep *e, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = e->cc->fd, .events = POLLIN };
 	struct ibv_cq *cq;
@@ -451,7 +451,7 @@ static int vb_wait(struct gs_rdma_ep *e, int timeout_ms)
 	return 0;
 }
 
-static int vb_ep_fd(struct gs_rdma_ep *e)
+static int vb_ep_fd(struct rdma_ep *e)
 {
 	return e->cc->fd;
 }
@@ -459,7 +459,7 @@ static int vb_ep_fd(struct gs_rdma_ep *e)
 /* Armed and no event since: sleep.  Otherwise take the event, arm again
  * and have the caller poll once more (completions that came before the
  * arming raise no event). */
-static int vb_ep_arm(struct gs_rdma_ep *e)
+static int vb_ep_arm(struct rdma_ep *e)
 {
 	struct ibv_cq *cq;
 	void *ctx;
@@ -475,18 +475,18 @@ static int vb_ep_arm(struct gs_rdma_ep *e)
 	return -EAGAIN;
 }
 
-static int vb_cm_fd(struct gs_rdma_dev *d)
+static int vb_cm_fd(struct rdma_dev *d)
 {
 	return d->ch->fd;
 }
 
-static int vb_cm_arm(struct gs_rdma_dev *d)
+static int vb_cm_arm(struct rdma_dev *d)
 {
 	(void)d;	/* readable while events are queued */
 	return 0;
 }
 
-const struct gs_rdma_transport gs_rdma_verbs = {
+const struct rdma_transport rdma_verbs = {
 	.name = "verbs",
 	.listen = vb_listen,
 	.dial = vb_dial,

@@ -19,14 +19,14 @@ all: build/t/failmalloc.so
 # rdma.test's client of goblin-store's RDMA endpoint: both transports, as
 # the daemon links them (storaged/storaged.mk's RDMA_SRCS, RDMA_VERBS_SRCS).
 RDMA_GET_SRCS := t/daemon/rdma-get.c $(sort $(RDMA_SRCS) $(RDMA_VERBS_SRCS))
-build/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h
+build/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h $(RDMA_CLIENT_DEPS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)
-build/asan/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h
+	@$(CC) $(BASEFLAGS) $(OPTFLAGS) $(RDMA_CLIENT_INC) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)
+build/asan/t/rdma-get: $(RDMA_GET_SRCS) storaged/rdma/rdma.h $(RDMA_CLIENT_DEPS)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	@$(CC) $(BASEFLAGS) $(ASANFLAGS) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)
+	@$(CC) $(BASEFLAGS) $(ASANFLAGS) $(RDMA_CLIENT_INC) -o $@ $(RDMA_GET_SRCS) $(RDMA_LDLIBS) $(RDMA_VERBS_LDLIBS)
 
 all: build/t/rdma-get
 asan: build/asan/t/rdma-get

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define WAIT_MS	10000
 
@@ -63,19 +63,19 @@ static int save(const char *path, const void *buf, size_t len)
 }
 
 /* GETs each key of <argv> (key, file pairs) over one connection. */
-static int get_all(const struct gs_rdma_transport *tp, const char *host,
+static int get_all(const struct rdma_transport *tp, const char *host,
 		   uint16_t port, size_t window, size_t max, int argc,
 		   char **argv)
 {
-	struct gs_rdma_client *c = NULL;
-	char err[GS_RDMA_MSG] = "";
+	struct rdma_client *c = NULL;
+	char err[RDMA_MSG] = "";
 	char *out = malloc(max ? max : 1);
 	int r, i, bad = 0;
 
 	if (!out)
 		return 1;
-	r = gs_rdma_client_create(tp, host, port, window, err, sizeof(err),
-				  &c);
+	r = rdma_client_create(tp, host, port, window, err, sizeof(err),
+			       &c);
 	if (r) {
 		printf("CONNECT_ERROR %d %s\n", -r, *err ? err : strerror(-r));
 		free(out);
@@ -86,8 +86,8 @@ static int get_all(const struct gs_rdma_transport *tp, const char *host,
 		size_t len = 0;
 
 		*err = '\0';
-		r = gs_rdma_client_get(c, argv[i], out, max, &len, &flags,
-				       NULL, err, sizeof(err));
+		r = rdma_client_get(c, argv[i], out, max, &len, &flags,
+				    NULL, err, sizeof(err));
 		if (r == 1) {
 			r = save(argv[i + 1], out, len);
 			if (!r)
@@ -102,7 +102,7 @@ static int get_all(const struct gs_rdma_transport *tp, const char *host,
 		}
 		fflush(stdout);
 	}
-	gs_rdma_client_destroy(&c);
+	rdma_client_destroy(&c);
 	free(out);
 	return bad ? 1 : 0;
 }
@@ -116,11 +116,11 @@ static uint64_t now_ms(void)
 }
 
 /* The next line the server sends (a RECV into <line>); 0 or -errno. */
-static int raw_line(const struct gs_rdma_transport *tp, struct gs_rdma_ep *e,
+static int raw_line(const struct rdma_transport *tp, struct rdma_ep *e,
 		    char *line)
 {
 	uint64_t end = now_ms() + WAIT_MS;
-	struct gs_rdma_wc wc;
+	struct rdma_wc wc;
 	int n;
 
 	while (now_ms() < end) {
@@ -129,8 +129,8 @@ static int raw_line(const struct gs_rdma_transport *tp, struct gs_rdma_ep *e,
 			return n;
 		if (n && wc.err)
 			return wc.err;
-		if (n && wc.op == GS_RDMA_OP_RECV) {
-			line[wc.len < GS_RDMA_MSG ? wc.len : GS_RDMA_MSG - 1] = 0;
+		if (n && wc.op == RDMA_OP_RECV) {
+			line[wc.len < RDMA_MSG ? wc.len : RDMA_MSG - 1] = 0;
 			line[strcspn(line, "\r\n")] = 0;
 			return 0;
 		}
@@ -144,34 +144,34 @@ static int raw_line(const struct gs_rdma_transport *tp, struct gs_rdma_ep *e,
 }
 
 /* Asks for <key> and goes away after VALUE and the first BULK_READY. */
-static int drop_mid(const struct gs_rdma_transport *tp, const char *host,
+static int drop_mid(const struct rdma_transport *tp, const char *host,
 		    uint16_t port, size_t wlen, const char *key)
 {
-	struct gs_rdma_mr mr = { 0 }, wmr = { 0 };
-	struct gs_rdma_dev *d = NULL;
-	struct gs_rdma_ep *e = NULL;
-	char *msg = NULL, *win = NULL, value[GS_RDMA_MSG] = "";
+	struct rdma_mr mr = { 0 }, wmr = { 0 };
+	struct rdma_dev *d = NULL;
+	struct rdma_ep *e = NULL;
+	char *msg = NULL, *win = NULL, value[RDMA_MSG] = "";
 	int r, n;
 
-	if (posix_memalign((void **)&msg, 4096, 4 * GS_RDMA_MSG) ||
+	if (posix_memalign((void **)&msg, 4096, 4 * RDMA_MSG) ||
 	    posix_memalign((void **)&win, 4096, wlen))
 		return 1;
 	r = tp->dial(host, port, &d, &e);
 	if (!r)
-		r = tp->reg(d, msg, 4 * GS_RDMA_MSG, GS_RDMA_LOCAL, &mr);
+		r = tp->reg(d, msg, 4 * RDMA_MSG, RDMA_LOCAL, &mr);
 	if (!r)
-		r = tp->reg(d, win, wlen, GS_RDMA_REMOTE_WRITE, &wmr);
+		r = tp->reg(d, win, wlen, RDMA_REMOTE_WRITE, &wmr);
 	for (n = 0; !r && n < 3; n++)
-		r = tp->post_recv(e, msg + n * GS_RDMA_MSG, GS_RDMA_MSG, &mr,
+		r = tp->post_recv(e, msg + n * RDMA_MSG, RDMA_MSG, &mr,
 				  NULL);
 	if (!r)
 		r = tp->connect(e);
-	n = snprintf(msg + 3 * GS_RDMA_MSG, GS_RDMA_MSG,
+	n = snprintf(msg + 3 * RDMA_MSG, RDMA_MSG,
 		     "WINDOW %llu %llu %zu\r\n",
 		     (unsigned long long)tp->remote_addr(d, &wmr, win),
 		     (unsigned long long)wmr.key, wlen);
 	if (!r)
-		r = tp->post_send(e, msg + 3 * GS_RDMA_MSG, (size_t)n, &mr,
+		r = tp->post_send(e, msg + 3 * RDMA_MSG, (size_t)n, &mr,
 				  NULL);
 	if (!r)
 		r = raw_line(tp, e, msg);
@@ -179,19 +179,19 @@ static int drop_mid(const struct gs_rdma_transport *tp, const char *host,
 		r = -EPROTO;
 	/* the send buffer is free again once OK came: the server answers
 	 * only what it received */
-	n = snprintf(msg + 3 * GS_RDMA_MSG, GS_RDMA_MSG, "get %s\r\n", key);
+	n = snprintf(msg + 3 * RDMA_MSG, RDMA_MSG, "get %s\r\n", key);
 	if (!r)
-		r = tp->post_send(e, msg + 3 * GS_RDMA_MSG, (size_t)n, &mr,
+		r = tp->post_send(e, msg + 3 * RDMA_MSG, (size_t)n, &mr,
 				  NULL);
 	if (!r)
-		r = raw_line(tp, e, msg + GS_RDMA_MSG);
+		r = raw_line(tp, e, msg + RDMA_MSG);
 	if (!r)
-		snprintf(value, sizeof(value), "%s", msg + GS_RDMA_MSG);
+		snprintf(value, sizeof(value), "%s", msg + RDMA_MSG);
 	if (!r && strncmp(value, "VALUE ", 6))
 		r = -EPROTO;
 	if (!r)
-		r = raw_line(tp, e, msg + 2 * GS_RDMA_MSG);
-	if (!r && strncmp(msg + 2 * GS_RDMA_MSG, "BULK_READY 0 ", 13))
+		r = raw_line(tp, e, msg + 2 * RDMA_MSG);
+	if (!r && strncmp(msg + 2 * RDMA_MSG, "BULK_READY 0 ", 13))
 		r = -EPROTO;
 	if (r)
 		printf("ERROR %s %d %s\n", key, -r, *value ? value : strerror(-r));
@@ -210,7 +210,7 @@ static int drop_mid(const struct gs_rdma_transport *tp, const char *host,
 
 int main(int argc, char **argv)
 {
-	const struct gs_rdma_transport *tp = &gs_rdma_fabric;
+	const struct rdma_transport *tp = &rdma_fabric;
 	size_t window = 64u << 10, max = 64u << 20;
 	int c, drop = 0;
 	unsigned long port;
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 't':
 			if (!strcmp(optarg, "verbs"))
-				tp = &gs_rdma_verbs;
+				tp = &rdma_verbs;
 			else if (strcmp(optarg, "tcp"))
 				return usage();
 			break;

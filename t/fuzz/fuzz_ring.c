@@ -1,9 +1,9 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/mc/mc_items.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
+ * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
- * link server (link_local_*: no socket, no thread) over a small RAM-only
+ * link server (t/unit/link_local.h: no socket, no thread) over a small RAM-only
  * engine: submissions with fuzzer-chosen fields (handles and buffers
  * either ones the daemon handed out or raw values), rounds of the
  * server, reaping completions, giving rx buffers back, and scribbling on
@@ -33,7 +33,7 @@
 #include "log.h"
 #include "options.h"
 #include "ring.h"
-#include "link.h"
+#include "../unit/link_local.h"
 
 #define NKEYS		4
 #define NHANDLES	64
@@ -205,10 +205,10 @@ static void reap(void)
 static void push(struct ring_sqe *e)
 {
 	if (log_level >= LOG_INFO)
-		fprintf(stderr, "sqe op %u klen %u handle %#x buf %u off %llu len %llu window %llu\n",
+		fprintf(stderr, "sqe op %u klen %u handle %#x buf %u off %llu len %llu grant %llu\n",
 			e->op, e->klen, e->handle, e->buf,
 			(unsigned long long)e->off, (unsigned long long)e->len,
-			(unsigned long long)e->window);
+			(unsigned long long)e->grant);
 	if (ring_sq_push(&w, e) == 0)
 		return;
 	link_local_run(srv);
@@ -266,7 +266,7 @@ static void submit(struct input *in)
 		blind_releases++;
 	e.off = pick_u64(in);
 	e.len = pick_u64(in);
-	e.window = pick_u64(in);
+	e.grant = pick_u64(in);
 	e.flags = (uint32_t)rd(in, 1);
 	e.exptime = (int64_t)pick_u64(in);
 	bsel = (uint8_t)rd(in, 1);

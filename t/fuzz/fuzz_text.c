@@ -1,9 +1,10 @@
 /*
  * libFuzzer target: the daemon's whole memcache text protocol
  * (storaged/mc/proto_text.c: proto_process() and everything it calls) on a
- * RAM-only engine, with a fake socket and output in place of storaged/mc/server.c
- * (the read buffer is the real one, storaged/mc/conn_input.c).
- * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c shared/size.c libgoblin
+ * RAM-only engine, with a fake socket and output in place of storaged/mc/conn.c,
+ * conn_output.c and server.c (the read buffer is the real one,
+ * storaged/mc/conn_input.c).
+ * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/proto_store.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c shared/size.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -17,7 +18,7 @@
  *     I/O in flight, and each call either consumes input or changes state;
  *   - once the connection is closed no pin is left (stats "pins" is 0).
  * The fake connection queues replies straight into one buffer: the output
- * queue's limits (server.c) are not exercised.
+ * queue's limits (conn_output.c) are not exercised.
  *
  * FUZZ_OPEN (t/fuzz/fuzz.h) skips the checks of bugs found and not fixed;
  * FUZZ_TEXT_DUMP=1 prints the replies (build/fuzz/fuzz_text FILE).
@@ -68,7 +69,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* ---- the fake connection (what server.c provides) ---- */
+/* ---- the fake connection (what conn.c and conn_output.c provide) ---- */
 
 struct gs_io *conn_io(struct conn *c)
 {
@@ -123,11 +124,6 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 	conn_reply(c, hdr, len);
 	reply_bytes(c, obj);
 	return conn_reply(c, "\r\n", 2);
-}
-
-void server_stats_conns(struct conn *c)
-{
-	(void)c;
 }
 
 /* the client half-closed: what it sent before gets its answers */
@@ -307,6 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	srv.opt = &opt;
+	srv.lfd = -1;		/* stats conns: no listener, no threads */
 	pthread_mutex_init(&srv.reset_lock, NULL);
 	memset(&srv.st, 0, sizeof(srv.st));
 

@@ -193,14 +193,14 @@ class Worker:
         self.m32[off // 4] = v & 0xffffffff
 
     def submit(self, op, key=b"", handle=0, off=0, length=0, buf=0,
-               flags=0, exptime=0, window=0):
+               flags=0, exptime=0, grant=0):
         self.ud += 1
         tail = self.u32(self.idx(0, 1))
         slot = self.sq_off + (tail & (self.sq - 1)) * 320
         struct.pack_into("<QBBHIQQIIq", self.m, slot, self.ud, op, 0,
                          len(key), handle, off, length, buf, flags, exptime)
         self.m[slot + 48:slot + 48 + 256] = key.ljust(256, b"\0")
-        struct.pack_into("<Q", self.m, slot + 304, window)
+        struct.pack_into("<Q", self.m, slot + 304, grant)
         self.u32(self.idx(0, 1), tail + 1)
         self.s.send(b"\1")
         return self.ud

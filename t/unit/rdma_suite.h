@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define HEAD_MAX	(16u * 1024u)
 #define NOBJ		6
@@ -59,7 +59,7 @@ struct item {
 };
 
 static int src_open(void *arg, const char *key, size_t klen,
-		    void *const *bufs, struct gs_rdma_item *it)
+		    void *const *bufs, struct rdma_item *it)
 {
 	struct item *m;
 	int i;
@@ -91,7 +91,7 @@ static uint64_t chunk_start(const struct item *m, uint64_t k)
 	return m->head + k * STAGE_SIZE;
 }
 
-static int src_peek(struct gs_rdma_item *it, const void **data, size_t *len)
+static int src_peek(struct rdma_item *it, const void **data, size_t *len)
 {
 	struct item *m = it->priv;
 	uint64_t k, start, n;
@@ -128,12 +128,12 @@ static int src_peek(struct gs_rdma_item *it, const void **data, size_t *len)
 	return 0;
 }
 
-static void src_consume(struct gs_rdma_item *it, size_t n)
+static void src_consume(struct rdma_item *it, size_t n)
 {
 	((struct item *)it->priv)->pos += n;
 }
 
-static void src_release(struct gs_rdma_item *it, uint64_t off)
+static void src_release(struct rdma_item *it, uint64_t off)
 {
 	struct item *m = it->priv;
 
@@ -144,28 +144,28 @@ static void src_release(struct gs_rdma_item *it, uint64_t off)
 		m->freed = m->filled;
 }
 
-static void src_close(struct gs_rdma_item *it)
+static void src_close(struct rdma_item *it)
 {
 	free(it->priv);
 	it->priv = NULL;
 }
 
-static const struct gs_rdma_source_ops source = {
+static const struct rdma_source_ops source = {
 	.nstages = STAGES, .stage_size = STAGE_SIZE,
 	.open = src_open, .peek = src_peek, .consume = src_consume,
 	.release = src_release, .close = src_close,
 };
 
-static const struct gs_rdma_transport *tp;
+static const struct rdma_transport *tp;
 static const char *host;
-static struct gs_rdma_server *srv;
+static struct rdma_server *srv;
 static uint16_t port_of_test;
 static atomic_int stop;
 static int server_err;
 
 static unsigned idle_waits;	/* the server slept its full second */
 
-/* Steps the server, sleeping in gs_rdma_server_wait when a step did
+/* Steps the server, sleeping in rdma_server_wait when a step did
  * nothing: a lost wakeup shows as a second-long sleep. */
 static void *server_main(void *arg)
 {
@@ -173,9 +173,9 @@ static void *server_main(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		r = gs_rdma_server_step(srv);
+		r = rdma_server_step(srv);
 		if (!r) {
-			r = gs_rdma_server_wait(srv, 1000);
+			r = rdma_server_wait(srv, 1000);
 			idle_waits += r == 0;
 		}
 		if (r < 0) {
@@ -207,18 +207,18 @@ static void fill_region(void)
 }
 
 /* GETs objs[<k>] through <c> and checks every byte. */
-static void get_exact(struct gs_rdma_client *c, int k, size_t window)
+static void get_exact(struct rdma_client *c, int k, size_t window)
 {
 	const struct obj *o = &objs[k];
-	struct gs_rdma_times t;
-	char err[GS_RDMA_MSG] = "";
+	struct rdma_times t;
+	char err[RDMA_MSG] = "";
 	size_t len = 0, cap = o->size + 1;
 	uint32_t flags = 0;
 	char *out = malloc(cap);
 	int r;
 
-	r = gs_rdma_client_get(c, o->key, out, cap, &len, &flags, &t, err,
-			       sizeof(err));
+	r = rdma_client_get(c, o->key, out, cap, &len, &flags, &t, err,
+			    sizeof(err));
 	CHECK(r == 1, "get %s (window %zu): %d %s", o->key, window, r, err);
 	CHECK(len == o->size, "%s: %zu bytes", o->key, len);
 	CHECK(flags == o->flags, "%s: flags %u", o->key, flags);
@@ -233,46 +233,46 @@ static void get_exact(struct gs_rdma_client *c, int k, size_t window)
 
 static void test_window(uint16_t port, size_t window)
 {
-	struct gs_rdma_client *c = NULL;
-	char err[GS_RDMA_MSG] = "", small[8];
+	struct rdma_client *c = NULL;
+	char err[RDMA_MSG] = "", small[8];
 	size_t len;
 	uint32_t flags;
 	int r, k;
 
-	r = gs_rdma_client_create(tp, host, port, window,
-				  err, sizeof(err), &c);
+	r = rdma_client_create(tp, host, port, window,
+			       err, sizeof(err), &c);
 	CHECK(r == 0, "connect, window %zu: %d %s", window, r, err);
 	if (r)
 		return;
 	for (k = 0; k < NOBJ; k++)
 		get_exact(c, k, window);
-	r = gs_rdma_client_get(c, "nope", small, sizeof(small), &len, &flags,
-			       NULL, err, sizeof(err));
+	r = rdma_client_get(c, "nope", small, sizeof(small), &len, &flags,
+			    NULL, err, sizeof(err));
 	CHECK(r == 0, "miss: %d %s", r, err);
-	r = gs_rdma_client_get(c, "a b", small, sizeof(small), &len, &flags,
-			       NULL, err, sizeof(err));
+	r = rdma_client_get(c, "a b", small, sizeof(small), &len, &flags,
+			    NULL, err, sizeof(err));
 	CHECK(r == -EPROTO && !strncmp(err, "CLIENT_ERROR", 12),
 	      "bad key: %d %s", r, err);
-	r = gs_rdma_client_get(c, "big", small, sizeof(small), &len, &flags,
-			       NULL, err, sizeof(err));
+	r = rdma_client_get(c, "big", small, sizeof(small), &len, &flags,
+			    NULL, err, sizeof(err));
 	CHECK(r == -EMSGSIZE, "no room: %d", r);
-	r = gs_rdma_client_get(c, "broken", NULL, 0, &len, &flags, NULL, err,
-			       sizeof(err));
+	r = rdma_client_get(c, "broken", NULL, 0, &len, &flags, NULL, err,
+			    sizeof(err));
 	CHECK(r == -EPROTO && !strcmp(err, "SERVER_ERROR object unreadable: "
 				      "Input/output error"),
 	      "unreadable: %d %s", r, err);
 	get_exact(c, 1, window);	/* the connection still serves */
-	gs_rdma_client_destroy(&c);
+	rdma_client_destroy(&c);
 }
 
 static void test_small_window(uint16_t port)
 {
-	struct gs_rdma_client *c = NULL;
-	char err[GS_RDMA_MSG] = "";
+	struct rdma_client *c = NULL;
+	char err[RDMA_MSG] = "";
 	int r;
 
-	r = gs_rdma_client_create(tp, host, port, 100,
-				  err, sizeof(err), &c);
+	r = rdma_client_create(tp, host, port, 100,
+			       err, sizeof(err), &c);
 	CHECK(r == -EPROTO && !strcmp(err, "CLIENT_ERROR window too small"),
 	      "window of 100 bytes: %d %s", r, err);
 	CHECK(c == NULL, "no client");
@@ -280,24 +280,24 @@ static void test_small_window(uint16_t port)
 
 static void test_many(uint16_t port)
 {
-	struct gs_rdma_client *c[3] = { NULL };
-	char err[GS_RDMA_MSG] = "";
+	struct rdma_client *c[3] = { NULL };
+	char err[RDMA_MSG] = "";
 	int i, k, r;
 
 	for (i = 0; i < 3; i++) {
-		r = gs_rdma_client_create(tp, host, port,
-					  GS_RDMA_MIN_WINDOW << i, err,
-					  sizeof(err), &c[i]);
+		r = rdma_client_create(tp, host, port,
+				       RDMA_BULK_MIN << i, err,
+				       sizeof(err), &c[i]);
 		CHECK(r == 0, "client %d: %d %s", i, r, err);
 		if (r)
 			goto out;
 	}
 	for (k = 0; k < NOBJ; k++)
 		for (i = 0; i < 3; i++)
-			get_exact(c[i], (k + i) % NOBJ, GS_RDMA_MIN_WINDOW << i);
+			get_exact(c[i], (k + i) % NOBJ, RDMA_BULK_MIN << i);
 out:
 	for (i = 0; i < 3; i++)
-		gs_rdma_client_destroy(&c[i]);
+		rdma_client_destroy(&c[i]);
 }
 
 #define PAR_CLIENTS	8
@@ -307,25 +307,25 @@ out:
 static void *par_client(void *arg)
 {
 	size_t window = (size_t)(uintptr_t)arg, len;
-	struct gs_rdma_client *c = NULL;
-	char err[GS_RDMA_MSG];
+	struct rdma_client *c = NULL;
+	char err[RDMA_MSG];
 	uintptr_t bad = 0;
 	uint32_t flags;
 	char *out = malloc(objs[3].size);
 	int k;
 
-	if (!out || gs_rdma_client_create(tp, host, port_of_test, window, err,
-					  sizeof(err), &c))
+	if (!out || rdma_client_create(tp, host, port_of_test, window, err,
+				       sizeof(err), &c))
 		bad++;
 	for (k = 0; c && k < 2 * (NOBJ - 1); k++) {
 		const struct obj *o = &objs[k % (NOBJ - 1)];
 
-		if (gs_rdma_client_get(c, o->key, out, objs[3].size, &len,
-				       &flags, NULL, err, sizeof(err)) != 1 ||
+		if (rdma_client_get(c, o->key, out, objs[3].size, &len,
+				    &flags, NULL, err, sizeof(err)) != 1 ||
 		    len != o->size || memcmp(out, region + o->at, o->size))
 			bad++;
 	}
-	gs_rdma_client_destroy(&c);
+	rdma_client_destroy(&c);
 	free(out);
 	return (void *)bad;
 }
@@ -339,7 +339,7 @@ static void test_parallel(void)
 
 	for (i = 0; i < PAR_CLIENTS; i++)
 		pthread_create(&th[i], NULL, par_client,
-			       (void *)(uintptr_t)(GS_RDMA_MIN_WINDOW << (i % 6)));
+			       (void *)(uintptr_t)(RDMA_BULK_MIN << (i % 6)));
 	for (i = 0; i < PAR_CLIENTS; i++) {
 		pthread_join(th[i], &bad);
 		CHECK(bad == NULL, "parallel client %d: %zu failures", i,
@@ -348,9 +348,9 @@ static void test_parallel(void)
 }
 
 /* Polls <e> until a completion of <op> comes; 0, or -errno. */
-static int raw_wait(struct gs_rdma_ep *e, enum gs_rdma_op op)
+static int raw_wait(struct rdma_ep *e, enum rdma_op op)
 {
-	struct gs_rdma_wc wc;
+	struct rdma_wc wc;
 	int i, n;
 
 	for (i = 0; i < 10000000; i++) {
@@ -371,37 +371,37 @@ static int raw_wait(struct gs_rdma_ep *e, enum gs_rdma_op op)
  * window: the transport's operations by hand, dropped after VALUE. */
 static void test_drop_mid_write(uint16_t port)
 {
-		struct gs_rdma_mr mr = { 0 }, wmr = { 0 };
-	struct gs_rdma_dev *d = NULL;
-	struct gs_rdma_ep *e = NULL;
+		struct rdma_mr mr = { 0 }, wmr = { 0 };
+	struct rdma_dev *d = NULL;
+	struct rdma_ep *e = NULL;
 	size_t wlen = 1024 * 1024;
-	char *msg = malloc(2 * GS_RDMA_MSG), *win = malloc(wlen);
+	char *msg = malloc(2 * RDMA_MSG), *win = malloc(wlen);
 	int r, n;
 
 	r = tp->dial(host, port, &d, &e);
 	if (!r)
-		r = tp->reg(d, msg, 2 * GS_RDMA_MSG, GS_RDMA_LOCAL, &mr);
+		r = tp->reg(d, msg, 2 * RDMA_MSG, RDMA_LOCAL, &mr);
 	if (!r)
-		r = tp->reg(d, win, wlen, GS_RDMA_REMOTE_WRITE, &wmr);
+		r = tp->reg(d, win, wlen, RDMA_REMOTE_WRITE, &wmr);
 	if (!r)
-		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
+		r = tp->post_recv(e, msg, RDMA_MSG, &mr, NULL);
 	if (!r)
 		r = tp->connect(e);
-	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "WINDOW %llu %llu %zu\r\n",
+	n = snprintf(msg + RDMA_MSG, RDMA_MSG, "WINDOW %llu %llu %zu\r\n",
 		     (unsigned long long)tp->remote_addr(d, &wmr, win),
 		     (unsigned long long)wmr.key, wlen);
 	if (!r)
-		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+		r = tp->post_send(e, msg + RDMA_MSG, (size_t)n, &mr, NULL);
 	if (!r)
-		r = raw_wait(e, GS_RDMA_OP_RECV);
+		r = raw_wait(e, RDMA_OP_RECV);
 	CHECK(r == 0 && !memcmp(msg, "OK", 2), "raw hello: %d", r);
 	if (!r)
-		r = tp->post_recv(e, msg, GS_RDMA_MSG, &mr, NULL);
-	n = snprintf(msg + GS_RDMA_MSG, GS_RDMA_MSG, "get big\r\n");
+		r = tp->post_recv(e, msg, RDMA_MSG, &mr, NULL);
+	n = snprintf(msg + RDMA_MSG, RDMA_MSG, "get big\r\n");
 	if (!r)
-		r = tp->post_send(e, msg + GS_RDMA_MSG, (size_t)n, &mr, NULL);
+		r = tp->post_send(e, msg + RDMA_MSG, (size_t)n, &mr, NULL);
 	if (!r)
-		r = raw_wait(e, GS_RDMA_OP_RECV);
+		r = raw_wait(e, RDMA_OP_RECV);
 	CHECK(r == 0 && !memcmp(msg, "VALUE big", 9), "raw get: %d", r);
 	tp->ep_destroy(&e);
 	if (wmr.handle)
@@ -415,10 +415,10 @@ static void test_drop_mid_write(uint16_t port)
 
 /* Runs every case over <transport> with the server on <addr>; 0 when
  * every check passed. */
-static int rdma_suite_run(const struct gs_rdma_transport *transport,
+static int rdma_suite_run(const struct rdma_transport *transport,
 			  const char *addr)
 {
-	struct gs_rdma_server_stats st;
+	struct rdma_server_stats st;
 	void *regions[1];
 	size_t lens[1];
 	uint16_t port = 0;
@@ -432,8 +432,8 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 		return 1;
 	regions[0] = region;
 	lens[0] = region_len;
-	r = gs_rdma_server_create(tp, host, 0, &port,
-				  &source, NULL, regions, lens, 1, &srv);
+	r = rdma_server_create(tp, host, 0, &port,
+			       &source, NULL, regions, lens, 1, &srv);
 	if (r) {
 		fprintf(stderr, "server: %s\n", strerror(-r));
 		return 1;
@@ -441,13 +441,13 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	pthread_create(&th, NULL, server_main, NULL);
 	test_window(port, 256 * 1024);
 	test_window(port, 64 * 1024);
-	test_window(port, GS_RDMA_MIN_WINDOW);
+	test_window(port, RDMA_BULK_MIN);
 	test_small_window(port);
 	test_many(port);
 	port_of_test = port;
 	test_parallel();
 	test_drop_mid_write(port);
-	test_window(port, GS_RDMA_MIN_WINDOW);	/* still serving */
+	test_window(port, RDMA_BULK_MIN);	/* still serving */
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	CHECK(server_err == 0, "server step: %d", server_err);
@@ -456,12 +456,12 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	      idle_waits);
 	/* Every connection, the dropped one too, goes. */
 	for (r = 0; r < 1000000; r++) {
-		gs_rdma_server_stats(srv, &st);
-		if (!st.live || gs_rdma_server_step(srv) < 0)
+		rdma_server_stats(srv, &st);
+		if (!st.live || rdma_server_step(srv) < 0)
 			break;
 		sched_yield();
 	}
-	gs_rdma_server_stats(srv, &st);
+	rdma_server_stats(srv, &st);
 	CHECK(st.live == 0, "live %llu", (unsigned long long)st.live);
 	CHECK(st.conns == 9 + PAR_CLIENTS, "conns %llu", (unsigned long long)st.conns);
 	CHECK(st.misses == 4, "misses %llu", (unsigned long long)st.misses);
@@ -480,7 +480,7 @@ static int rdma_suite_run(const struct gs_rdma_transport *transport,
 	      (unsigned long long)st.gone, (unsigned long long)st.errors);
 	/* test_drop_mid_write's client left after VALUE */
 	CHECK(st.aborted >= 1, "aborted %llu", (unsigned long long)st.aborted);
-	gs_rdma_server_destroy(&srv);
+	rdma_server_destroy(&srv);
 	free(region);
 	return check_result();
 }

@@ -6,5 +6,5 @@
 
 int main(void)
 {
-	return rdma_suite_run(&gs_rdma_fabric, "127.0.0.1");
+	return rdma_suite_run(&rdma_fabric, "127.0.0.1");
 }

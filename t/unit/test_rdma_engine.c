@@ -25,7 +25,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "options.h"
-#include "rdma.h"
+#include "rdma_client.h"
 
 #define NOBJ	4
 #define RAM_HEAD	(256u << 10)
@@ -56,14 +56,14 @@ static char *vals[NOBJ];
 static atomic_int state;	/* 0 starting, 1 serving, 2 stop, -1 failed */
 static uint16_t port;
 static int server_err;
-static struct gs_rdma_server_stats server_st;
+static struct rdma_server_stats server_st;
 
 /* The server's thread: its own gs_io, the objects stored, then the
  * server stepping until told to stop. */
 static void *server_main(void *arg)
 {
-	struct gs_rdma_server *srv = NULL;
-	struct gs_rdma_engine *es = NULL;
+	struct rdma_server *srv = NULL;
+	struct rdma_engine *es = NULL;
 	struct gs_io *io = NULL;
 	void *region[1];
 	size_t len[1];
@@ -75,51 +75,51 @@ static void *server_main(void *arg)
 		r = put_if(io, objs[k].key, vals[k], objs[k].size, 100u + k,
 			   GS_IF_ANY, 0, NULL);
 	if (!r)
-		r = gs_rdma_engine_create(eng, io, &es);
+		r = rdma_engine_create(eng, io, &es);
 	if (!r) {
-		region[0] = gs_rdma_engine_region(es, &len[0]);
-		r = gs_rdma_server_create(&gs_rdma_fabric, "127.0.0.1", 0,
-					  &port, &gs_rdma_engine_ops, es,
-					  region, len, 1, &srv);
+		region[0] = rdma_engine_region(es, &len[0]);
+		r = rdma_server_create(&rdma_fabric, "127.0.0.1", 0,
+				       &port, &rdma_engine_ops, es,
+				       region, len, 1, &srv);
 	}
 	if (r)
 		fprintf(stderr, "server start: %s (object %d)\n", strerror(-r),
 			k);
 	atomic_store(&state, r ? -1 : 1);
 	while (!r && atomic_load(&state) == 1) {
-		r = gs_rdma_server_step(srv);
+		r = rdma_server_step(srv);
 		if (!r)
-			r = gs_rdma_server_wait(srv, 1000);
+			r = rdma_server_wait(srv, 1000);
 		if (r > 0)
 			r = 0;
 	}
 	server_err = r;
 	if (srv)
-		gs_rdma_server_stats(srv, &server_st);
-	gs_rdma_server_destroy(&srv);
-	gs_rdma_engine_destroy(&es);
+		rdma_server_stats(srv, &server_st);
+	rdma_server_destroy(&srv);
+	rdma_engine_destroy(&es);
 	gs_io_destroy(&io);
 	return NULL;
 }
 
 static void get_all(size_t window)
 {
-	struct gs_rdma_client *c = NULL;
-	char err[GS_RDMA_MSG] = "";
+	struct rdma_client *c = NULL;
+	char err[RDMA_MSG] = "";
 	uint32_t flags = 0;
 	size_t len = 0;
 	char *out = malloc(objs[NOBJ - 1].size);
 	int r, k;
 
-	r = gs_rdma_client_create(&gs_rdma_fabric, "127.0.0.1", port, window,
-				  err, sizeof(err), &c);
+	r = rdma_client_create(&rdma_fabric, "127.0.0.1", port, window,
+			       err, sizeof(err), &c);
 	CHECK(r == 0, "connect (window %zu): %d %s", window, r, err);
 	for (k = 0; !r && k < 2 * NOBJ; k++) {
 		int i = k % NOBJ;
 
 		memset(out, 0, objs[i].size);
-		r = gs_rdma_client_get(c, objs[i].key, out, objs[NOBJ - 1].size,
-				       &len, &flags, NULL, err, sizeof(err));
+		r = rdma_client_get(c, objs[i].key, out, objs[NOBJ - 1].size,
+				    &len, &flags, NULL, err, sizeof(err));
 		CHECK(r == 1 && len == objs[i].size && flags == 100u + i,
 		      "get %s (window %zu): %d %s, %zu bytes, flags %u",
 		      objs[i].key, window, r, err, len, flags);
@@ -127,10 +127,10 @@ static void get_all(size_t window)
 		      "%s: bytes differ (window %zu)", objs[i].key, window);
 		r = r == 1 ? 0 : r;
 	}
-	r = gs_rdma_client_get(c, "absent", out, 1, &len, &flags, NULL, err,
-			       sizeof(err));
+	r = rdma_client_get(c, "absent", out, 1, &len, &flags, NULL, err,
+			    sizeof(err));
 	CHECK(r == 0, "miss: %d %s", r, err);
-	gs_rdma_client_destroy(&c);
+	rdma_client_destroy(&c);
 	free(out);
 }
 
@@ -148,7 +148,7 @@ static void serve_and_get(void)
 	if (atomic_load(&state) == 1) {
 		get_all(256u << 10);
 		get_all(4u << 20);
-		get_all(GS_RDMA_MIN_WINDOW * 16);
+		get_all(RDMA_BULK_MIN * 16);
 	}
 	atomic_store(&state, 2);
 	pthread_join(th, NULL);

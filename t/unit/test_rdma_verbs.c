@@ -28,5 +28,5 @@ int main(void)
 		       "(an address on one) is not set\n", n);
 		return 77;
 	}
-	return rdma_suite_run(&gs_rdma_verbs, addr);
+	return rdma_suite_run(&rdma_verbs, addr);
 }

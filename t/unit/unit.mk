@@ -65,20 +65,20 @@ build/asan/t/test_hardening: $(HARDENING_DEPS)
 # test_rdma_engine: the engine as the source, over libfabric tcp
 # (storaged/storaged.mk's RDMA_SRCS).
 RDMA_TEST_DEPS := t/unit/rdma_suite.h t/unit/check.h storaged/rdma/rdma.h \
-                  $(RDMA_SRCS) $(RDMA_VERBS_SRCS)
+                  $(RDMA_CLIENT_DEPS) $(RDMA_SRCS) $(RDMA_VERBS_SRCS)
 define RDMA_TEST
 $(1)/t/test_rdma: t/unit/test_rdma.c $(RDMA_TEST_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	@$$(CC) $(2) -It/unit -o $$@ $$< $(RDMA_SRCS) $(RDMA_LDLIBS)
+	@$$(CC) $(2) -It/unit $(RDMA_CLIENT_INC) -o $$@ $$< $(RDMA_SRCS) $(RDMA_LDLIBS)
 $(1)/t/test_rdma_verbs: t/unit/test_rdma_verbs.c $(RDMA_TEST_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	@$$(CC) $(2) -It/unit -o $$@ $$< $(RDMA_VERBS_SRCS) $(RDMA_VERBS_LDLIBS)
+	@$$(CC) $(2) -It/unit $(RDMA_CLIENT_INC) -o $$@ $$< $(RDMA_VERBS_SRCS) $(RDMA_VERBS_LDLIBS)
 $(1)/t/test_rdma_engine: t/unit/test_rdma_engine.c storaged/rdma/rdma_engine.c $(RDMA_TEST_DEPS) $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	@$$(CC) $(2) -It/unit -o $$@ $$< storaged/rdma/rdma_engine.c $(RDMA_SRCS) $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a $$(LDLIBS) $(RDMA_LDLIBS)
+	@$$(CC) $(2) -It/unit $(RDMA_CLIENT_INC) -o $$@ $$< storaged/rdma/rdma_engine.c $(RDMA_SRCS) $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a $$(LDLIBS) $(RDMA_LDLIBS)
 endef
 $(eval $(call RDMA_TEST,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call RDMA_TEST,build/asan,$(BASEFLAGS) $(ASANFLAGS)))

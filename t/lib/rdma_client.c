@@ -1,8 +1,8 @@
 /*
  * The RDMA protocol, client side (rdma.h has the design): one connection,
- * one registered bulk window, one GET at a time.  Waits poll the CQ (the
+ * one registered bulk buffer, one GET at a time.  Waits poll the CQ (the
  * transport makes progress there) and sleep in the transport's wait
- * between polls, for at most GS_RDMA_CLIENT_WAIT_NS.
+ * between polls, for at most RDMA_CLIENT_WAIT_NS.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,23 +10,23 @@
 #include <string.h>
 #include <time.h>
 
-#include "rdma.h"
+#include "rdma_client.h"
 
-#define GS_RDMA_CLIENT_WAIT_NS	(10ull * 1000000000ull)
+#define RDMA_CLIENT_WAIT_NS	(10ull * 1000000000ull)
 #define CTX(i)			((void *)(uintptr_t)(i))
 
-struct gs_rdma_client {
-	const struct gs_rdma_transport *tp;
-	struct gs_rdma_dev *dev;
-	struct gs_rdma_ep *ep;
+struct rdma_client {
+	const struct rdma_transport *tp;
+	struct rdma_dev *dev;
+	struct rdma_ep *ep;
 	char *mem;		/* recvs | sends */
-	struct gs_rdma_mr mr;
-	char *window;
-	size_t wlen;
-	struct gs_rdma_mr wmr;
+	struct rdma_mr mr;
+	char *bulk;		/* the bulk buffer the server writes into */
+	size_t bulk_len;
+	struct rdma_mr bulk_mr;
 	unsigned send_free;
-	unsigned lines[GS_RDMA_RECVS];	/* completed receives, in order */
-	size_t line_len[GS_RDMA_RECVS];
+	unsigned lines[RDMA_RECVS];	/* completed receives, in order */
+	size_t line_len[RDMA_RECVS];
 	unsigned head, n;
 };
 
@@ -38,21 +38,21 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static char *recv_buf(struct gs_rdma_client *c, unsigned i)
+static char *recv_buf(struct rdma_client *c, unsigned i)
 {
-	return c->mem + i * GS_RDMA_MSG;
+	return c->mem + i * RDMA_MSG;
 }
 
-static char *send_buf(struct gs_rdma_client *c, unsigned i)
+static char *send_buf(struct rdma_client *c, unsigned i)
 {
-	return c->mem + (GS_RDMA_RECVS + i) * GS_RDMA_MSG;
+	return c->mem + (RDMA_RECVS + i) * RDMA_MSG;
 }
 
 /* One round of completions: receives queue up, sends free their
  * buffer.  Returns 0 or -errno. */
-static int cl_poll(struct gs_rdma_client *c)
+static int cl_poll(struct rdma_client *c)
 {
-	struct gs_rdma_wc wc[16];
+	struct rdma_wc wc[16];
 	unsigned slot;
 	int n, i;
 
@@ -62,13 +62,13 @@ static int cl_poll(struct gs_rdma_client *c)
 	for (i = 0; i < n; i++) {
 		if (wc[i].err)
 			return wc[i].err;
-		if (wc[i].op == GS_RDMA_OP_SEND) {
+		if (wc[i].op == RDMA_OP_SEND) {
 			c->send_free |= 1u << (uintptr_t)wc[i].ctx;
 			continue;
 		}
-		if (wc[i].op != GS_RDMA_OP_RECV || c->n == GS_RDMA_RECVS)
+		if (wc[i].op != RDMA_OP_RECV || c->n == RDMA_RECVS)
 			return -EPROTO;
-		slot = (c->head + c->n) % GS_RDMA_RECVS;
+		slot = (c->head + c->n) % RDMA_RECVS;
 		c->lines[slot] = (unsigned)(uintptr_t)wc[i].ctx;
 		c->line_len[slot] = wc[i].len;
 		c->n++;
@@ -79,9 +79,9 @@ static int cl_poll(struct gs_rdma_client *c)
 }
 
 /* Polls until *<what> (a free send, a received line) is not 0. */
-static int cl_wait(struct gs_rdma_client *c, const unsigned *what)
+static int cl_wait(struct rdma_client *c, const unsigned *what)
 {
-	uint64_t end = now_ns() + GS_RDMA_CLIENT_WAIT_NS;
+	uint64_t end = now_ns() + RDMA_CLIENT_WAIT_NS;
 	int r;
 
 	while (!*what) {
@@ -94,13 +94,13 @@ static int cl_wait(struct gs_rdma_client *c, const unsigned *what)
 	return 0;
 }
 
-static int cl_send(struct gs_rdma_client *c, const char *line)
+static int cl_send(struct rdma_client *c, const char *line)
 {
 	size_t len = strlen(line);
 	unsigned i;
 	int r;
 
-	if (len >= GS_RDMA_MSG)
+	if (len >= RDMA_MSG)
 		return -EMSGSIZE;
 	r = cl_wait(c, &c->send_free);
 	if (r)
@@ -112,8 +112,8 @@ static int cl_send(struct gs_rdma_client *c, const char *line)
 }
 
 /* The next line from the server, NUL-terminated and without its CRLF,
- * copied into <line> (GS_RDMA_MSG bytes); its receive is posted again. */
-static int cl_line(struct gs_rdma_client *c, char *line)
+ * copied into <line> (RDMA_MSG bytes); its receive is posted again. */
+static int cl_line(struct rdma_client *c, char *line)
 {
 	unsigned i;
 	size_t len;
@@ -124,33 +124,33 @@ static int cl_line(struct gs_rdma_client *c, char *line)
 		return r;
 	i = c->lines[c->head];
 	len = c->line_len[c->head];
-	c->head = (c->head + 1) % GS_RDMA_RECVS;
+	c->head = (c->head + 1) % RDMA_RECVS;
 	c->n--;
-	if (len >= GS_RDMA_MSG)
-		len = GS_RDMA_MSG - 1;
+	if (len >= RDMA_MSG)
+		len = RDMA_MSG - 1;
 	memcpy(line, recv_buf(c, i), len);
 	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 		len--;
 	line[len] = '\0';
-	return c->tp->post_recv(c->ep, recv_buf(c, i), GS_RDMA_MSG, &c->mr,
+	return c->tp->post_recv(c->ep, recv_buf(c, i), RDMA_MSG, &c->mr,
 				CTX(i));
 }
 
-/* Before connecting: the message buffers and the window registered, the
- * receives posted. */
-static int cl_prepare(struct gs_rdma_client *c)
+/* Before connecting: the message buffers and the bulk buffer registered,
+ * the receives posted. */
+static int cl_prepare(struct rdma_client *c)
 {
 	unsigned i;
 	int r;
 
-	r = c->tp->reg(c->dev, c->mem, (GS_RDMA_RECVS + GS_RDMA_SENDS) *
-		       GS_RDMA_MSG, GS_RDMA_LOCAL, &c->mr);
+	r = c->tp->reg(c->dev, c->mem, (RDMA_RECVS + RDMA_SENDS) *
+		       RDMA_MSG, RDMA_LOCAL, &c->mr);
 	if (r)
 		return r;
-	r = c->tp->reg(c->dev, c->window, c->wlen, GS_RDMA_REMOTE_WRITE,
-		       &c->wmr);
-	for (i = 0; !r && i < GS_RDMA_RECVS; i++)
-		r = c->tp->post_recv(c->ep, recv_buf(c, i), GS_RDMA_MSG,
+	r = c->tp->reg(c->dev, c->bulk, c->bulk_len, RDMA_REMOTE_WRITE,
+		       &c->bulk_mr);
+	for (i = 0; !r && i < RDMA_RECVS; i++)
+		r = c->tp->post_recv(c->ep, recv_buf(c, i), RDMA_MSG,
 				     &c->mr, CTX(i));
 	return r;
 }
@@ -161,24 +161,24 @@ static void cl_err(char *err, size_t errlen, const char *line)
 		snprintf(err, errlen, "%s", line);
 }
 
-int gs_rdma_client_create(const struct gs_rdma_transport *tp,
-			  const char *host, uint16_t port, size_t window,
-			  char *err, size_t errlen,
-			  struct gs_rdma_client **cp)
+int rdma_client_create(const struct rdma_transport *tp,
+		       const char *host, uint16_t port, size_t bulk_len,
+		       char *err, size_t errlen,
+		       struct rdma_client **cp)
 {
-	struct gs_rdma_client *c;
-	char line[GS_RDMA_MSG];
+	struct rdma_client *c;
+	char line[RDMA_MSG];
 	int r;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->tp = tp;
-	c->wlen = window ? window : 1;
-	c->send_free = (1u << GS_RDMA_SENDS) - 1;
+	c->bulk_len = bulk_len ? bulk_len : 1;
+	c->send_free = (1u << RDMA_SENDS) - 1;
 	if (posix_memalign((void **)&c->mem, 4096,
-			   (GS_RDMA_RECVS + GS_RDMA_SENDS) * GS_RDMA_MSG) ||
-	    posix_memalign((void **)&c->window, 4096, c->wlen)) {
+			   (RDMA_RECVS + RDMA_SENDS) * RDMA_MSG) ||
+	    posix_memalign((void **)&c->bulk, 4096, c->bulk_len)) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -190,9 +190,9 @@ int gs_rdma_client_create(const struct gs_rdma_transport *tp,
 	if (r)
 		goto out;
 	snprintf(line, sizeof(line), "WINDOW %llu %llu %zu\r\n",
-		 (unsigned long long)tp->remote_addr(c->dev, &c->wmr,
-						     c->window),
-		 (unsigned long long)c->wmr.key, window);
+		 (unsigned long long)tp->remote_addr(c->dev, &c->bulk_mr,
+						     c->bulk),
+		 (unsigned long long)c->bulk_mr.key, bulk_len);
 	r = cl_send(c, line);
 	if (!r)
 		r = cl_line(c, line);
@@ -205,18 +205,18 @@ int gs_rdma_client_create(const struct gs_rdma_transport *tp,
 	*cp = c;
 	return 0;
 out:
-	gs_rdma_client_destroy(&c);
+	rdma_client_destroy(&c);
 	return r;
 }
 
 /* The rounds of one hit: BULK_READY per round (NEXT after each but the
  * last), then END. */
-static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
-		     size_t cap, uint64_t t0, struct gs_rdma_times *t,
+static int cl_rounds(struct rdma_client *c, uint64_t size, void *out,
+		     size_t cap, uint64_t t0, struct rdma_times *t,
 		     char *err, size_t errlen)
 {
 	unsigned long long off, n;
-	char line[GS_RDMA_MSG];
+	char line[RDMA_MSG];
 	uint64_t got = 0;
 	int r;
 
@@ -225,15 +225,15 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 		if (r)
 			return r;
 		if (sscanf(line, "BULK_READY %llu %llu", &off, &n) != 2 ||
-		    off != got || n > c->wlen || n > size - got ||
+		    off != got || n > c->bulk_len || n > size - got ||
 		    (!n && size)) {
 			cl_err(err, errlen, line);
 			return -EPROTO;
 		}
-		if (got + n == size)	/* every byte is in the window */
+		if (got + n == size)	/* every byte is in the bulk buffer */
 			t->bulk_ns = now_ns() - t0;
 		if (size <= cap)
-			memcpy((char *)out + off, c->window, n);
+			memcpy((char *)out + off, c->bulk, n);
 		got += n;
 		if (got < size) {
 			r = cl_send(c, "NEXT\r\n");
@@ -252,13 +252,13 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 	return size <= cap ? 1 : -EMSGSIZE;
 }
 
-int gs_rdma_client_get(struct gs_rdma_client *c, const char *key,
-		       void *out, size_t cap, size_t *len, uint32_t *flags,
-		       struct gs_rdma_times *t, char *err, size_t errlen)
+int rdma_client_get(struct rdma_client *c, const char *key,
+		    void *out, size_t cap, size_t *len, uint32_t *flags,
+		    struct rdma_times *t, char *err, size_t errlen)
 {
-	char line[GS_RDMA_MSG], vkey[256];
+	char line[RDMA_MSG], vkey[256];
 	unsigned long long size;
-	struct gs_rdma_times tt;
+	struct rdma_times tt;
 	unsigned f;
 	uint64_t t0;
 	int r;
@@ -293,21 +293,21 @@ int gs_rdma_client_get(struct gs_rdma_client *c, const char *key,
 	return r;
 }
 
-void gs_rdma_client_destroy(struct gs_rdma_client **cp)
+void rdma_client_destroy(struct rdma_client **cp)
 {
-	struct gs_rdma_client *c = *cp;
+	struct rdma_client *c = *cp;
 
 	if (!c)
 		return;
 	if (c->ep)
 		c->tp->ep_destroy(&c->ep);
-	if (c->wmr.handle)
-		c->tp->dereg(&c->wmr);
+	if (c->bulk_mr.handle)
+		c->tp->dereg(&c->bulk_mr);
 	if (c->mr.handle)
 		c->tp->dereg(&c->mr);
 	if (c->dev)
 		c->tp->dev_destroy(&c->dev);
-	free(c->window);
+	free(c->bulk);
 	free(c->mem);
 	free(c);
 	*cp = NULL;
