@@ -65,7 +65,7 @@ struct gs_config {
 	uint64_t admission_bytes;	/* bytes accepted but not yet on disk */
 	bool no_evict;			/* fail sets instead of evicting */
 	int numa_node;			/* -1: no binding */
-	bool numa_perverse;		/* region zero on the farthest node */
+	bool numa_perverse;		/* the home share on the farthest node */
 	bool no_numa_promotion;		/* freeze head placement */
 	unsigned hash_power;		/* index starts with 2^hash_power buckets */
 	bool fresh;			/* wipe the pools: start empty */
@@ -392,17 +392,17 @@ void gs_stats(struct gs_engine *e, struct gs_stats *st);
  * smaller than --ram-head.  Entry bytes count an 8-byte header and the
  * value rounded up to 8. */
 #define ARENA_STATS(ACTION)						\
-	ACTION(arena_segments, "--block segments the arena holds now")	\
+	ACTION(arena_segments, "arena blocks (--block bytes each) the arena holds now")	\
 	ACTION(arena_bytes_live, "bytes of live entries (values, headers, padding)") \
 	ACTION(arena_bytes_dead, "bytes of freed entries and sealed tails not yet compacted away") \
-	ACTION(arena_bytes_free, "bytes at the segments' ends, ready for appends") \
+	ACTION(arena_bytes_free, "bytes at the arena blocks' ends, ready for appends") \
 	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
-	ACTION(arena_compactions, "segments compaction emptied and gave back") \
+	ACTION(arena_compactions, "arena blocks compaction emptied and gave back") \
 	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
 	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
 	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
-	ACTION(arena_compaction_blocked, "compaction laps that left a segment for later: a pinned object (or one being written) was in it") \
-	ACTION(arena_segments_released, "segments given back to the region (unlocked, dropped from the mapping)")
+	ACTION(arena_compaction_blocked, "compaction laps that left an arena block for later: a pinned object (or one being written) was in it") \
+	ACTION(arena_segments_released, "arena blocks given back to the region (unlocked, dropped from the mapping)")
 
 struct gs_arena_stats {
 #define ARENA_STAT_FIELD(name, desc) uint64_t name;
