@@ -317,8 +317,6 @@ struct gs_engine {
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
 	uint32_t heads_len, heads_cap, heads_hand;
 	uint32_t heads_epoch;		/* laps of heads_hand, from 1 */
-	bool head_admit_any;		/* GOBLIN_TEST_HEAD_ADMIT=any: every
-					 * miss admits (the policy's measure) */
 	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */
@@ -459,20 +457,6 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off);
  * slot when <obj> has gone or has a head). */
 void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
 void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
-
-/* ---- engine.c ---- */
-
-/*
- * A crash point for the restart tests: when the environment has
- * GOBLIN_TEST_CRASH=<point>[:<n>], the process kills itself (SIGKILL) the
- * <n>th time (default 1) it passes <point>.  Points: chunk-write (a chunk
- * write completed, the object not finished), before-journal (every chunk
- * on disk, the record not journaled), after-journal (journaled, not yet
- * acknowledged), recovery (a record replayed at start), checkpoint (a
- * checkpoint written, not yet renamed over the journal), after-checkpoint
- * (renamed: the append that weighed it not yet made).
- */
-void engine_crash_point(const char *point);
 
 /* ---- writer.c: waking gs_io threads ---- */
 

@@ -20,6 +20,7 @@
 
 #include "dirtrust.h"
 #include "engine.h"
+#include "hook_points.h"
 #include "journal.h"
 #include "log.h"
 
@@ -453,7 +454,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 
 	fd = write_checkpoint(e, sync, &nrec, &size);
 	if (fd >= 0)
-		engine_crash_point("checkpoint");
+		GS_CRASH_POINT("checkpoint");
 	if (fd >= 0 && renameat(j->dfd, JOURNAL_TMP, j->dfd, JOURNAL_NAME) < 0) {
 		int ret = -errno;
 
@@ -469,7 +470,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	/* committed: from now on the new file is the journal */
 	if (sync && fsync(j->dfd) < 0)
 		log_err("%s: fsync of its dir: %s", j->path, strerror(errno));
-	engine_crash_point("after-checkpoint");
+	GS_CRASH_POINT("after-checkpoint");
 	pthread_mutex_lock(&j->fd_lock);
 	old = j->fd;
 	j->fd = fd;

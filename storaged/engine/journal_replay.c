@@ -19,6 +19,7 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "hook_points.h"
 #include "journal.h"
 #include "log.h"
 
@@ -392,7 +393,7 @@ static int64_t read_records(struct gs_engine *e, struct replay *r,
 		uint32_t len = rec_check(map + off, size - off, why);
 
 		if (len) {
-			engine_crash_point("recovery");
+			GS_CRASH_POINT("recovery");
 			if (apply(r, (const struct jrec *)(map + off)) < 0)
 				return -ENOMEM;
 			r->records++;

@@ -16,6 +16,7 @@
 
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
+#include "hook_points.h"
 #include "journal.h"
 #include "uring.h"
 
@@ -284,7 +285,7 @@ static void writer_commit(void *arg, int res)
 	(void)res;
 	res = w->error;
 	if (res == 0)
-		engine_crash_point("before-journal");
+		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
@@ -298,7 +299,7 @@ static void writer_commit(void *arg, int res)
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
 	if (res == 0)
-		engine_crash_point("after-journal");
+		GS_CRASH_POINT("after-journal");
 	if (res == 0 && stored.cas > journal_synced(e)) {
 		/* acknowledged once the sync thread has it on stable storage */
 		w->stored = stored;
@@ -324,7 +325,7 @@ static void writer_write_done(struct io_op *op)
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
-		engine_crash_point("chunk-write");
+		GS_CRASH_POINT("chunk-write");
 	}
 	if (w->inflight)
 		return;
