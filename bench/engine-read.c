@@ -65,7 +65,7 @@ static int store(struct gs_io *io, uint64_t k, uint64_t size)
 	int done = 0, ret;
 
 	key_name(key, sizeof(key), k);
-	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, &w);
+	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, GS_WRITE_SET, &w);
 	if (ret < 0)
 		return ret;
 	while (pos < size) {

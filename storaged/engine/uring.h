@@ -1,7 +1,7 @@
 /*
  * Per-thread I/O internals shared by uring.c (the io_uring core), stream.c
  * (read-ahead streams, whole-object reads), writer.c (writers, admission)
- * and mc_concat.c (append/prepend).  Not part of the API.
+ * and concat.c (the writer's append/prepend modes).  Not part of the API.
  *
  * A struct gs_io owns one io_uring with the pool files and a set of
  * buffers registered.  The buffers are cut in two I/O buffer sets

@@ -336,7 +336,7 @@ static void alloc_failures(void)
 	gs_stats(e, &st0);
 
 	/* finish with no memory for anything */
-	CHECK(gs_writer_open(io, "f", 1, 5, 0, 0, &w) == 0, "alloc: open");
+	CHECK(gs_writer_open(io, "f", 1, 5, 0, 0, GS_WRITE_SET, &w) == 0, "alloc: open");
 	gs_writer_buf(w, &p, &n, on_wake, NULL);
 	memcpy(p, "hello", 5);
 	gs_writer_advance(w, 5);
@@ -573,7 +573,8 @@ static void unfed_set(void)
 	gs_stats(e, &st0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "p%d", i);
-		ret = gs_writer_open(io, key, strlen(key), 8 << 20, 0, 0, &w[i]);
+		ret = gs_writer_open(io, key, strlen(key), 8 << 20, 0, 0, GS_WRITE_SET,
+				     &w[i]);
 		CHECK(ret == 0, "unfed: open %d: %d", i, ret);
 		if (ret)
 			w[i] = NULL;
