@@ -371,6 +371,16 @@ static inline uint64_t engine_head_len(const struct gs_engine *e,
 
 /* ---- layout.c ---- */
 
+/* How engine_make_room() may free room: cached heads first (they are
+ * copies), then whole objects (CLOCK; with no_evict, expired ones only). */
+#define ROOM_DROP_HEADS	1u
+#define ROOM_EVICT	2u
+/* The one make-room policy: frees one thing for room on tier <need>, the
+ * ways <how> allows in that order (a cached head, then an object holding
+ * <need> bytes).  Every allocation that can make room loops on it until it
+ * succeeds or this fails.  Called with e->lock held; false when nothing
+ * could go. */
+bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how);
 /* Creates an unlinked record for <key> sized <size>, with no space yet
  * (writers reserve each part as its bytes arrive).  No lock needed;
  * returns 0, -E2BIG or -ENOMEM. */
@@ -424,6 +434,21 @@ static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 {
 	if (--obj->refs == 0)
 		engine_free_record(e, obj);
+}
+/* Pins <obj> for a reader: its memory and extents stay valid, whatever
+ * happens to its key, until engine_unpin() (counted in `pins`; CLOCK,
+ * compaction and promotion pass a pinned object by).  Called with e->lock
+ * held. */
+static inline void engine_pin(struct gs_engine *e, struct gs_obj *obj)
+{
+	obj->refs++;
+	STAT_ADD(e, pins, 1);
+}
+/* Drops a pin engine_pin() took.  Called with e->lock held. */
+static inline void engine_unpin(struct gs_engine *e, struct gs_obj *obj)
+{
+	STAT_SUB(e, pins, 1);
+	engine_unref(e, obj);
 }
 /* Unlinks <obj> from the index if it is still there (a broken object).
  * Takes e->lock. */

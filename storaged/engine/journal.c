@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "dirtrust.h"
 #include "engine.h"
 #include "hook_points.h"
@@ -29,14 +30,6 @@
 static uint64_t round8(uint64_t v)
 {
 	return (v + 7) & ~7ull;
-}
-
-static uint64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
 uint64_t journal_rec_sum(const struct jrec *r)
@@ -448,7 +441,7 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 int journal_checkpoint(struct gs_engine *e, bool sync)
 {
 	struct journal *j = e->journal;
-	uint64_t t0 = ms_now(), size = 0;
+	uint64_t t0 = mono_ms(), size = 0;
 	int64_t nrec = 0;
 	int fd, old;
 
@@ -493,7 +486,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	publish_stats(e, j);
 	log_info("%s: checkpoint of %lld records, %llu bytes, in %llu ms",
 		 j->path, (long long)nrec, (unsigned long long)size,
-		 (unsigned long long)(ms_now() - t0));
+		 (unsigned long long)(mono_ms() - t0));
 	return 0;
 }
 

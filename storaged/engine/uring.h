@@ -29,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "list.h"
 
@@ -115,15 +116,6 @@ struct gs_io {
 };
 
 /* ---- small helpers ---- */
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static inline void waiter_init(struct io_waiter *w)
 {
@@ -224,8 +216,6 @@ void uring_arm_timer(struct gs_io *io, long long ns);
  * it and drops the object.  0, -EBADMSG or -EIO. */
 int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		const char *data, int res);
-/* Takes a pin on <obj>. */
-void stream_pin(struct gs_engine *e, struct gs_obj *obj);
 /* Fills <order> with the disk chunks of [first, last) in the order to
  * submit them (the first one, then with <lead_tail> the first HDD chunk,
  * then offset order); returns how many. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "goblin.h"
 
 static inline void fill(char *p, uint64_t n, uint32_t seed)
@@ -24,14 +25,6 @@ static inline void fill(char *p, uint64_t n, uint32_t seed)
 		x ^= x << 17;
 		p[i] = (char)x;
 	}
-}
-
-static inline uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
 struct waitres {
@@ -74,9 +67,9 @@ static inline int run_until(struct gs_io *io, struct waitres *w)
  * engine) until *<flag> or <ms> pass; returns whether *<flag> came. */
 static inline bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end = mono_ms() + ms;
 
-	while (!*flag && now_ms() < end) {
+	while (!*flag && mono_ms() < end) {
 		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
 
 		gs_io_run(io, false);

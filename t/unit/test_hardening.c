@@ -505,14 +505,14 @@ static void reclaim_churn(void)
 		snprintf(key, sizeof(key), "r%d", i);
 		CHECK(reader_open(e, io, &r[i], key, val[i]) == 0, "churn: open");
 	}
-	for (uint64_t end = now_ms() + 30000; left && now_ms() < end;) {
+	for (uint64_t end = mono_ms() + 30000; left && mono_ms() < end;) {
 		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
 
 		for (int i = 0; i < NR; i++) {
 			const void *p;
 			size_t n;
 
-			if (!r[i].s || now_ms() < wake_at[i])
+			if (!r[i].s || mono_ms() < wake_at[i])
 				continue;
 			ret = reader_peek(&r[i], &p, &n);
 			if (ret == -EAGAIN)
@@ -531,7 +531,7 @@ static void reclaim_churn(void)
 			gs_stream_consume(r[i].s, n);
 			r[i].pos += n;
 			if ((seed >> 20) % 4 == 0)	/* stall past the limit */
-				wake_at[i] = now_ms() + 150;
+				wake_at[i] = mono_ms() + 150;
 		}
 		gs_io_run(io, false);
 		poll(&pfd, 1, 5);
