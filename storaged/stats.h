@@ -100,21 +100,21 @@
  * NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name, description): then
  * numa_node<N>_<name> for each node N by id. */
 #define NUMA_STATS(ACTION)						\
-	ACTION(nodes, "NUMA nodes with a head arena (simulated ones under GOBLIN_TEST_NUMA)") \
-	ACTION(region0_node, "the node whose arena fills first: --numa's, the farthest with --perverse") \
-	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their arena's node (move_pages)")
+	ACTION(nodes, "NUMA nodes with a node share (simulated ones in the test build)") \
+	ACTION(region0_node, "the home node, whose share fills first: --numa's, the farthest with --perverse") \
+	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their share's node (move_pages)")
 /* NUMA_PROMOTION_STAT(name, field of numa_promotion_stats, description) */
 #define NUMA_PROMOTION_STATS(ACTION)					\
-	ACTION(promotions, promotions, "head blocks the promotion thread moved into region zero") \
+	ACTION(promotions, promotions, "head blocks the promotion thread moved into the home share") \
 	ACTION(promotion_bytes, bytes, "bytes those moves copied, both ways (a swap copies two blocks)") \
 	ACTION(promotion_time_us, time_us, "microseconds spent moving blocks (engine lock held)") \
 	ACTION(promotion_max_us, max_us, "the longest single move, microseconds") \
 	ACTION(promotion_pinned, pinned, "hot blocks left where they were for a round: an object in them was pinned") \
 	ACTION(promotion_rounds, rounds, "promotion rounds run (every 100 ms; none with --no-numa-promotion)")
 #define NUMA_NODE_STATS(ACTION)						\
-	ACTION(bytes, "RAM region bytes allocated on node N: its arena, and on region zero's node the --sub-memory blocks") \
+	ACTION(bytes, "RAM region bytes allocated on node N: its share, and on the home node the --sub-memory blocks") \
 	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
-	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
+	ACTION(hits, "lookups answered from a slot in node N's share (small blocks count as the home share's)")
 
 /* RDMA_STAT(name, field of rdma_server_stats, description): the RDMA
  * endpoint's counters (--rdma, rdma_thread.c), in `stats goblin` after

@@ -18,7 +18,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "engine.h"
+#include "hook_points.h"
 #include "journal.h"
 #include "log.h"
 
@@ -392,7 +394,7 @@ static int64_t read_records(struct gs_engine *e, struct replay *r,
 		uint32_t len = rec_check(map + off, size - off, why);
 
 		if (len) {
-			engine_crash_point("recovery");
+			GS_CRASH_POINT("recovery");
 			if (apply(r, (const struct jrec *)(map + off)) < 0)
 				return -ENOMEM;
 			r->records++;
@@ -474,7 +476,7 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	const struct jchunk *c = put_chunks(x->put);
 	struct gs_obj *obj;
 
-	if (p->nchunks ? !layout_ok(e, x) : p->size > e->cfg.ram_head) {
+	if (p->nchunks ? !layout_ok(e, x) : p->size > engine_ram_limit(e)) {
 		drop(r, p->nchunks ? DROP_LAYOUT : DROP_RAM, x);
 		return NULL;
 	}
@@ -564,7 +566,7 @@ static int check_ram_head(const struct gs_engine *e, struct replay *r,
 		const struct rent *x = &r->ents[i];
 
 		if (!x->put || put_body(x->put)->nchunks ||
-		    put_body(x->put)->size <= e->cfg.ram_head || dead(r, x, now))
+		    put_body(x->put)->size <= engine_ram_limit(e) || dead(r, x, now))
 			continue;
 		n++;
 		if (put_body(x->put)->size > largest)
@@ -647,13 +649,12 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 {
 	struct journal *j = e->journal;
 	struct replay r = { 0 };
-	struct timespec t0, t1;
-	uint64_t ms;
+	uint64_t t0, ms;
 	int ret;
 
 	if (!j || j->recovered)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ns();
 	pthread_mutex_lock(&e->lock);
 	ret = replay(e, &r, err, errlen);
 	if (ret == 0) {
@@ -680,8 +681,7 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 	pthread_mutex_unlock(&e->lock);
 	free(r.ents);
 	free(r.buckets);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ms = (mono_ns() - t0) / 1000000;
 	if (ret < 0)
 		return ret;
 	STAT_ADD(e, recovery_ms, ms);

@@ -46,14 +46,6 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-void stream_pin(struct gs_engine *e, struct gs_obj *obj)
-{
-	pthread_mutex_lock(&e->lock);
-	obj->refs++;
-	STAT_ADD(e, pins, 1);
-	pthread_mutex_unlock(&e->lock);
-}
-
 /* Fills <order> with the disk chunks of [first, last) in submission order:
  * the first one (what the client waits for now: a head not in RAM, or
  * the bytes right after it), then with <lead_tail> the first HDD chunk
@@ -585,7 +577,7 @@ out_free:
 static uint32_t head_chunks(const struct gs_stream *s)
 {
 	const struct gs_obj *obj = s->obj;
-	uint64_t hb = s->io->e->cfg.ram_head;
+	uint64_t hb = engine_ram_limit(s->io->e);
 	uint32_t n = 0;
 
 	if (!obj->on_disk || s->head_len || s->first != 0 || s->last <= s->first)
@@ -607,8 +599,7 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 	s->wake = wake;
 	s->arg = arg;
 	pthread_mutex_lock(&e->lock);
-	s->obj->refs++;
-	STAT_ADD(e, pins, 1);
+	engine_pin(e, s->obj);
 	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
 		s->head_loading = true;
 		s->head_chunks = hc;

@@ -1,7 +1,7 @@
 /*
  * Per-thread I/O internals shared by uring.c (the io_uring core), stream.c
  * (read-ahead streams, whole-object reads), writer.c (writers, admission)
- * and mc_concat.c (append/prepend).  Not part of the API.
+ * and concat.c (the writer's append/prepend modes).  Not part of the API.
  *
  * A struct gs_io owns one io_uring with the pool files and a set of
  * buffers registered.  The buffers are cut in two I/O buffer sets
@@ -19,8 +19,8 @@
  * register serves by plain reads and writes.
  *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
- * io_seg per stripe it spans; its done callback fires from gs_io_run()
- * once every segment completed.
+ * io_piece per stripe it spans; its done callback fires from gs_io_run()
+ * once every piece completed.
  */
 #ifndef GOBLIN_URING_H
 #define GOBLIN_URING_H
@@ -29,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "list.h"
 
@@ -64,9 +65,9 @@ struct iobufs {
 struct io_op;
 typedef void (*op_done_fn)(struct io_op *op);
 
-struct io_seg {
+struct io_piece {
 	struct io_op *op;
-	struct pool_seg seg;
+	struct stripe_piece piece;
 	uint32_t done;
 	int stash_res;			/* its result, while on io->stash */
 	struct list stash_node;
@@ -84,8 +85,8 @@ struct io_op {
 	int res;
 	op_done_fn done;
 	void *owner;
-	int nsegs;
-	struct io_seg segs[];
+	int npieces;
+	struct io_piece pieces[];
 };
 
 struct gs_io {
@@ -97,7 +98,7 @@ struct gs_io {
 	uint8_t *buf_state;		/* per buffer: BUF_* */
 	struct iobufs stream_bufs, writer_bufs;
 	struct list deferred;		/* of struct deferred */
-	struct list stash;		/* of struct io_seg: completions to handle */
+	struct list stash;		/* of struct io_piece: completions to handle */
 	struct list holders;		/* of struct gs_stream holding a window */
 	struct list writer_holders;	/* of struct gs_writer holding a buffer */
 	struct list sync_waiters;	/* of struct gs_writer: stored, waiting
@@ -115,15 +116,6 @@ struct gs_io {
 };
 
 /* ---- small helpers ---- */
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static inline void waiter_init(struct io_waiter *w)
 {
@@ -224,8 +216,6 @@ void uring_arm_timer(struct gs_io *io, long long ns);
  * it and drops the object.  0, -EBADMSG or -EIO. */
 int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		const char *data, int res);
-/* Takes a pin on <obj>. */
-void stream_pin(struct gs_engine *e, struct gs_obj *obj);
 /* Fills <order> with the disk chunks of [first, last) in the order to
  * submit them (the first one, then with <lead_tail> the first HDD chunk,
  * then offset order); returns how many. */

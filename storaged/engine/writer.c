@@ -7,7 +7,8 @@
  * mid-chunk while others wait for a buffer gives its buffer back and keeps
  * its bytes in the heap (bounded by the admission bound, which still
  * counts them): a few slow clients never hold the buffers every writer
- * needs.
+ * needs.  An append or prepend writer (GS_WRITE_APPEND, GS_WRITE_PREPEND)
+ * is a front for concat.c, which builds the new value with a set-mode one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,12 +17,14 @@
 
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
+#include "concat.h"
+#include "hook_points.h"
 #include "journal.h"
 #include "uring.h"
 
 /* ---- admission ---- */
 
-void engine_wake_admission(struct gs_engine *e)
+void writer_wake_admission(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
 	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
@@ -52,7 +55,7 @@ void admission_charge(struct gs_io *io, uint64_t n)
 void admission_release(struct gs_io *io, uint64_t n)
 {
 	STAT_SUB(io->e, admission_bytes, n);
-	engine_wake_admission(io->e);
+	writer_wake_admission(io->e);
 }
 
 /* ---- writers ---- */
@@ -83,17 +86,40 @@ struct gs_writer {
 	uint64_t fed_at;		/* mono_ns() of the last bytes in cur_buf */
 	void *spill;			/* the chunk's bytes while reclaimed */
 	bool spilled;			/* cur_buf reclaimed mid-chunk */
+	struct concat *concat;		/* an append or prepend: all it is */
 };
+
+/* An append or prepend writer: a front for concat.c. */
+static int concat_writer_open(struct gs_io *io, const void *key, size_t klen,
+			      uint64_t size, bool prepend,
+			      struct gs_writer **wp)
+{
+	struct gs_writer *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = concat_open(io, key, klen, prepend, size, &w->concat);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	*wp = w;
+	return 0;
+}
 
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
-		   struct gs_writer **wp)
+		   enum gs_write_mode mode, struct gs_writer **wp)
 {
 	struct gs_engine *e = io->e;
 	struct gs_writer *w;
 	struct gs_obj *obj;
 	int ret;
 
+	if (mode != GS_WRITE_SET)
+		return concat_writer_open(io, key, klen, size,
+					  mode == GS_WRITE_PREPEND, wp);
 	ret = engine_new_record(e, key, klen, size, &obj);
 	if (ret < 0)
 		return ret;
@@ -267,7 +293,7 @@ void writer_sync_drain(struct gs_io *io)
 
 /* Called from the sync thread: every loop is kicked, since its waiters
  * list is its own thread's to read. */
-void engine_wake_synced(struct gs_engine *e)
+void writer_wake_synced(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
 	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next)
@@ -284,7 +310,7 @@ static void writer_commit(void *arg, int res)
 	(void)res;
 	res = w->error;
 	if (res == 0)
-		engine_crash_point("before-journal");
+		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
@@ -298,7 +324,7 @@ static void writer_commit(void *arg, int res)
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
 	if (res == 0)
-		engine_crash_point("after-journal");
+		GS_CRASH_POINT("after-journal");
 	if (res == 0 && stored.cas > journal_synced(e)) {
 		/* acknowledged once the sync thread has it on stable storage */
 		w->stored = stored;
@@ -324,7 +350,7 @@ static void writer_write_done(struct io_op *op)
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
-		engine_crash_point("chunk-write");
+		GS_CRASH_POINT("chunk-write");
 	}
 	if (w->inflight)
 		return;
@@ -371,6 +397,8 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	const struct chunk *c;
 	uint64_t need, part_end;
 
+	if (w->concat)
+		return concat_buf(w->concat, p, len, wake, arg);
 	if (w->pos < obj->meta.head_len) {
 		if (!w->error && !obj->has_head)
 			writer_reserve(w, -1);
@@ -434,7 +462,8 @@ static void head_copy(struct gs_writer *w, const char *buf, uint64_t off,
 		      uint64_t len)
 {
 	struct gs_engine *e = w->io->e;
-	uint64_t n = e->cfg.ram_head - off < len ? e->cfg.ram_head - off : len;
+	uint64_t room = engine_ram_limit(e) - off;
+	uint64_t n = room < len ? room : len;
 
 	memcpy((char *)e->region.base + w->head_slot + off, buf, n);
 }
@@ -446,6 +475,10 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	char *buf;
 	uint32_t alen;
 
+	if (w->concat) {
+		concat_advance(w->concat, n);
+		return;
+	}
 	w->pos += n;
 	if (w->cur_buf >= 0)
 		w->fed_at = mono_ns();
@@ -461,7 +494,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	buf = iobuf_ptr(w->io, w->cur_buf);
 	if (!w->error)
 		writer_reserve(w, w->cur - 1);
-	if (w->head_caching && w->cur_off - c->len < w->io->e->cfg.ram_head)
+	if (w->head_caching && w->cur_off - c->len < engine_ram_limit(w->io->e))
 		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));
 	memset(buf + c->len, 0, alen - c->len);
@@ -492,7 +525,15 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		     gs_stored_fn done, void *arg)
 {
 	struct gs_writer *w = *wp;
+	struct concat *k = w->concat;
 
+	if (k) {
+		if (!concat_complete(k))
+			return -EINVAL;
+		*wp = NULL;
+		free(w);
+		return concat_finish(k, cas, done, arg);
+	}
 	if (w->pos != w->obj->meta.size)
 		return -EINVAL;
 	*wp = NULL;
@@ -513,6 +554,11 @@ void gs_writer_abort(struct gs_writer **wp)
 	if (!w)
 		return;
 	*wp = NULL;
+	if (w->concat) {
+		concat_abort(&w->concat);
+		free(w);
+		return;
+	}
 	waiter_del(&w->waiter);
 	writer_drop_spill(w);
 	if (w->cur_buf >= 0) {

@@ -1,6 +1,6 @@
 /*
  * What the classic and the meta commands share: a storage command's value
- * read into a writer (or a concat) and its reply, the error replies, the
+ * read into a writer and its reply, the error replies, the
  * touch of gat and mg T.  Below proto_text.c and proto_meta.c: an ms
  * answers through the reply it gave start_store(), so nothing here calls
  * up into the meta commands.
@@ -97,13 +97,10 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd,
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	if (gs_check_size(e, cmd->bytes) < 0) {
 		ret = -E2BIG;
-	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
-		ret = gs_concat_open(conn_io(c), st->key, st->klen,
-				     cmd->op == MC_PREPEND, cmd->bytes, &st->concat);
-		c->mc.state = CONN_VALUE_CONCAT;
 	} else {
 		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
-				     cmd->flags, st->exptime, &st->writer);
+				     cmd->flags, st->exptime, mc_write_mode(cmd->op),
+				     &st->writer);
 		c->mc.state = CONN_VALUE;
 	}
 	if (ret == 0)
@@ -132,21 +129,15 @@ void store_end(struct conn *c)
 	c->mc.state = CONN_WAIT;
 	if (st->bad_chunk) {
 		gs_writer_abort(&st->writer);
-		gs_concat_abort(&st->concat);
 		SRV_ADD(c->srv, protocol_errors, 1);
 		reply_unless(c, st->noreply && !st->meta_reply,
 			     "CLIENT_ERROR bad data chunk\r\n");
 		c->mc.state = CONN_CMD;
 		return;
 	}
-	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
-		ret = gs_concat_finish(&st->concat, st->cas, store_done, c);
-	} else {
-		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
-				       store_done, c);
-	}
+	ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
+			       store_done, c);
 	if (ret < 0) {
-		gs_concat_abort(&st->concat);
 		gs_writer_abort(&st->writer);
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
@@ -161,11 +152,9 @@ void store_end(struct conn *c)
 
 void proto_abort(struct conn *c)
 {
-	if (c->mc.state == CONN_VALUE || c->mc.state == CONN_VALUE_CONCAT ||
-	    c->mc.state == CONN_VALUE_END) {
+	if (c->mc.state == CONN_VALUE || c->mc.state == CONN_VALUE_END) {
 		SRV_ADD(c->srv, aborted_values, 1);
 		gs_writer_abort(&c->mc.store.writer);
-		gs_concat_abort(&c->mc.store.concat);
 	}
 }
 

@@ -251,9 +251,7 @@ static bool step_value(struct conn *c)
 	size_t n;
 	ssize_t got;
 
-	if ((c->mc.state == CONN_VALUE_CONCAT ?
-	     gs_concat_buf(st->concat, &p, &n, value_wake, c) :
-	     gs_writer_buf(st->writer, &p, &n, value_wake, c)) == -EAGAIN) {
+	if (gs_writer_buf(st->writer, &p, &n, value_wake, c) == -EAGAIN) {
 		conn_pause_input(c, true);
 		return true;
 	}
@@ -268,10 +266,7 @@ static bool step_value(struct conn *c)
 		if (got <= 0)
 			return got == 0;
 	}
-	if (c->mc.state == CONN_VALUE_CONCAT)
-		gs_concat_advance(st->concat, got);
-	else
-		gs_writer_advance(st->writer, got);
+	gs_writer_advance(st->writer, got);
 	st->got += got;
 	return true;
 }
@@ -292,7 +287,6 @@ bool proto_process(struct conn *c)
 			get_step(c);
 			continue;
 		case CONN_VALUE:
-		case CONN_VALUE_CONCAT:
 			if (c->mc.store.got == c->mc.store.len) {
 				c->mc.state = CONN_VALUE_END;
 				continue;
