@@ -1,0 +1,54 @@
+# usage: . "$(dirname "$0")/../lib/goblin.sh"
+# The shell suites' one goblin-store starter (bash; the python suites' is
+# t/lib/goblin.py, whose store_argv() spells the flags the same way):
+#   goblin_bin              $GOBLIN_STORE, else $GOBLIN_TOP/$BUILD/goblin-store
+#   goblin_work NAME        makes $goblin_work, /var/tmp/goblin-NAME.XXXXXX,
+#                           removed at exit with the server stopped (by pid),
+#                           and ${goblin_tiered[@]}: the flags of a small
+#                           store with an SSD and an HDD pool in it (32M RAM,
+#                           16M objects)
+#   goblin_start FLAG...    goblin-store --no-mlock --no-http --memcache-port
+#                           $goblin_port FLAG... on a free port, its output in
+#                           $goblin_work/log; returns once it listens
+#   goblin_stop             SIGTERM by pid; returns its exit status
+
+goblin_bin=${GOBLIN_STORE:-${GOBLIN_TOP:-.}/${BUILD:-build}/goblin-store}
+goblin_work=
+goblin_pid=
+goblin_port=
+
+goblin_cleanup() {
+	[ -n "$goblin_pid" ] && kill "$goblin_pid" 2>/dev/null &&
+		wait "$goblin_pid" 2>/dev/null
+	[ -n "$goblin_work" ] && rm -rf "$goblin_work"
+}
+
+goblin_work() {
+	goblin_work=$(mktemp -d "/var/tmp/goblin-$1.XXXXXX")
+	trap goblin_cleanup EXIT
+	trap 'exit 1' INT TERM
+	goblin_tiered=(--memory 32M --sub-memory 8M
+		--ssd-dir "$goblin_work/ssd" --hdd-dir "$goblin_work/hdd"
+		--ssd-size 64M --hdd-size 128M --max-object 16M)
+}
+
+goblin_start() {
+	goblin_port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	"$goblin_bin" --no-mlock --no-http --memcache-port "$goblin_port" "$@" \
+		>"$goblin_work/log" 2>&1 &
+	goblin_pid=$!
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$goblin_port") 2>/dev/null && break
+		sleep 0.05
+	done
+}
+
+goblin_stop() {
+	local rc
+
+	kill "$goblin_pid"
+	wait "$goblin_pid"
+	rc=$?
+	goblin_pid=
+	return $rc
+}
