@@ -19,6 +19,17 @@ our $Big = payload($Size);
 goblin_start();
 mc_set('big', $Big) eq 'STORED' or die "memcache set failed\n";
 goblin_defaults();
+goblin_config(<<'END');
+    location /obj/ {
+        goblin;
+        goblin_methods GET PUT;
+    }
+    location = /status {
+        goblin_status;
+    }
+END
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   response_body_like => '"link": "up"');
 
 master_on();
 workers(1);
@@ -175,14 +186,6 @@ goblin_stop();
 __DATA__
 
 === TEST 1: the 33 MiB object is there before anything dies
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 HEAD /obj/big
 --- response_headers
@@ -194,53 +197,17 @@ Content-Length: 34603008
 
 
 === TEST 2: killed mid-transfer, 503 while away, back by itself
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- init
 main::killed_mid_transfer();
---- request
-GET /obj/again
---- response_body chomp
-back again
 
 
 
 === TEST 3: a request waiting for its lookup when the daemon dies: 502
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- init
 main::dies_under_a_lookup();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "link": "up"
 
 
 
 === TEST 4: a worker dies holding pins
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- init
 main::worker_dies_holding_pins();
---- request
-GET /obj/again
---- response_body chomp
-back again

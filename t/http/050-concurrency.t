@@ -28,6 +28,18 @@ for my $i (0 .. 7) {
 goblin_start();
 mc_set($_, $Versions{$_}[0]) eq 'STORED' or die "set $_\n" for keys %Versions;
 goblin_defaults();
+goblin_config(<<'END');
+    location /obj/ {
+        goblin;
+        goblin_methods GET PUT DELETE;
+        client_max_body_size 8m;
+    }
+    location = /status {
+        goblin_status;
+    }
+END
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   response_body_like => '"cut_responses": 0');
 
 worker_connections(1024);
 repeat_each(1);
@@ -232,15 +244,6 @@ goblin_stop();
 __DATA__
 
 === TEST 1: the objects are there
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT DELETE;
-        client_max_body_size 8m;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- request
 GET /obj/c0
 --- response_body eval
@@ -252,37 +255,11 @@ $main::Versions{c0}[0]
 
 
 === TEST 2: 800 downloads, 200 at a time, while the keys are overwritten
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT DELETE;
-        client_max_body_size 8m;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- init
 main::downloads();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
 
 
 
 === TEST 3: 40 PUTs at once, more than the worker's tx buffers
---- config
-    location /obj/ {
-        goblin;
-        goblin_methods GET PUT DELETE;
-        client_max_body_size 8m;
-    }
-    location = /status {
-        goblin_status;
-    }
 --- init
 main::puts_at_once();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0

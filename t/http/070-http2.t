@@ -42,9 +42,10 @@ mc_set('big', $Big) eq 'STORED' or die "memcache set failed\n";
 $ENV{TEST_NGINX_H2_PORT} = GoblinTest::free_port();
 $ENV{TEST_NGINX_SLOW_PORT} = GoblinTest::free_port();
 goblin_defaults();
-add_block_preprocessor(sub {
-    my $block = shift;
-    $block->set_value('config', <<'END') unless defined $block->config;
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   response_body_like => '"cut_responses": 0',
+                   no_error_log => "[alert]\n[crit]\n");
+goblin_config(<<'END');
     listen 127.0.0.1:$TEST_NGINX_H2_PORT http2;
     listen 127.0.0.1:$TEST_NGINX_SLOW_PORT sndbuf=32k;
     location /obj/ {
@@ -68,7 +69,6 @@ add_block_preprocessor(sub {
         goblin_status;
     }
 END
-});
 
 master_on();
 workers(1);
@@ -366,62 +366,27 @@ Content-Length: 8388608
 === TEST 2: fast sequential loops, each location, both protocols
 --- init
 main::fast_loops();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
---- no_error_log
-[alert]
-[crit]
 
 
 
 === TEST 3: slow clients alongside fast ones
 --- init
 main::slow_beside_fast();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
---- no_error_log
-[alert]
-[crit]
 
 
 
 === TEST 4: many streams on one connection; h2load
 --- init
 main::many_streams();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
---- no_error_log
-[alert]
-[crit]
 
 
 
 === TEST 5: a range and a PUT over HTTP/2
 --- init
 main::range_and_put();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
---- no_error_log
-[alert]
-[crit]
 
 
 
 === TEST 6: stalled clients hold at most a quarter of the rx buffers
 --- init
 main::stalled_clients();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "cut_responses": 0
---- no_error_log
-[alert]
-[crit]

@@ -29,9 +29,9 @@ for my $k (sort keys %Obj) {
     mc_set($k, $Obj{$k}) eq 'STORED' or die "memcache set $k failed\n";
 }
 goblin_defaults();
-add_block_preprocessor(sub {
-    my $block = shift;
-    $block->set_value('config', <<'END') unless defined $block->config;
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   response_body_like => '"link": "up"');
+goblin_config(<<'END');
     location /obj/ {
         goblin;
     }
@@ -39,7 +39,6 @@ add_block_preprocessor(sub {
         goblin_status;
     }
 END
-});
 
 repeat_each(1);
 plan tests => goblin_plan(17);
@@ -191,37 +190,21 @@ GET /status
 === TEST 2: whole GETs, every disk byte read in place
 --- init
 main::whole_gets();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "link": "up"
 
 
 
 === TEST 3: ranges that start inside a chunk, in place
 --- init
 main::ranges_inside_a_chunk();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "link": "up"
 
 
 
 === TEST 4: head-miss objects after a clean restart
 --- init
 main::head_misses();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "link": "up"
 
 
 
 === TEST 5: a client that leaves mid-transfer gives everything back
 --- init
 main::client_leaves();
---- request
-GET /status
---- error_code: 200
---- response_body_like: "link": "up"
