@@ -32,9 +32,9 @@
  *   http     ->
  *
  * The ring knows no HTTP: it hands a request's completions to the
- * handlers its kind set in the context (its table of completions,
- * ctx->completions, one row an op; ctx->lost, ctx->tx_ready), as nginx's upstream does, and drops the link through
- * link->down.
+ * handlers its kind set in the context (ctx->completions, its table of a
+ * row per op; ctx->lost, ctx->tx_ready), as nginx's upstream does, and
+ * drops the link through link->down.
  */
 
 
