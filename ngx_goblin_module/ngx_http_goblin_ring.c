@@ -5,9 +5,10 @@
  * Every request holds a slot; its submissions carry the slot's index and
  * generation as user_data, so a completion finds its request and goes to
  * the handler its kind set for the op (a row of ctx->completions), or is
- * an orphan whose buffers and pins go back at once.  The ring knows no HTTP: a lost attach is told
- * to each request through ctx->lost, a tx buffer to the PUT that waited
- * through ctx->tx_ready, and what must drop the link calls link->down.
+ * an orphan whose buffers and pins go back at once.  The ring knows no
+ * HTTP: a lost attach is told to each request through ctx->lost, a tx
+ * buffer to the PUT that waited through ctx->tx_ready, and what must drop
+ * the link calls link->down.
  * Submissions the SQ has no room for wait in a backlog, in order; one
  * doorbell per turn of the event loop covers them all (the doorbell is
  * the link's, ngx_http_goblin_link.c).  Staging buffers change hands only

@@ -19,7 +19,8 @@ static ngx_int_t ngx_http_goblin_send_status(ngx_http_request_t *r,
 
 
 /* The completion of a status request: storaged's stats. */
-static const ngx_http_goblin_completion_t  ngx_http_goblin_status_completions[] = {
+static const ngx_http_goblin_completion_t
+    ngx_http_goblin_status_completions[] = {
     { RING_OP_STATS, ngx_http_goblin_got_stats },
     { 0, NULL }
 };
