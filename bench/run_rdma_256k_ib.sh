@@ -46,7 +46,9 @@ set -u
 set -o pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$TOP/t/lib/goblin.sh"	# goblin_argv, goblin_stats, goblin_free_port
 STORE=${GOBLIN_STORE:-$TOP/build/goblin-store}
+goblin_bin=$STORE
 BENCH=${GOBLIN_BENCH:-$TOP/build/goblin-bench}
 SIZE=262144
 
@@ -126,10 +128,6 @@ tcp)	label="EMULATED tcp${devices:+ (devices $devices unused)}"
 *)	die "--transport: '$transport' is not verbs or tcp";;
 esac
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 state=""
 daemon=""
 cleanup() {
@@ -147,18 +145,7 @@ cleanup() {
 
 # Memcache "stats" and "stats goblin" of the daemon, as NAME VALUE lines.
 stats() {
-	local line
-	exec 3<>"/dev/tcp/$mhost/$port" || return 1
-	printf 'stats\r\nstats goblin\r\n' >&3
-	local ends=0
-	while IFS= read -r -t 10 line <&3; do
-		line=${line%$'\r'}
-		case $line in
-		END) ends=$((ends + 1)); [ $ends = 2 ] && break;;
-		STAT\ *) echo "${line#STAT }";;
-		esac
-	done
-	exec 3<&- 3>&-
+	goblin_stats "$mhost" "$port" "" goblin
 }
 
 wait_port() {
@@ -227,19 +214,19 @@ main() {
 	echo "state dir $state (removed at the end)"
 	mhost=${server:-127.0.0.1}
 	rhost=${server:-$addr}
-	[ -n "$port" ] || port=$(free_port)
-	[ -n "$rport" ] || rport=$(free_port)
+	[ -n "$port" ] || port=$(goblin_free_port)
+	[ -n "$rport" ] || rport=$(goblin_free_port)
 	# every object a RAM head: keys x 256 KiB and 1/16 more, in 2 MiB blocks
 	mem=$(( (keys * SIZE * 17 / 16 + (2 << 20) - 1) / (2 << 20) * 2 ))
 	[ $mem -ge 64 ] || mem=64
 	if [ -z "$server" ]; then
 		echo "goblin-store: --memory ${mem}M --ram-head 256K, memcache" \
 		     "127.0.0.1:$port, --rdma $addr:$rport --rdma-transport $transport"
-		"$STORE" --memory "${mem}M" --ram-head 256K --max-object 256K \
-			--ssd-dir "$state/ssd" --ssd-size 256M --fresh --no-http \
-			--listen 127.0.0.1 --memcache-port "$port" \
-			--rdma "$addr:$rport" --rdma-transport "$transport" \
-			>"$state/goblin-store.log" 2>&1 &
+		goblin_argv "$port" --memory "${mem}M" --ram-head 256K \
+			--max-object 256K --ssd-dir "$state/ssd" --ssd-size 256M \
+			--fresh --listen 127.0.0.1 \
+			--rdma "$addr:$rport" --rdma-transport "$transport"
+		"${goblin_argv[@]}" >"$state/goblin-store.log" 2>&1 &
 		daemon=$!
 	else
 		echo "goblin-store at $server: memcache $port, RDMA $rport" \

@@ -56,8 +56,8 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
     }
 
     ctx = ngx_http_goblin_create_ctx(r, r->method == NGX_HTTP_DELETE
-                                        ? ngx_http_goblin_delete_complete
-                                        : ngx_http_goblin_get_complete);
+                                        ? ngx_http_goblin_delete_completions
+                                        : ngx_http_goblin_get_completions);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -36,27 +36,12 @@ static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
 
 
 /* The completions of a GET or HEAD: its LOOKUP, DATA, the READ's end. */
-ngx_int_t
-ngx_http_goblin_get_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    switch (cqe->op) {
-
-    case RING_OP_LOOKUP:
-        ngx_http_goblin_got_object(ctx, cqe);
-        return NGX_OK;
-
-    case RING_OP_DATA:
-        ngx_http_goblin_got_data(ctx, cqe);
-        return NGX_OK;
-
-    case RING_OP_READ:
-        ngx_http_goblin_read_done(ctx, cqe);
-        return NGX_OK;
-
-    default:
-        return NGX_DECLINED;
-    }
-}
+const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[] = {
+    { RING_OP_LOOKUP, ngx_http_goblin_got_object },
+    { RING_OP_DATA, ngx_http_goblin_got_data },
+    { RING_OP_READ, ngx_http_goblin_read_done },
+    { 0, NULL }
+};
 
 
 /* ---- GET and HEAD: the header ---- */

@@ -22,7 +22,7 @@
  * no cycles):
  *
  *   module   ->  content status link
- *   content  ->  handler put request ring http
+ *   content  ->  put request ring http
  *   handler  ->  request ring http
  *   put      ->  request ring
  *   status   ->  request ring
@@ -32,9 +32,9 @@
  *   http     ->
  *
  * The ring knows no HTTP: it hands a request's completions to the
- * handlers its kind set in the context (ctx->complete, ctx->lost,
- * ctx->tx_ready), as nginx's upstream does, and drops the link through
- * link->down.
+ * handlers its kind set in the context (ctx->completions, its table of a
+ * row per op; ctx->lost, ctx->tx_ready), as nginx's upstream does, and
+ * drops the link through link->down.
  */
 
 
@@ -128,11 +128,21 @@ typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
 #define NGX_HTTP_GOBLIN_RX_HELD_SHARE  4
 
 
-/* A completion for <ctx>: NGX_OK, or NGX_DECLINED when it is none its
- * kind asked for (the ring gives back what it brought, as an orphan's). */
-typedef ngx_int_t (*ngx_http_goblin_complete_pt)(ngx_http_goblin_ctx_t *ctx,
+/* What a completion <cqe> of the op it handles does to <ctx>. */
+typedef void (*ngx_http_goblin_complete_pt)(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 typedef void (*ngx_http_goblin_handler_pt)(ngx_http_goblin_ctx_t *ctx);
+
+
+/*
+ * A request kind's completions: a row for each op it submits, ended by a
+ * row whose handler is NULL.  The ring hands a completion to its op's
+ * row and gives back what any other brings, as an orphan's.
+ */
+typedef struct {
+    ngx_uint_t                     op;
+    ngx_http_goblin_complete_pt    handler;
+} ngx_http_goblin_completion_t;
 
 
 typedef struct {
@@ -192,7 +202,7 @@ struct ngx_http_goblin_link_s {
 
 struct ngx_http_goblin_ctx_s {
     ngx_http_request_t            *request;
-    ngx_http_goblin_complete_pt    complete; /* its kind's completions */
+    const ngx_http_goblin_completion_t  *completions; /* its kind's */
     ngx_http_goblin_handler_pt     lost;     /* storaged went away */
     ngx_http_goblin_handler_pt     tx_ready; /* a PUT's tx buffer came */
     ngx_http_goblin_map_t         *map;
@@ -265,7 +275,7 @@ void ngx_http_goblin_tx_put(uint32_t buf);
 
 /* ngx_http_goblin_request.c */
 ngx_http_goblin_ctx_t *ngx_http_goblin_create_ctx(ngx_http_request_t *r,
-    ngx_http_goblin_complete_pt complete);
+    const ngx_http_goblin_completion_t *completions);
 void ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
 void ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc);
 void ngx_http_goblin_buf_done(ngx_http_goblin_ctx_t *ctx, ngx_buf_t *b);
@@ -280,13 +290,11 @@ ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
 
 /* ngx_http_goblin_handler.c */
-ngx_int_t ngx_http_goblin_get_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
+extern const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[];
 
 /* ngx_http_goblin_put.c */
 ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);
-ngx_int_t ngx_http_goblin_delete_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
+extern const ngx_http_goblin_completion_t  ngx_http_goblin_delete_completions[];
 
 /* ngx_http_goblin_status.c */
 ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);

@@ -19,8 +19,6 @@
 #include "ngx_http_goblin_module.h"
 
 
-static ngx_int_t ngx_http_goblin_put_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 static void ngx_http_goblin_put_body(ngx_http_request_t *r);
 static void ngx_http_goblin_put_read(ngx_http_request_t *r);
 static void ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx);
@@ -33,12 +31,29 @@ static void ngx_http_goblin_tx_ready(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx);
-static void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static void ngx_http_goblin_put_timeout(ngx_event_t *ev);
 static void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
+
+
+/* The completions of a PUT: its writer, its tx buffer back, stored. */
+static const ngx_http_goblin_completion_t  ngx_http_goblin_put_completions[] = {
+    { RING_OP_WOPEN, ngx_http_goblin_got_writer },
+    { RING_OP_TXDONE, ngx_http_goblin_txdone },
+    { RING_OP_WFINISH, ngx_http_goblin_stored },
+    { 0, NULL }
+};
+
+
+/* The completion of a DELETE. */
+const ngx_http_goblin_completion_t  ngx_http_goblin_delete_completions[] = {
+    { RING_OP_DELETE, ngx_http_goblin_deleted },
+    { 0, NULL }
+};
 
 
 /* ---- PUT ---- */
@@ -67,7 +82,7 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
         return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
 
-    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_put_complete);
+    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_put_completions);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -88,30 +103,6 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
     }
 
     return NGX_DONE;
-}
-
-
-/* The completions of a PUT: its writer, its tx buffer back, stored. */
-static ngx_int_t
-ngx_http_goblin_put_complete(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    switch (cqe->op) {
-
-    case RING_OP_WOPEN:
-        ngx_http_goblin_got_writer(ctx, cqe);
-        return NGX_OK;
-
-    case RING_OP_TXDONE:
-        ngx_http_goblin_txdone(ctx);
-        return NGX_OK;
-
-    case RING_OP_WFINISH:
-        ngx_http_goblin_stored(ctx, cqe);
-        return NGX_OK;
-
-    default:
-        return NGX_DECLINED;
-    }
 }
 
 
@@ -479,7 +470,7 @@ ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx)
 
 /* The PUT's tx buffer is back: more of the body, or its job is done. */
 static void
-ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx)
+ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ctx->tx_busy = 0;
     ctx->tx_len = 0;
@@ -580,20 +571,6 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
 
 /* ---- DELETE ---- */
-
-
-ngx_int_t
-ngx_http_goblin_delete_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe)
-{
-    if (cqe->op != RING_OP_DELETE) {
-        return NGX_DECLINED;
-    }
-
-    ngx_http_goblin_deleted(ctx, cqe);
-
-    return NGX_OK;
-}
 
 
 static void

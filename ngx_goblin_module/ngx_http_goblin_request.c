@@ -22,10 +22,10 @@ static void ngx_http_goblin_timeout(ngx_event_t *ev);
 /* ---- the request context ---- */
 
 
-/* A context whose completions go to <complete>, its kind's. */
+/* A context whose completions go to the rows of <completions>, its kind's. */
 ngx_http_goblin_ctx_t *
 ngx_http_goblin_create_ctx(ngx_http_request_t *r,
-    ngx_http_goblin_complete_pt complete)
+    const ngx_http_goblin_completion_t *completions)
 {
     ngx_http_cleanup_t     *cln;
     ngx_http_goblin_ctx_t  *ctx;
@@ -47,7 +47,7 @@ ngx_http_goblin_create_ctx(ngx_http_request_t *r,
      */
 
     ctx->request = r;
-    ctx->complete = complete;
+    ctx->completions = completions;
     ctx->lost = ngx_http_goblin_link_lost;
     ctx->tx_buf = -1;
 

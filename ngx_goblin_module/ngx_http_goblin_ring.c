@@ -4,10 +4,11 @@
  *
  * Every request holds a slot; its submissions carry the slot's index and
  * generation as user_data, so a completion finds its request and goes to
- * the handler its kind set (ctx->complete), or is an orphan whose buffers
- * and pins go back at once.  The ring knows no HTTP: a lost attach is told
- * to each request through ctx->lost, a tx buffer to the PUT that waited
- * through ctx->tx_ready, and what must drop the link calls link->down.
+ * the handler its kind set for the op (a row of ctx->completions), or is
+ * an orphan whose buffers and pins go back at once.  The ring knows no
+ * HTTP: a lost attach is told to each request through ctx->lost, a tx
+ * buffer to the PUT that waited through ctx->tx_ready, and what must drop
+ * the link calls link->down.
  * Submissions the SQ has no room for wait in a backlog, in order; one
  * doorbell per turn of the event loop covers them all (the doorbell is
  * the link's, ngx_http_goblin_link.c).  Staging buffers change hands only
@@ -45,6 +46,8 @@ static const char *ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_pushed(ngx_http_goblin_link_t *link,
     struct ring_sqe *sqe);
+static ngx_http_goblin_complete_pt ngx_http_goblin_completion(
+    ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe);
 static void ngx_http_goblin_orphan(ngx_http_goblin_link_t *link,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_send_orphan(ngx_http_goblin_link_t *link,
@@ -209,14 +212,15 @@ ngx_http_goblin_map_unref(ngx_http_goblin_map_t *map)
 void
 ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
 {
-    int                      rc;
-    uint32_t                 idx;
-    const char              *why;
-    ngx_connection_t        *c;
-    struct ring_cqe          cqe;
-    ngx_http_goblin_map_t   *map;
-    ngx_http_goblin_ctx_t   *ctx;
-    ngx_http_goblin_slot_t  *slot;
+    int                           rc;
+    uint32_t                      idx;
+    const char                   *why;
+    ngx_connection_t             *c;
+    struct ring_cqe               cqe;
+    ngx_http_goblin_map_t        *map;
+    ngx_http_goblin_ctx_t        *ctx;
+    ngx_http_goblin_slot_t       *slot;
+    ngx_http_goblin_complete_pt   handler;
 
     map = link->map;
 
@@ -243,10 +247,14 @@ ngx_http_goblin_reap(ngx_http_goblin_link_t *link)
         ctx = slot->ctx;
         c = ctx->request->connection;
 
-        if (ctx->complete(ctx, &cqe) == NGX_DECLINED) {
+        handler = ngx_http_goblin_completion(ctx, &cqe);
+
+        if (handler == NULL) {
             ngx_http_goblin_orphan(link, &cqe);
             continue;
         }
+
+        handler(ctx, &cqe);
 
         ngx_http_run_posted_requests(c);
     }
@@ -344,6 +352,23 @@ ngx_http_goblin_pushed(ngx_http_goblin_link_t *link, struct ring_sqe *sqe)
         ngx_http_goblin_tx_state[sqe->buf] = NGX_HTTP_GOBLIN_TX_DAEMON;
         ngx_http_goblin_tx_ud[sqe->buf] = sqe->user_data;
     }
+}
+
+
+/* The handler <ctx>'s kind set for <cqe>'s op; NULL when it asked for
+ * none. */
+static ngx_http_goblin_complete_pt
+ngx_http_goblin_completion(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    const ngx_http_goblin_completion_t  *row;
+
+    for (row = ctx->completions; row->handler != NULL; row++) {
+        if (row->op == cqe->op) {
+            return row->handler;
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -11,13 +11,19 @@
 #include <jansson.h>
 
 
-static ngx_int_t ngx_http_goblin_status_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 static void ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_send_status(ngx_http_request_t *r,
     json_t *storaged);
+
+
+/* The completion of a status request: storaged's stats. */
+static const ngx_http_goblin_completion_t
+    ngx_http_goblin_status_completions[] = {
+    { RING_OP_STATS, ngx_http_goblin_got_stats },
+    { 0, NULL }
+};
 
 
 ngx_int_t
@@ -41,7 +47,7 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
         return ngx_http_goblin_send_status(r, NULL);
     }
 
-    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_status_complete);
+    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_status_completions);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -66,20 +72,6 @@ ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_http_goblin_finalize(ctx,
                              ngx_http_goblin_send_status(ctx->request, NULL));
-}
-
-
-static ngx_int_t
-ngx_http_goblin_status_complete(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe)
-{
-    if (cqe->op != RING_OP_STATS) {
-        return NGX_DECLINED;
-    }
-
-    ngx_http_goblin_got_stats(ctx, cqe);
-
-    return NGX_OK;
 }
 
 

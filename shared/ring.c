@@ -71,16 +71,6 @@ static void layout(const struct ring_hello *h, uint32_t cq_entries,
 	*size = *buf_off + (uint64_t)(h->n_rx + h->n_tx) * RING_BUF_SIZE;
 }
 
-uint64_t ring_size_for(const struct ring_hello *h)
-{
-	struct ring_hello g = *h;
-	uint64_t sq_off, cq_off, buf_off, size;
-
-	ring_geometry(&g);
-	layout(&g, cq_entries_for(&g), &sq_off, &cq_off, &buf_off, &size);
-	return size;
-}
-
 /* Points <r>'s views into the mapping at <base> of geometry <hdr>. */
 static void ring_set_views(struct ring *r, void *base,
 			   const struct ring_hdr *hdr)
@@ -254,12 +244,6 @@ static bool q_wants_doorbell(struct ring_queue_idx *q)
 	return __atomic_exchange_n(&q->wait, 0, __ATOMIC_SEQ_CST) != 0;
 }
 
-static uint32_t q_pending(const struct ring_queue_idx *q)
-{
-	return __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) -
-	       __atomic_load_n(&q->head, __ATOMIC_ACQUIRE);
-}
-
 int ring_sq_push(struct ring *r, const struct ring_sqe *e)
 {
 	return q_push(&r->hdr->sq, r->sq_entries, r->sqes, sizeof(*e), e);
@@ -288,16 +272,6 @@ bool ring_sq_wants_doorbell(struct ring *r)
 bool ring_cq_wants_doorbell(struct ring *r)
 {
 	return q_wants_doorbell(&r->hdr->cq);
-}
-
-uint32_t ring_sq_pending(const struct ring *r)
-{
-	return q_pending(&r->hdr->sq);
-}
-
-uint32_t ring_cq_pending(const struct ring *r)
-{
-	return q_pending(&r->hdr->cq);
 }
 
 /* ---- doorbells ---- */

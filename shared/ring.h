@@ -18,9 +18,6 @@
  * limits (sq_entries rounded up to a power of two). */
 void ring_geometry(struct ring_hello *h);
 
-/* Bytes the ring memfd takes for the (clamped) geometry <h>. */
-uint64_t ring_size_for(const struct ring_hello *h);
-
 /*
  * Daemon side: creates a memfd for geometry <h> (clamped first), seals
  * it against resizing (RING_SEALS), maps it read-write and writes the
@@ -75,10 +72,6 @@ int ring_cq_pop(struct ring *r, struct ring_cqe *e);
  * waits for a doorbell. */
 bool ring_sq_wants_doorbell(struct ring *r);
 bool ring_cq_wants_doorbell(struct ring *r);
-
-/* Entries waiting in each queue. */
-uint32_t ring_sq_pending(const struct ring *r);
-uint32_t ring_cq_pending(const struct ring *r);
 
 /* Writes one doorbell byte on <fd> without blocking; a full socket buffer
  * already holds one.  Returns 0 or -errno (-EPIPE: peer gone). */

@@ -1,6 +1,5 @@
 #include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "size.h"
@@ -63,27 +62,6 @@ static int parse_scaled(const char *s, const struct unit *units, int icase,
 int size_parse(const char *s, uint64_t *out)
 {
 	return parse_scaled(s, size_units, 1, out);
-}
-
-char *size_format(uint64_t v, char *buf, size_t len)
-{
-	static const char units[] = "TGMK";
-	char unit[2] = "";
-	unsigned shift = 40;
-	int i, n;
-
-	for (i = 0; v && units[i]; i++, shift -= 10) {
-		if (!(v & ((1ull << shift) - 1))) {
-			unit[0] = units[i];
-			v >>= shift;
-			break;
-		}
-	}
-	n = snprintf(NULL, 0, "%llu%s", (unsigned long long)v, unit);
-	if (n < 0 || (size_t)n >= len)
-		return NULL;
-	snprintf(buf, len, "%llu%s", (unsigned long long)v, unit);
-	return buf;
 }
 
 int duration_parse(const char *s, uint64_t *ms)

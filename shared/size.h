@@ -16,23 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Longest size_format() result, NUL included: 20 digits + unit + NUL. */
-#define SIZE_FORMAT_MAX	22
-
 /*
  * Parses the NUL-terminated size <s> (grammar above) into <*out> bytes.
  * Returns 0; -EINVAL when <s> is NULL, empty or not a size; -ERANGE when the
  * value does not fit in 64 bits.  <*out> is only written on success.
  */
 int size_parse(const char *s, uint64_t *out);
-
-/*
- * Writes <v> into <buf> of <len> bytes in the shortest exact form: the
- * largest unit that divides <v> ("256K", "8M", "3G"), else plain bytes
- * ("1536", "0").  size_parse() reads it back to <v>.  Returns <buf>, or NULL
- * (and <buf> untouched) when <len> is too small; SIZE_FORMAT_MAX always fits.
- */
-char *size_format(uint64_t v, char *buf, size_t len);
 
 /*
  * Parses the NUL-terminated duration <s> (grammar above) into <*ms>

@@ -148,7 +148,7 @@ int bd_cgroup_enter(const struct bd_cgroup *cg);
 void bd_cgroup_collect(const struct bd_cgroup *cg, struct bd_kvlist *l);
 void bd_cgroup_remove(struct bd_cgroup *cg);
 
-/* goblin.c, rocks.c: run one dataset in <dir>; fill <r>.  0 or -1. */
+/* goblin_store.c, rocks.c: run one dataset in <dir>; fill <r>.  0 or -1. */
 int bd_run_goblin(const struct bd_config *cfg, const struct bd_schedule *s,
 		  const char *dir, struct bd_result *r);
 int bd_run_rocks(const struct bd_config *cfg, const struct bd_schedule *s,

@@ -1,7 +1,8 @@
 # usage: imported by bench/compare (not run on its own)
 """Pieces of bench/compare: the rig and its server cgroup, the peers'
-processes, memcache stats, goblin-bench runs.  Everything started here is
-stopped by pid; every failure raises Failure with a one-line reason."""
+processes, memcache stats (read by t/lib/goblin.py, the harness's one stats
+reader), goblin-bench runs.  Everything started here is stopped by pid;
+every failure raises Failure with a one-line reason."""
 import json
 import os
 import signal
@@ -11,6 +12,10 @@ import sys
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, "t", "lib"))
+import goblin  # noqa: E402
+from goblin import free_port  # noqa: E402,F401 (bench/compare's too)
+
 RIG = os.path.join(TOP, "bench", "rig")
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 NETS = ("loopback", "1g", "10g")     # bench/rig/up --net
@@ -33,12 +38,6 @@ def human(n):
         if abs(n) >= size:
             return "%.2f %s" % (n / size, unit)
     return "%d B" % n
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def read_kv(path):
@@ -219,29 +218,17 @@ def device_delta(before, after, seconds):
 def memcache_stats(port, arg="", host="127.0.0.1"):
     """'stats <arg>' over the memcache text protocol as a dict (from this
     namespace: a server on the rig's server_host answers here unshaped)."""
-    with socket.create_connection((host, port), 10) as s:
-        s.sendall(("stats %s\r\n" % arg).strip().encode() + b"\r\n")
-        buf = b""
-        while not buf.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise Failure("port %d closed during 'stats %s'" % (port, arg))
-            buf += chunk
-            if buf.startswith((b"ERROR", b"SERVER_ERROR", b"CLIENT_ERROR")):
-                raise Failure("'stats %s' on port %d: %s"
-                              % (arg, port, buf.decode().strip()))
-    out = {}
-    for line in buf.decode().splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == "STAT":
+    try:
+        st = goblin.stats(port, arg, ints=True, host=host, timeout=10)
+    except (OSError, ValueError, AssertionError) as e:  # ProtocolError too
+        raise Failure("'stats %s' on port %d: %s" % (arg, port, e))
+    for k, v in st.items():
+        if isinstance(v, str):
             try:
-                out[parts[1]] = int(parts[2])
+                st[k] = float(v)
             except ValueError:
-                try:
-                    out[parts[1]] = float(parts[2])
-                except ValueError:
-                    out[parts[1]] = parts[2]
-    return out
+                pass
+    return st
 
 
 class Server:

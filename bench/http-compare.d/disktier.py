@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from cmplib import (KIB, MIB, TOP, Failure, Rig, Server, device_delta,
+from cmplib import (KIB, MIB, TOP, Failure, Rig, Server, device_delta, goblin,
                     free_port, goblin_bench, human, memcache_stats)
 from hlib import (BENCH, STORE, brief, copy_files, copy_objects, goblin_locations,
                   http_get, log, read, resident_bytes, stop, wait_attached,
@@ -129,12 +129,11 @@ def goblin_session(rig, a, d, env, mb, base):
     os.makedirs(hdd)
     mc, port = free_port(), free_port()
     sock = os.path.join(d, "goblin.sock")
-    store_argv = [STORE, "--cores", "1", "--memcache-port", str(mc),
-                  "--socket", sock, "--memory", "%dK" % (goblin_memory(a.disk_keys) // KIB),
-                  "--ram-head", "256K", "--sub-memory", "0",
-                  "--ssd-dir", ssd, "--hdd-dir", hdd,
-                  "--ssd-size", "%dM" % mb["ssd_pool"],
-                  "--hdd-size", "%dM" % mb["hdd_pool"]]
+    store_argv = goblin.store_argv(
+        mc, "--cores", "1", "--ram-head", "256K",
+        "--ssd-size", "%dM" % mb["ssd_pool"], "--hdd-size", "%dM" % mb["hdd_pool"],
+        memory="%dK" % (goblin_memory(a.disk_keys) // KIB), sub_memory="0",
+        http=True, sock=sock, ssd=[ssd], hdd=[hdd], binary=STORE)
     nd = os.path.join(d, "nginx-goblin")
     conf = nginx_conf(nd, port, goblin_locations(),
                       "    goblin_storaged unix:%s;" % sock, module=MODULE)

@@ -8,11 +8,15 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 BUILD = os.environ.get("BUILD", "build")
+sys.path.insert(0, os.path.join(TOP, "t", "lib"))
+import goblin  # noqa: E402
+
 STORE = os.environ.get("GOBLIN_STORE", os.path.join(TOP, BUILD, "goblin-store"))
 # the hooked test build, which reads GOBLIN_TEST_NUMA (--simulate; t/hooks/)
 STORE_HOOKS = os.environ.get("GOBLIN_STORE_HOOKS", os.path.join(
@@ -64,15 +68,17 @@ def distances():
 
 
 def server_args(a, variant, port=None, ssd="STATE/ssd"):
-    args = ["--numa", str(a.node), "--memory", "64M", "--sub-memory", "64M",
-            "--block", "2M", "--ram-head", "256K", "--io-buffers", "2",
-            "--no-mlock", "--cores", "1", "--no-http",
-            "--memcache-port", str(port or a.port), "--ssd-dir", ssd]
+    """goblin-store's flags (its command line less the binary) for
+    <variant>."""
+    flags = ["--numa", a.node, "--block", "2M", "--ram-head", "256K",
+             "--io-buffers", "2", "--cores", "1"]
     if variant in ("frozen", "local", "perverse"):
-        args.append("--no-numa-promotion")
+        flags.append("--no-numa-promotion")
     if variant == "perverse":
-        args.append("--perverse")
-    return args
+        flags.append("--perverse")
+    return goblin.store_argv(port or a.port, *flags, memory="64M",
+                             sub_memory="64M", mlock=False, ssd=[ssd],
+                             binary=STORE)[1:]
 
 
 def perf_events():
@@ -99,23 +105,11 @@ def perf_events():
 
 
 def memcache_stats(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    """`stats goblin` on <port>: {name: int, or str where not a number}."""
     try:
-        s.sendall(b"stats goblin\r\n")
-        buf = b""
-        while not buf.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise Failed("stats goblin: connection closed")
-            buf += chunk
-    finally:
-        s.close()
-    st = {}
-    for line in buf.decode().splitlines():
-        w = line.split()
-        if len(w) == 3 and w[0] == "STAT":
-            st[w[1]] = int(w[2]) if w[2].lstrip("-").isdigit() else w[2]
-    return st
+        return goblin.stats(port, "goblin", ints=True, timeout=10)
+    except (OSError, ValueError, AssertionError) as e:  # ProtocolError too
+        raise Failed("stats goblin: %s" % e)
 
 
 def numa_maps(pid):

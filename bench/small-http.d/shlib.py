@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from cmplib import (KIB, MIB, Failure, Server, device_delta, free_port,
+from cmplib import (KIB, MIB, Failure, Server, device_delta, free_port, goblin,
                     goblin_bench, human, memcache_stats)
 from hlib import (BENCH, MODULE, STORE, cpu_seconds, http_get, resident_bytes,
                   wait_attached)
@@ -328,12 +328,12 @@ def goblin_session(rig, a, d, corpus, head):
     sz = goblin_sizes(corpus, head)
     mc, port = free_port(), free_port()
     sock = os.path.join(d, tag + ".sock")
-    argv = [STORE, "--cores", "1", "--listen", rig.server_host,
-            "--memcache-port", str(mc), "--socket", sock, "--no-mlock",
-            "--ram-head", "%dK" % (head // KIB),
-            "--memory", "%dK" % (sz["memory"] // KIB),
-            "--sub-memory", "%dK" % (sz["sub_memory"] // KIB),
-            "--ssd-dir", pool, "--ssd-size", "%dM" % (sz["ssd_size"] // MIB)]
+    argv = goblin.store_argv(
+        mc, "--cores", "1", "--ram-head", "%dK" % (head // KIB),
+        "--ssd-size", "%dM" % (sz["ssd_size"] // MIB),
+        memory="%dK" % (sz["memory"] // KIB),
+        sub_memory="%dK" % (sz["sub_memory"] // KIB), mlock=False, http=True,
+        listen=rig.server_host, sock=sock, ssd=[pool], binary=STORE)
     nd = os.path.join(d, "nginx-" + tag)
     conf = nginx_conf(nd, port, rig.server_host,
                       "        location /obj/ { goblin; goblin_methods GET PUT; }\n"

@@ -574,10 +574,3 @@ int mc_parse(const char *line, size_t len, struct mc_cmd *cmd,
 	}
 	return def->args ? def->args(cmd, arg, nargs) : MC_PARSE_OK;
 }
-
-const char *mc_op_name(enum mc_op op)
-{
-	if ((unsigned)op >= MC_NDEFS)
-		return "unknown";
-	return mc_defs[op].name;
-}

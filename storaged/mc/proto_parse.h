@@ -162,7 +162,4 @@ bool mc_is_get_line(const char *line, size_t len);
 #define MC_BASE64_LEN(len)	(((len) + 2) / 3 * 4)
 size_t mc_base64_encode(const void *src, size_t len, char *dst);
 
-/* The command's protocol name ("get", "flush_all"), or "unknown". */
-const char *mc_op_name(enum mc_op op);
-
 #endif /* GOBLIN_PROTO_PARSE_H */

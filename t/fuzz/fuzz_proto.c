@@ -24,6 +24,7 @@
 
 #include "fuzz.h"
 #include "proto_parse.h"
+#include "../unit/mc_op_name.h"
 
 static struct mc_key keys[MC_KEYS_MAX + 1], keys2[MC_KEYS_MAX + 1];
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "goblin.h"
@@ -357,6 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in = { data, size };
 	struct ring_hello h;
 	char key[RING_KEY_MAX];
+	struct stat st;
 	uint8_t g;
 	int fd;
 
@@ -367,8 +369,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.sq_entries = 16 << (g & 1);
 	h.n_rx = 2 + (g >> 1 & 3);
 	h.n_tx = 2 + (g >> 3 & 3);
-	if (link_local_attach(srv, &h, &fd) ||
-	    ring_attach(&w, fd, ring_size_for(&h)))
+	/* the ring's size is its memfd's */
+	if (link_local_attach(srv, &h, &fd) || fstat(fd, &st) ||
+	    ring_attach(&w, fd, (uint64_t)st.st_size))
 		abort();
 	ud = 0;
 	nhs = nheld = 0;

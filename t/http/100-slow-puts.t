@@ -159,32 +159,52 @@ sub put_get ($$$) {
     ok(get_body($path) eq $data, "$what: and read back byte for byte");
 }
 
+# <n> PUTs of <size> bytes to <prefix>1 .. <prefix><n> (payloads <seed> +
+# 1 .. <n>) that send their first <send> body bytes and stall; returns
+# whether those all went, then the PUTs.
+sub stall_puts ($$$$$) {
+    my ($prefix, $n, $size, $seed, $send) = @_;
+    my @slow = map { slow_put("$prefix$_", $size, $seed + $_, $send) } 1 .. $n;
+    return (send_all(@slow), @slow);
+}
+
+# PUTs of each of <sizes> bytes to <prefix><size> (payload <seed> + size)
+# beside stalled ones: 201, and read back byte for byte.  (2 tests a size)
+sub puts_beside ($$@) {
+    my ($prefix, $seed, @sizes) = @_;
+    for my $size (@sizes) {
+        my $v = payload($size, $seed + $size);
+        my $r = put("$prefix$size", $v);
+        is($r->[0], 201, "a $size-byte PUT beside them: 201 in "
+                         . sprintf('%.2fs', $r->[3]));
+        ok(get_body("$prefix$size") eq $v, 'read back byte for byte');
+    }
+}
+
+# The stalled PUTs' first key, <path>, was not stored.  (1 test)
+sub none_stored ($$) {
+    my ($path, $what) = @_;
+    is((requests(10, ['GET', $path]))[0][0], 404, "none of $what was stored");
+}
+
 # ---- the cases, run from the blocks (each with its own nginx.conf) ----
 
 # 40 PUTs that sent one body byte each: they hold no tx buffer, and PUTs
 # small and large go on as if they were not there.  (11 tests)
 sub one_byte_each () {
     my $before = status();
-    my @slow = map { slow_put("/obj/one$_", 1048576, $_, 1) } 1 .. 40;
-    send_all(@slow);
+    my (undef, @slow) = stall_puts('/obj/one', 40, 1048576, 0, 1);
     my $in = wait_for { (status()->{module}{requests} // 0)
                         - $before->{module}{requests} >= 40 } 15;
     ok($in, '40 PUTs sent a body byte each');
     my $m = status()->{module};
     is($m->{put_heap_bytes}, 40, 'their 40 bytes wait in the heap');
     is($m->{tx_held}, 0, 'and they hold no tx buffer');
-    for my $size (1048576, 1000) {
-        my $v = payload($size, 500 + $size);
-        my $r = put("/obj/beside$size", $v);
-        is($r->[0], 201, "a $size-byte PUT beside them: 201 in "
-                         . sprintf('%.2fs', $r->[3]));
-        ok(get_body("/obj/beside$size") eq $v, 'read back byte for byte');
-    }
+    puts_beside('/obj/beside', 500, 1048576, 1000);
     close $_->{s} for @slow;
     all_back('the 40 closed');
     put_get('after the 40', '/obj/after-one', payload(3000000, 31));
-    is((requests(10, ['GET', '/obj/one1']))[0][0], 404,
-       'none of the 40 was stored');
+    none_stored('/obj/one1', 'the 40');
 }
 
 # 8 PUTs of 300 KB that stopped 1000 bytes short, each past its first tx
@@ -193,29 +213,20 @@ sub one_byte_each () {
 sub stopped_short () {
     my $size = 300 * 1024;
     my $before = status();
-    my @slow = map { slow_put("/obj/short$_", $size, 40 + $_, $size - 1000) }
-               1 .. 8;
-    my $sent = send_all(@slow);
+    my ($sent, @slow) = stall_puts('/obj/short', 8, $size, 40, $size - 1000);
     my $in = wait_for { (status()->{module}{put_bytes} // 0)
                         - $before->{module}{put_bytes} >= 8 * $Buf } 15;
     ok($sent && $in,
        '8 PUTs of 300 KB stopped 1000 bytes short, past a tx buffer each');
     is(status()->{module}{tx_held}, 8, 'they hold a tx buffer each');
-    for my $size (1048576, 100000) {
-        my $v = payload($size, 900 + $size);
-        my $r = put("/obj/past$size", $v);
-        is($r->[0], 201, "a $size-byte PUT beside them: 201 in "
-                         . sprintf('%.2fs', $r->[3]));
-        ok(get_body("/obj/past$size") eq $v, 'read back byte for byte');
-    }
+    puts_beside('/obj/past', 900, 1048576, 100000);
     close $_->{s} for @slow;
     all_back('the 8 closed');
     is(status()->{storaged}{ring_store_errors}
        - $before->{storaged}{ring_store_errors}, 8,
        'storaged aborted their 8 writers');
     put_get('after the 8', '/obj/after-short', payload(2000000, 32));
-    is((requests(10, ['GET', '/obj/short1']))[0][0], 404,
-       'none of the 8 was stored');
+    none_stored('/obj/short1', 'the 8');
 }
 
 # Every tx buffer held by a stalled PUT past its first buffer (one of them
@@ -228,9 +239,7 @@ sub stopped_short () {
 sub all_held () {
     my $t_start = time;
     my $before = status();
-    my @slow = map { slow_put("/obj/held$_", 600000, 60 + $_, 300000) }
-               1 .. $Tx;
-    my $sent = send_all(@slow);
+    my ($sent, @slow) = stall_puts('/obj/held', $Tx, 600000, 60, 300000);
     my $held = wait_for { (status()->{module}{tx_held} // 0) == $Tx } 15;
     ok($sent && $held, "$Tx stalled PUTs hold every tx buffer");
     my $v = payload(300000, 77);
@@ -247,8 +256,7 @@ sub all_held () {
     is($m->{puts_rejected} - $before->{module}{puts_rejected}, 3,
        'puts_rejected counts them');
     is($m->{tx_waiters}, 0, 'none waits now');
-    is((requests(10, ['GET', '/obj/late1']))[0][0], 404,
-       'none of them was stored');
+    none_stored('/obj/late1', 'them');
 
     # goblin_body_timeout: the stalled ones are closed, the trickler too
     my $t0 = time;
@@ -279,15 +287,12 @@ sub all_held () {
     is(status()->{storaged}{ring_store_errors}
        - $before->{storaged}{ring_store_errors}, $Tx,
        "storaged aborted their $Tx writers");
-    is((requests(10, ['GET', '/obj/held1']))[0][0], 404,
-       'none of them was stored');
+    none_stored('/obj/held1', 'them');
     put_get("after the $Tx", '/obj/after-held', payload(5000000, 33));
     put_get("after the $Tx", '/obj/after-held-small', payload(5000, 34));
 
     # a PUT that waits gets a tx buffer as soon as one comes free
-    my @hold = map { slow_put("/obj/held-again$_", 600000, 80 + $_, 300000) }
-               1 .. $Tx;
-    $sent = send_all(@hold);
+    ($sent, my @hold) = stall_puts('/obj/held-again', $Tx, 600000, 80, 300000);
     $held = wait_for { (status()->{module}{tx_held} // 0) == $Tx } 15;
     ok($sent && $held, "$Tx stalled PUTs hold every tx buffer again");
     my $w = IO::Socket::INET->new(PeerAddr => '127.0.0.1',

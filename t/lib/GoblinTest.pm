@@ -32,7 +32,7 @@ use Time::HiRes qw(sleep time);
 our @ISA = ('Exporter');
 our @EXPORT = qw(
     goblin_start goblin_stop goblin_kill goblin_pid goblin_log
-    goblin_defaults goblin_plan goblin_stats goblin_module
+    goblin_defaults goblin_config goblin_case_checks goblin_plan goblin_stats goblin_module
     goblin_store_binary
     mc_set mc_get mc_delete http_request payload nginx_workers wait_for
     http_status status_deltas
@@ -234,6 +234,35 @@ sub goblin_defaults () {
         my $block = shift;
         wait_attached() if $block->{goblin_attach} && goblin_pid();
     }) if Test::Nginx::Socket->can('add_post_start_handler');
+}
+
+# <config>: the "--- config" of every block that has none of its own.
+sub goblin_config ($) {
+    my $config = shift;
+    Test::Nginx::Socket::add_block_preprocessor(sub {
+        my $block = shift;
+        $block->set_value('config', $config) unless defined $block->config;
+    });
+}
+
+# The checks of every block that runs one of the suite's cases (its
+# "--- init" calls the case's sub) and sends no request of its own:
+# <sections>, a request and what it must answer (request => 'GET /status',
+# error_code => 200, ...), given to each such block; goblin_plan() counts
+# them.  So each case is a block of its own with a one-line body.
+our %CaseChecks;
+
+sub goblin_case_checks (%) {
+    %CaseChecks = @_;
+    Test::Nginx::Socket::add_block_preprocessor(\&case_checks);
+}
+
+sub case_checks ($) {
+    my $block = shift;
+    return if !%CaseChecks || !defined sec($block, 'init')
+              || defined sec($block, 'request')
+              || defined sec($block, 'raw_request');
+    $block->set_value($_, $CaseChecks{$_}) for keys %CaseChecks;
 }
 
 # Polls <cond> every 50 ms for up to <secs> seconds; whether it held.
@@ -455,6 +484,7 @@ sub goblin_plan ($) {
     my $n = 0;
     for my $b (Test::Base::blocks()) {
         next if defined $b->{SKIP};
+        case_checks($b);
         my $req = sec($b, 'raw_request') // sec($b, 'request');
         my $nreq = !defined sec($b, 'raw_request') && ref $req eq 'ARRAY'
                    ? scalar @$req : 1;

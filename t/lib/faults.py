@@ -35,7 +35,7 @@ import threading
 import time
 
 from goblin import (Daemon, cleanup, free_port, stats_on,  # noqa: F401
-                    store_binary)  # (re-exported)
+                    store_argv, store_binary)  # (re-exported)
 
 KIB, MIB = 1024, 1024 * 1024
 TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
@@ -296,9 +296,8 @@ class Store(Daemon):
                          log=self.log, sock=self.socket if http else None)
 
     def argv(self):
-        return [store_binary(), *self.args, "--no-mlock",
-                "--memcache-port", str(self.port)] + \
-            (["--socket", self.socket] if self.http else ["--no-http"])
+        return store_argv(self.port, *self.args, mlock=False, http=self.http,
+                          sock=self.socket if self.http else None)
 
     def _kill(self):
         if self.proc and self.proc.poll() is None:

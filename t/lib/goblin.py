@@ -7,9 +7,16 @@ harnesses (stdlib only, /usr/bin/python3):
                    with hooks=True the hooked test build that reads
                    GOBLIN_TEST_* (t/hooks/): $GOBLIN_STORE_HOOKS, else
                    t/goblin-store-hooks beside $GOBLIN_STORE's build
+  store_argv(port, *flags, **common)
+                   goblin-store's command line: the one place its common
+                   flags (memory, mlock, http, port, socket, pools) are
+                   spelled
+  refused(argv)    runs a goblin-store that must exit before it serves:
+                   (exit status, output, its "goblin-store: " lines)
   free_port()      a TCP port on 127.0.0.1 nobody listens on right now
   stats_on(c, sub) `stats <sub>` on an open connection: {name: value}
   stats(port, sub) the same on a fresh connection to 127.0.0.1:<port>
+                   (or <host>); the bench drivers' stats reader too
   Daemon           a server process started as argv_of(port) on a free port,
                    ready once it accepts connections; stopped by pid at exit
                    or on SIGTERM/SIGINT/SIGHUP, whatever happens to the test.
@@ -42,6 +49,64 @@ def store_binary(hooks=False):
         os.path.join(os.path.dirname(store), "t", "goblin-store-hooks")
 
 
+def store_argv(port, *flags, memory=None, sub_memory=None, mlock=True,
+               http=False, sock=None, ssd=(), hdd=(), listen=None,
+               binary=None):
+    """goblin-store's command line: <binary> (default store_binary()),
+    --memory <memory> and --sub-memory <sub_memory> unless None (the
+    daemon's defaults), --no-mlock unless <mlock>, --no-http unless <http>,
+    --listen <listen> when set, --memcache-port <port>, --socket <sock>
+    when set, then <flags>, then --ssd-dir and --hdd-dir for each of <ssd>
+    and <hdd>."""
+    argv = [binary or store_binary()]
+    if memory is not None:
+        argv += ["--memory", str(memory)]
+    if sub_memory is not None:
+        argv += ["--sub-memory", str(sub_memory)]
+    if not mlock:
+        argv.append("--no-mlock")
+    if not http:
+        argv.append("--no-http")
+    if listen is not None:
+        argv += ["--listen", listen]
+    argv += ["--memcache-port", str(port)]
+    if sock is not None:
+        argv += ["--socket", sock]
+    argv += [str(f) for f in flags]
+    for d in ssd:
+        argv += ["--ssd-dir", d]
+    for d in hdd:
+        argv += ["--hdd-dir", d]
+    return argv
+
+
+def environ(extra):
+    """This process's environment with <extra> over it (a None value unsets
+    a name); None, meaning the environment as it is, when <extra> is empty."""
+    if not extra:
+        return None
+    full = {k: v for k, v in os.environ.items() if k not in extra}
+    full.update((k, v) for k, v in extra.items() if v is not None)
+    return full
+
+
+def refused(argv, timeout=30, env=None):
+    """Runs <argv>, a goblin-store that must refuse and exit before it
+    serves (stdin /dev/null, stderr into stdout, <env> as in Daemon);
+    returns (exit status, its output, the output's "goblin-store: " lines).
+    Raises AssertionError when it still runs after <timeout> s."""
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=timeout, env=environ(env))
+    except subprocess.TimeoutExpired:
+        raise AssertionError("%s: still running after %ds"
+                             % (" ".join(argv[1:]), timeout))
+    out = p.stdout.decode(errors="replace")
+    return p.returncode, out, [x for x in out.splitlines()
+                               if x.startswith("goblin-store: ")]
+
+
 def free_port():
     """A TCP port on 127.0.0.1 nobody listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -52,14 +117,17 @@ def free_port():
 def stats_on(c, sub="", ints=False):
     """`stats <sub>` on connection <c> (send(bytes), readline() -> bytes
     without "\\r\\n"): {name: value} up to END, values as str, or as int
-    where they parse when <ints>."""
+    where they parse when <ints>.  Raises ValueError on a line that is not
+    a "STAT name value" (an error reply)."""
     c.send(("stats " + sub).strip().encode() + b"\r\n")
     out = {}
     while True:
         line = c.readline().decode()
         if line == "END":
             return out
-        _, k, v = line.split(" ", 2)
+        stat, k, v = (line.split(" ", 2) + ["", ""])[:3]
+        if stat != "STAT" or not k:
+            raise ValueError("stats %s: %r" % (sub, line))
         if ints:
             try:
                 v = int(v)
@@ -68,10 +136,11 @@ def stats_on(c, sub="", ints=False):
         out[k] = v
 
 
-def stats(port, sub="", ints=False):
-    """stats_on() over a fresh connection to 127.0.0.1:<port>."""
-    from mcclient import Conn
-    c = Conn(port)
+def stats(port, sub="", ints=False, host="127.0.0.1", timeout=None):
+    """stats_on() over a fresh connection to <host>:<port>, each read
+    waiting at most <timeout> s (default mcclient's)."""
+    from mcclient import Conn, TIMEOUT
+    c = Conn(port, timeout or TIMEOUT, host)
     try:
         return stats_on(c, sub, ints)
     finally:
@@ -130,14 +199,15 @@ class Daemon:
     stop().  env: extra environment (a None value unsets a name); log: the
     file its output is appended to, one "=== start" line a run (default: a
     fresh file under /var/tmp each start); sock: a unix socket it must have
-    made too before it counts as ready; retry_on: a start is retried only
-    when the log's last lines hold this (None: whenever it exits early)."""
+    made too before it counts as ready; preexec: run in the child before
+    the exec (limits); retry_on: a start is retried only when the log's
+    last lines hold this (None: whenever it exits early)."""
 
     _running = []
     retry_on = None
 
     def __init__(self, name, argv_of, ready_timeout=15.0, env=None, log=None,
-                 sock=None):
+                 sock=None, preexec=None):
         self.name = name
         self.argv_of = argv_of
         self.ready_timeout = ready_timeout
@@ -145,6 +215,7 @@ class Daemon:
         self.log_path = log
         self._own_log = log is None
         self.sock = sock
+        self.preexec = preexec
         self.proc = None
         self.port = None
 
@@ -165,10 +236,7 @@ class Daemon:
         argv = self.argv_of(self.port)
         extra = dict(self.env)
         extra.update(env or {})
-        full = None
-        if extra:
-            full = {k: v for k, v in os.environ.items() if k not in extra}
-            full.update((k, v) for k, v in extra.items() if v is not None)
+        full = environ(extra)
         with open(self.log_path, "wb" if self._own_log else "ab") as log:
             if not self._own_log:
                 log.write(("=== start%s: %s\n" % (
@@ -177,7 +245,7 @@ class Daemon:
                 log.flush()
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT,
-                                         env=full)
+                                         env=full, preexec_fn=self.preexec)
         Daemon._running.append(self)
         c.add("%s %d" % (self.name, self.proc.pid), self._at_exit)
 

@@ -5,7 +5,7 @@ daemon's side) and t/daemon/link-nginx.test (nginx's side), stdlib only,
 as root:
 
   check()     prints "ok" or "FAIL" and a description, counts failures
-  Daemon      a goblin-store on a socket path, its log
+  Daemon      a goblin-store on a socket path, its log (a goblin.Daemon)
   Worker      an nginx worker's side of the ring, in Python: hello,
               submit(), cqe(), stats()
   as_user()   runs a function in a forked child with other credentials
@@ -30,9 +30,10 @@ import subprocess
 import tempfile
 import time
 
-TOP = os.environ.get("GOBLIN_TOP", os.getcwd())
-BUILD = os.environ.get("BUILD", "build")
-STORE = os.environ.get("GOBLIN_STORE", os.path.join(TOP, BUILD, "goblin-store"))
+import goblin
+
+TOP = goblin.TOP
+STORE = goblin.store_binary()
 MODULE = os.environ.get("GOBLIN_NGX_MODULE",
                         os.path.join(TOP, "build", "ngx_http_goblin_module.so"))
 NGINX = os.environ.get("TEST_NGINX_BINARY", "/usr/sbin/nginx")
@@ -73,35 +74,35 @@ def gid_of(name):
 
 # ---- the daemon ----
 
-class Daemon:
-    def __init__(self, work, name, sock, args=(), nofile=None):
-        self.log = os.path.join(work, name + ".log")
-        self.sock = sock
-        argv = [STORE, "--memory", "8M", "--sub-memory", "4M", "--no-mlock",
-                "--cores", "1", "--memcache-port", "0", "--socket", sock]
-        argv += list(args)
+class Daemon(goblin.Daemon):
+    """goblin-store serving the link on <sock> alone (no memcache port),
+    with <args> and at most <nofile> descriptors, its log <work>/<name>.log.
+    Started at once and waited for until the socket is there and the log
+    says ready, it exits, or 20 s pass: up() tells which."""
 
+    def __init__(self, work, name, sock, args=(), nofile=None):
         def limit():
             if nofile:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        with open(self.log, "w") as out:
-            self.p = subprocess.Popen(argv, stdout=out, stderr=out,
-                                      preexec_fn=limit)
+        super().__init__(name, lambda port: goblin.store_argv(
+            0, "--cores", "1", *args, memory="8M", sub_memory="4M",
+            mlock=False, http=True, sock=sock), ready_timeout=20,
+            log=os.path.join(work, name + ".log"), sock=sock, preexec=limit)
+        self.log = self.log_path
+        self.spawn()
+        self.p = self.proc
         procs.append(self.p)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.p.poll() is not None:
-                break
-            try:
-                if stat.S_ISSOCK(os.lstat(sock).st_mode) and \
-                        "ready" in self.text():
-                    return
-            except FileNotFoundError:
-                pass
-            time.sleep(0.02)
+        self.wait_ready()
+
+    def _ready(self):
+        try:
+            return stat.S_ISSOCK(os.lstat(self.sock).st_mode) and \
+                "ready" in self.text()
+        except FileNotFoundError:
+            return False
 
     def up(self):
-        return self.p.poll() is None
+        return self.alive()
 
     def text(self):
         with open(self.log) as f:
@@ -114,12 +115,12 @@ class Daemon:
             return None
 
     def stop(self):
+        """SIGTERM; the exit status, or None when it took over 20 s (then
+        it is killed)."""
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGTERM)
         rc = self.exited(20)
-        if rc is None:
-            self.p.kill()
-            self.p.wait()
+        super().stop()
         return rc
 
 

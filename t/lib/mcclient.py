@@ -24,11 +24,10 @@ class ProtocolError(AssertionError):
 
 
 class Conn:
-    """One connection to 127.0.0.1:<port>."""
+    """One connection to <host>:<port>."""
 
-    def __init__(self, port, timeout=TIMEOUT):
-        self.sock = socket.create_connection(("127.0.0.1", port),
-                                             timeout=timeout)
+    def __init__(self, port, timeout=TIMEOUT, host="127.0.0.1"):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.buf = b""

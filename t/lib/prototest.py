@@ -4,6 +4,7 @@ $GOBLIN_STORE is an executable file, against goblin-store (RAM only)."""
 
 import os
 
+import goblin
 from mcclient import Server, Suite
 
 MEMCACHED = "/usr/bin/memcached"
@@ -80,9 +81,9 @@ def memcached_argv(port):
 
 
 def goblin_argv(path):
-    return lambda port: [path, "--memory", "64M", "--sub-memory", "16M",
-                         "--no-http", "--memcache-port", str(port),
-                         "--max-object", "8M"]
+    return lambda port: goblin.store_argv(port, "--max-object", "8M",
+                                          memory="64M", sub_memory="16M",
+                                          binary=path)
 
 
 def run_server(srv, checks, verbose):

@@ -1,19 +1,79 @@
 /*
- * Helpers the engine's unit tests share: deterministic fill, a completion
- * that records its result, and a writer that stores a whole value.
+ * Helpers the engine's unit tests share: a scratch directory and a small
+ * store's config, deterministic fill, a completion that records its
+ * result, and a writer that stores a whole value.
  */
 #ifndef GOBLIN_TEST_ENGINE_UTIL_H
 #define GOBLIN_TEST_ENGINE_UTIL_H
 
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
 #include "goblin.h"
+#include "log.h"
+#include "options.h"
+
+/* Logs warnings only and makes the scratch directory <tmpl>
+ * ("/var/tmp/...XXXXXX", completed in place); 0, or -1 after perror(). */
+static inline int scratch_make(char *tmpl)
+{
+	log_level = LOG_WARN;
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	return 0;
+}
+
+/* Removes the scratch directory <dir> and all below it; 0, or -1. */
+static inline int scratch_remove(const char *dir)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Fills <cfg> for a small store: the defaults, <memory> bytes of RAM of
+ * which <sub_memory> for small objects, not locked, SSD and HDD pools of
+ * <ssd_size> and <hdd_size> bytes once store_pool() adds their dirs. */
+static inline void store_config(struct gs_config *cfg, uint64_t memory,
+				uint64_t sub_memory, uint64_t ssd_size,
+				uint64_t hdd_size)
+{
+	options_config_defaults(cfg);
+	cfg->memory = memory;
+	cfg->sub_memory = sub_memory;
+	cfg->mlock = false;
+	cfg->ssd_size = ssd_size;
+	cfg->hdd_size = hdd_size;
+}
+
+/* Adds a pool dir to <cfg>'s HDD pools when <hdd>, else its SSD pools:
+ * the path printed from <fmt> into <path> (<len> bytes), which must
+ * outlive <cfg>. */
+__attribute__((format(printf, 5, 6)))
+static inline void store_pool(struct gs_config *cfg, bool hdd, char *path,
+			      size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, len, fmt, ap);
+	va_end(ap);
+	if (hdd)
+		cfg->hdd_dirs[cfg->n_hdd_dirs++] = path;
+	else
+		cfg->ssd_dirs[cfg->n_ssd_dirs++] = path;
+}
 
 static inline void fill(char *p, uint64_t n, uint32_t seed)
 {

@@ -320,21 +320,14 @@ static void layout_round(const char *name, int nssd, int nhdd)
 	char *val = malloc(40 << 20);
 	int ret;
 
-	options_config_defaults(&cfg);
-	cfg.memory = 64 << 20;
-	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
-	cfg.ssd_size = 128 << 20;
-	cfg.hdd_size = 256 << 20;
+	store_config(&cfg, 64 << 20, 8 << 20, 128 << 20, 256 << 20);
 	cfg.stripe_unit = 64 << 10;
-	for (int i = 0; i < nssd; i++) {
-		snprintf(ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d", tmpdir, name, i);
-		cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd[i];
-	}
-	for (int i = 0; i < nhdd; i++) {
-		snprintf(hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d", tmpdir, name, i);
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
-	}
+	for (int i = 0; i < nssd; i++)
+		store_pool(&cfg, false, ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d",
+			   tmpdir, name, i);
+	for (int i = 0; i < nhdd; i++)
+		store_pool(&cfg, true, hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d",
+			   tmpdir, name, i);
 	if (!nssd && !nhdd)
 		cfg.memory = 256 << 20;
 	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
@@ -366,14 +359,9 @@ static void eviction_round(void)
 	int stored = 0;
 	uint64_t live;
 
-	options_config_defaults(&cfg);
-	cfg.memory = 4 << 20;		/* 16 heads */
-	cfg.sub_memory = 2 << 20;
-	cfg.mlock = false;
+	store_config(&cfg, 4 << 20, 2 << 20, 8 << 20, 0);	/* 16 heads */
 	cfg.max_object = 2 << 20;
-	cfg.ssd_size = 8 << 20;
-	snprintf(dir, sizeof(dir), "%s/evict-ssd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = dir;
+	store_pool(&cfg, false, dir, sizeof(dir), "%s/evict-ssd", tmpdir);
 	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
 		CHECK(0, "evict open: %s", err);
 		return;
@@ -447,21 +435,15 @@ static void worded_errors(void)
 
 int main(void)
 {
-	char cmd[400];
-
-	log_level = LOG_WARN;
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (scratch_make(tmpdir) < 0)
 		return 1;
-	}
 	layout_round("ram", 0, 0);
 	layout_round("ssd", 1, 0);
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
 	worded_errors();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();
 }

@@ -3,6 +3,7 @@
  * their fields, HTTP request lines, command names, random lines.
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include "proto_check.h"
+#include "mc_op_name.h"
 
 static void test_numbers(void)
 {
@@ -112,8 +113,12 @@ static void test_op_names(void)
 	};
 	unsigned i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		CHECK(!strcmp(mc_op_name(i), names[i]));
+		/* the parser's table gives the name the same op */
+		mc_parse(names[i], strlen(names[i]), &cmd, keys, MC_KEYS_MAX);
+		CHECK(cmd.op == i);
+	}
 	CHECK(i == MC_ME + 1);
 	CHECK(!strcmp(mc_op_name(MC_ME + 1), "unknown"));
 	CHECK(!strcmp(mc_op_name((enum mc_op)-1), "unknown"));

@@ -198,16 +198,9 @@ static void disk_store(void)
 	struct gs_config cfg;
 	struct gs_stats st;
 
-	options_config_defaults(&cfg);
-	cfg.memory = 32 << 20;
-	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
-	cfg.ssd_size = 64 << 20;
-	cfg.hdd_size = 128 << 20;
-	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	snprintf(hdd, sizeof(hdd), "%s/hdd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
-	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
+	store_config(&cfg, 32 << 20, 8 << 20, 64 << 20, 128 << 20);
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/ssd", tmpdir);
+	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/hdd", tmpdir);
 	if (!run_store("disk", disk_objs, &cfg, &st))
 		return;
 	/* the large objects' tails came from the pools, at every GET (two
@@ -229,11 +222,8 @@ static void ram_store(void)
 	struct gs_config cfg;
 	struct gs_stats st;
 
-	options_config_defaults(&cfg);
-	cfg.memory = 32 << 20;
-	cfg.sub_memory = 8 << 20;
+	store_config(&cfg, 32 << 20, 8 << 20, 0, 0);
 	cfg.ram_head = RAM_HEAD;
-	cfg.mlock = false;
 	if (!run_store("RAM-only", ram_objs, &cfg, &st))
 		return;
 	CHECK(st.curr_items == NOBJ && st.disk_reads == 0 &&
@@ -247,19 +237,13 @@ static void ram_store(void)
 
 int main(void)
 {
-	char cmd[400];
-
-	log_level = LOG_WARN;
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (scratch_make(tmpdir) < 0)
 		return 1;
-	}
 	disk_store();
 	ram_store();
 	for (int k = 0; k < NOBJ; k++)
 		free(vals[k]);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();
 }

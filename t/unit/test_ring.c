@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "ring_util.h"
 
 static int failures;
 

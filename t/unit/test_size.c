@@ -1,11 +1,13 @@
 /* usage: test_size
- * Checks shared/size.c: size_parse, size_format, duration_parse.
+ * Checks shared/size.c: size_parse, duration_parse; and size_parse against
+ * its inverse, size_format (t/unit/size_format.h).
  * Exit 0 when every check passes, 1 otherwise (each failure printed). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "size.h"
+#include "size_format.h"
 
 static int failures;
 

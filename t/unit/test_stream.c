@@ -358,31 +358,21 @@ int main(void)
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct gs_stats st;
-	char err[256], ssd[300], hdd[2][300], cmd[400];
+	char err[256], ssd[300], hdd[2][300];
 	char *val = malloc(10u << 20);
 
-	log_level = LOG_WARN;
-	if (!val || !mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (!val || scratch_make(tmpdir) < 0)
 		return 1;
-	}
 	for (unsigned i = 0; i < NBUFS; i++)
 		bufs[i] = aligned_alloc(4096, GS_IO_BUFFER);
-	options_config_defaults(&cfg);
-	cfg.memory = 32 << 20;
-	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
-	cfg.ssd_size = 64 << 20;
-	cfg.hdd_size = 128 << 20;
+	store_config(&cfg, 32 << 20, 8 << 20, 64 << 20, 128 << 20);
 	cfg.stripe_unit = 64 << 10;
 	cfg.io_buffers = 2;
 	cfg.io_streams = 1;		/* one stream holds every window buffer */
-	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
-	for (int i = 0; i < 2; i++) {
-		snprintf(hdd[i], sizeof(hdd[i]), "%s/hdd%d", tmpdir, i);
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
-	}
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/ssd", tmpdir);
+	for (int i = 0; i < 2; i++)
+		store_pool(&cfg, true, hdd[i], sizeof(hdd[i]), "%s/hdd%d",
+			   tmpdir, i);
 	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
@@ -401,8 +391,7 @@ int main(void)
 	for (unsigned i = 0; i < NBUFS; i++)
 		free(bufs[i]);
 	free(val);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
+	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();
 }
