@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "options.h"
+#include "version.h"
 #include "stats.h"
 
 static void emit_U64(const struct stats_sink *sink, const char *name,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
+#include "goblin.h"
 
 static const char *type_name(mode_t type)
 {

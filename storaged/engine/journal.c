@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "dirtrust.h"
 #include "engine.h"
 #include "journal.h"
 #include "log.h"
@@ -503,7 +502,7 @@ void journal_weigh(struct gs_engine *e)
 
 	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
 	if (j->end > limit &&
-	    journal_checkpoint(e, e->cfg.sync_interval_ms > 0) == 0)
+	    journal_checkpoint(e, e->cfg.sync_interval > 0) == 0)
 		return;
 	/* look again at the limit, and not before the journal has grown by
 	 * an eighth of it: each look walks the whole index */

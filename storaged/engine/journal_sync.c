@@ -66,7 +66,7 @@ static void *sync_main(void *arg)
 {
 	struct gs_engine *e = arg;
 	struct journal *j = e->journal;
-	uint64_t ns = e->cfg.sync_interval_ms * 1000000ull;
+	uint64_t ns = e->cfg.sync_interval * 1000000ull;
 	struct timespec at;
 
 	/* one sync per interval at most; after an idle interval the next
@@ -141,7 +141,7 @@ int journal_sync_start(struct gs_engine *e, char *err, size_t errlen)
 	struct journal *j = e->journal;
 	int ret;
 
-	if (!e->cfg.sync_interval_ms)
+	if (!e->cfg.sync_interval)
 		return 0;
 	ret = -pthread_create(&j->thread, NULL, sync_main, e);
 	if (ret < 0) {

@@ -83,9 +83,9 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 	int n;
 
 	memset(t, 0, sizeof(*t));
-	if (cfg->numa_node < 0) {
-		if (cfg->numa_perverse) {
-			snprintf(err, errlen, "`numa_perverse` needs `numa_node`");
+	if (cfg->numa < 0) {
+		if (cfg->perverse) {
+			snprintf(err, errlen, "`perverse` needs `numa`");
 			return -EINVAL;
 		}
 		return 0;
@@ -97,22 +97,22 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		return -EINVAL;
 	}
 	if (n > GS_NUMA_MAX_NODES) {
-		snprintf(err, errlen, "`numa_node`: %d NUMA nodes, at most %d supported",
+		snprintf(err, errlen, "`numa`: %d NUMA nodes, at most %d supported",
 			 n, GS_NUMA_MAX_NODES);
 		return -EINVAL;
 	}
-	if (cfg->numa_node >= n) {
-		snprintf(err, errlen, "`numa_node` %d: no such NUMA node (this machine has %d%s)",
-			 cfg->numa_node, n, spec ? ", simulated" : "");
+	if (cfg->numa >= n) {
+		snprintf(err, errlen, "`numa` %lld: no such NUMA node (this machine has %d%s)",
+			 (long long)cfg->numa, n, spec ? ", simulated" : "");
 		return -EINVAL;
 	}
 	t->nnodes = n;
 	t->simulated = spec != NULL;
-	t->local = cfg->numa_node;
+	t->local = cfg->numa;
 	for (int j = 0; j < n; j++)
 		dist[j] = spec ? row[(j - t->local + n) % n] :
 			  numa_distance(t->local, j);
-	set_order(t, dist, cfg->numa_perverse);
+	set_order(t, dist, cfg->perverse);
 	for (int i = 0; i < n; i++)
 		t->real[i] = spec ? numa_topo_cpu_node(t->local) : t->order[i];
 	return 0;

@@ -18,7 +18,6 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
 #include "engine.h"
 #include "log.h"
 

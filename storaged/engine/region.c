@@ -274,11 +274,11 @@ static int region_check_limits(const struct region *r,
 			goto out_refuse;
 		}
 	}
-	if (!cfg->mlock || can_lock_any() ||
+	if (cfg->no_mlock || can_lock_any() ||
 	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
 	    r->size <= rl.rlim_cur)
 		return 0;
-	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `mlock`",
+	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `no_mlock`",
 		 what, mib_str(rl.rlim_cur, have, sizeof(have)));
 	return -EINVAL;
 
@@ -340,8 +340,8 @@ static void bind_region(struct region *r, const struct gs_config *cfg)
 	uint64_t arena = (uint64_t)t->arena_blocks * r->block;
 
 	if (!t->nnodes) {
-		if (cfg->numa_node >= 0)
-			numa_tonode_memory(r->base, r->size, cfg->numa_node);
+		if (cfg->numa >= 0)
+			numa_tonode_memory(r->base, r->size, cfg->numa);
 		return;
 	}
 	for (int i = 0; i < t->nnodes; i++)
@@ -409,11 +409,11 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	if (ret < 0)
 		goto out_unmap;
 	bind_region(r, cfg);
-	r->mlock = cfg->mlock;
+	r->mlock = !cfg->no_mlock;
 	heads = (uint64_t)r->head_blocks_max * r->block;
-	if (cfg->mlock && heads && mlock(r->base, heads) < 0) {
+	if (!cfg->no_mlock && heads && mlock(r->base, heads) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
+		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `no_mlock`)",
 			 (unsigned long long)heads, strerror(errno));
 		goto out_unmap;
 	}
@@ -437,7 +437,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
 		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
-		 cfg->mlock ? ", head blocks locked, segments as used" : "");
+		 !cfg->no_mlock ? ", head blocks locked, segments as used" : "");
 	return 0;
 
 out_blocks:

@@ -281,20 +281,4 @@ void writer_sync_drain(struct gs_io *io);
  * caller) pay its first buffers from them. */
 void writer_set_credit(struct gs_writer *w, uint64_t credit);
 
-/*
- * For a stream of gs_stream_open_into() whose consumer hands the landed
- * bytes on in place (the nginx link stages them to nginx straight from its
- * rx buffers): from gs_stream_hold() on, consuming bytes no longer frees
- * their room in the caller's buffers; gs_stream_release(<off>) does, for
- * every consumed chunk that ends at or before object offset <off>, and
- * reads ahead into it.  gs_stream_hold() is a no-op on a stream reading
- * into a window of the gs_io's.  Both from the stream's own thread.
- */
-void gs_stream_hold(struct gs_stream *s);
-void gs_stream_release(struct gs_stream *s, uint64_t off);
-/* How many of the buffers given to gs_stream_open_into() <s> reads into:
- * its range may need fewer (the first ones); the others are the caller's
- * again at once.  0 for a stream on the gs_io's windows. */
-unsigned gs_stream_bufs_used(const struct gs_stream *s);
-
 #endif

@@ -18,7 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
 #include "link_internal.h"
 #include "log.h"
 

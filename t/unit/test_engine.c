@@ -16,7 +16,6 @@
 #include "engine_util.h"
 #include "log.h"
 #include "mc_items.h"
-#include "options.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
@@ -320,20 +319,20 @@ static void layout_round(const char *name, int nssd, int nhdd)
 	char *val = malloc(40 << 20);
 	int ret;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 64 << 20;
 	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.ssd_size = 128 << 20;
 	cfg.hdd_size = 256 << 20;
 	cfg.stripe_unit = 64 << 10;
 	for (int i = 0; i < nssd; i++) {
 		snprintf(ssd[i], sizeof(ssd[i]), "%s/%s-ssd%d", tmpdir, name, i);
-		cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd[i];
+		cfg.ssd_dir.v[cfg.ssd_dir.n++] = ssd[i];
 	}
 	for (int i = 0; i < nhdd; i++) {
 		snprintf(hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d", tmpdir, name, i);
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
+		cfg.hdd_dir.v[cfg.hdd_dir.n++] = hdd[i];
 	}
 	if (!nssd && !nhdd)
 		cfg.memory = 256 << 20;
@@ -366,14 +365,14 @@ static void eviction_round(void)
 	int stored = 0;
 	uint64_t live;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 4 << 20;		/* 16 heads */
 	cfg.sub_memory = 2 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.max_object = 2 << 20;
 	cfg.ssd_size = 8 << 20;
 	snprintf(dir, sizeof(dir), "%s/evict-ssd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = dir;
+	cfg.ssd_dir.v[cfg.ssd_dir.n++] = dir;
 	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
 		CHECK(0, "evict open: %s", err);
 		return;
@@ -435,16 +434,6 @@ static void eviction_round(void)
 	free(val);
 }
 
-/* The daemon words the engine's errors with its flags. */
-static void worded_errors(void)
-{
-	char err[256] = "`memory` must hold at least one `block`; `numa_node` 7; do not lock it: `mlock`; `other`";
-
-	options_word_error(err, sizeof(err));
-	CHECK(!strcmp(err, "--memory must hold at least one --block; --numa 7; do not lock it: --no-mlock; `other`"),
-	      "worded: %s", err);
-}
-
 int main(void)
 {
 	char cmd[400];
@@ -459,7 +448,6 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
-	worded_errors();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
 		failures++;

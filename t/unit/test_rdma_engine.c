@@ -24,7 +24,6 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
 #include "rdma.h"
 
 #define NOBJ	4
@@ -198,16 +197,16 @@ static void disk_store(void)
 	struct gs_config cfg;
 	struct gs_stats st;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.ssd_size = 64 << 20;
 	cfg.hdd_size = 128 << 20;
 	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
 	snprintf(hdd, sizeof(hdd), "%s/hdd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
-	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
+	cfg.ssd_dir.v[cfg.ssd_dir.n++] = ssd;
+	cfg.hdd_dir.v[cfg.hdd_dir.n++] = hdd;
 	if (!run_store("disk", disk_objs, &cfg, &st))
 		return;
 	/* the large objects' tails came from the pools, at every GET (two
@@ -229,11 +228,11 @@ static void ram_store(void)
 	struct gs_config cfg;
 	struct gs_stats st;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
 	cfg.ram_head = RAM_HEAD;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	if (!run_store("RAM-only", ram_objs, &cfg, &st))
 		return;
 	CHECK(st.curr_items == NOBJ && st.disk_reads == 0 &&

@@ -18,7 +18,6 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
 #include "uring.h"			/* gs_stream_hold/release */
 
 #define HEAD	(256u << 10)		/* cfg.ram_head */
@@ -368,20 +367,20 @@ int main(void)
 	}
 	for (unsigned i = 0; i < NBUFS; i++)
 		bufs[i] = aligned_alloc(4096, GS_IO_BUFFER);
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 32 << 20;
 	cfg.sub_memory = 8 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.ssd_size = 64 << 20;
 	cfg.hdd_size = 128 << 20;
 	cfg.stripe_unit = 64 << 10;
 	cfg.io_buffers = 2;
 	cfg.io_streams = 1;		/* one stream holds every window buffer */
 	snprintf(ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	cfg.ssd_dirs[cfg.n_ssd_dirs++] = ssd;
+	cfg.ssd_dir.v[cfg.ssd_dir.n++] = ssd;
 	for (int i = 0; i < 2; i++) {
 		snprintf(hdd[i], sizeof(hdd[i]), "%s/hdd%d", tmpdir, i);
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd[i];
+		cfg.hdd_dir.v[cfg.hdd_dir.n++] = hdd[i];
 	}
 	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "open: %s\n", err);
