@@ -1,9 +1,9 @@
 /*
- * The arena: objects smaller than --ram-head packed byte-granular in
- * --block segments (region blocks charged to --sub-memory, or to --memory
- * when that is 0), reclaimed by compaction.
+ * The arena: objects smaller than a head slot packed byte-granular in
+ * arena blocks (region blocks of --block bytes charged to --sub-memory, or
+ * to --memory when that is 0), reclaimed by compaction.
  *
- *   segment (one block)                                         used  block
+ *   arena block (one region block)                                  used  block
  *   | hdr | value ..pad | hdr | value | hdr(dead) ...... | hdr | value |  room  |
  *     8 B   len, to 8 B    record's address, or (size << 1) | 1 when dead
  *
@@ -14,22 +14,22 @@
  * meta.head_off points past the header; it and meta.head_len are all this
  * file reads of a record (obj_set_head() writes the location).
  *
- * Appends go to the current segment <cur>.  A full one is sealed (its
- * tail counted dead).  A fresh segment is taken only while another stays
- * free: that reserve is compaction's destination <dst>, so compaction can
- * always start.  Compaction empties a <victim>, the sealed segment with
+ * Appends go to the current arena block <cur>.  A full one is sealed (its
+ * tail counted dead).  A fresh one is taken only while another stays free:
+ * that reserve is compaction's destination <dst>, so compaction can always
+ * start.  Compaction empties a <victim>, the sealed arena block with
  * the most dead bytes: each live entry of a linked, unpinned record (refs
  * 1: readers pin under the engine lock, so nobody reads it) is copied to
  * <dst> and its record pointed there; an entry of a pinned record or of a
  * value still being written (not linked) is passed, and the victim is
  * left for a later lap.  An emptied victim goes back to the region
  * (unlocked, dropped from the mapping: region.c).  When <cur> is full and
- * no spare segment remains, <dst> becomes <cur>.
+ * no spare arena block remains, <dst> becomes <cur>.
  *
  * Work is bounded per step (ARENA_STEP_BYTES copied, ARENA_STEP_ENTRIES
  * looked at) and steps run with the engine lock held: from the compactor
- * thread (started with the first segment; victims with a quarter of their
- * bytes dead) with the lock dropped between steps, and from allocation
+ * thread (started with the first arena block; victims with a quarter of
+ * their bytes dead) with the lock dropped between steps, and from allocation
  * pressure (victims with an eighth dead) until room is made; failing both,
  * the CLOCK evicts an object (engine_evict_one), or with --no-evict the
  * set fails.  arena_compaction_max_us is the longest stretch of steps run
@@ -94,28 +94,28 @@ static void mark_dead(uint64_t *hdr, uint32_t size)
 	*hdr = (uint64_t)size << 1 | 1;
 }
 
-static uint32_t seg_dead(const struct arena_seg *s)
+static uint32_t block_dead(const struct arena_block *s)
 {
 	return s->used - s->live;
 }
 
-static uint32_t seg_room(const struct region *r, uint32_t b)
+static uint32_t block_room(const struct region *r, uint32_t b)
 {
-	return b == NONE ? 0 : r->block - r->arena.segs[b].used;
+	return b == NONE ? 0 : r->block - r->arena.blocks[b].used;
 }
 
-/* Segments the region can still give the arena. */
-static uint32_t spare_segments(const struct region *r)
+/* Arena blocks the region can still give the arena. */
+static uint32_t spare_blocks(const struct region *r)
 {
 	if (region_arena_shares_heads(r))
 		return r->head_blocks_max - r->head_blocks;
 	return r->small_blocks_max - r->small_blocks;
 }
 
-/* Live bytes of segment <b> change by <delta> (entries: <n>). */
-static void seg_charge(struct region *r, uint32_t b, int64_t delta, int n)
+/* Live bytes of arena block <b> change by <delta> (entries: <n>). */
+static void block_charge(struct region *r, uint32_t b, int64_t delta, int n)
 {
-	struct arena_seg *s = &r->arena.segs[b];
+	struct arena_block *s = &r->arena.blocks[b];
 
 	s->live += delta;
 	s->nlive += n;
@@ -126,7 +126,7 @@ static void seg_charge(struct region *r, uint32_t b, int64_t delta, int n)
 
 static void *compactor(void *arg);
 
-/* Starts the compactor with the first segment; a failure leaves the
+/* Starts the compactor with the first arena block; a failure leaves the
  * arena to allocation pressure. */
 static void compactor_start(struct gs_engine *e)
 {
@@ -150,56 +150,56 @@ static void compactor_start(struct gs_engine *e)
 	a->running = true;
 }
 
-/* A new segment: 0 and <*b>, or -ENOMEM. */
-static int seg_new(struct gs_engine *e, uint32_t *b)
+/* A new arena block: 0 and <*b>, or -ENOMEM. */
+static int block_new(struct gs_engine *e, uint32_t *b)
 {
 	struct region *r = &e->region;
-	int ret = region_segment_take(r, b);
+	int ret = region_arena_block_take(r, b);
 
 	if (ret < 0)
 		return ret;
-	r->arena.segs[*b] = (struct arena_seg){ 0 };
-	r->arena.nsegs++;
+	r->arena.blocks[*b] = (struct arena_block){ 0 };
+	r->arena.nblocks++;
 	compactor_start(e);
 	return 0;
 }
 
-/* Drops the given-back segments' pages with the lock held. */
+/* Drops the given-back arena blocks' pages with the lock held. */
 static void drop_now(struct region *r)
 {
 	while (r->drops != NONE) {
 		uint32_t b = r->drops;
 
 		r->drops = r->blocks[b].next_partial;
-		region_segment_drop(r, b);
-		region_segment_dropped(r, b);
+		region_arena_block_drop(r, b);
+		region_arena_block_dropped(r, b);
 	}
 }
 
-static void seg_release(struct region *r, uint32_t b)
+static void block_release(struct region *r, uint32_t b)
 {
 	struct arena *a = &r->arena;
 
-	a->used -= a->segs[b].used;
-	a->segs[b] = (struct arena_seg){ 0 };
-	a->nsegs--;
+	a->used -= a->blocks[b].used;
+	a->blocks[b] = (struct arena_block){ 0 };
+	a->nblocks--;
 	a->released++;
-	region_segment_release(r, b);
+	region_arena_block_release(r, b);
 	if (a->running)
 		pthread_cond_signal(&a->wake);	/* it drops the pages */
 	else
 		drop_now(r);
 }
 
-/* Closes segment <b> to appends: its tail becomes a dead filler; an
+/* Closes arena block <b> to appends: its tail becomes a dead filler; an
  * empty one goes back to the region. */
-static void seg_seal(struct region *r, uint32_t b)
+static void block_seal(struct region *r, uint32_t b)
 {
-	struct arena_seg *s = &r->arena.segs[b];
+	struct arena_block *s = &r->arena.blocks[b];
 	uint32_t tail = r->block - s->used;
 
 	if (!s->nlive) {
-		seg_release(r, b);
+		block_release(r, b);
 		return;
 	}
 	if (tail)
@@ -208,25 +208,25 @@ static void seg_seal(struct region *r, uint32_t b)
 	r->arena.used += tail;
 }
 
-/* Appends a live entry of <size> bytes for <obj> at segment <b>'s end;
+/* Appends a live entry of <size> bytes for <obj> at arena block <b>'s end;
  * returns the value's offset. */
-static uint64_t seg_append(struct gs_engine *e, uint32_t b,
+static uint64_t block_append(struct gs_engine *e, uint32_t b,
 			   struct gs_obj *obj, uint32_t size)
 {
 	struct region *r = &e->region;
-	struct arena_seg *s = &r->arena.segs[b];
+	struct arena_block *s = &r->arena.blocks[b];
 	uint64_t *hdr = hdr_at(r, b, s->used);
 
 	*hdr = (uint64_t)(uintptr_t)obj;
 	s->used += size;
 	r->arena.used += size;
-	seg_charge(r, b, size, 1);
+	block_charge(r, b, size, 1);
 	return (uint64_t)b * r->block + (s->used - size) + ARENA_HDR;
 }
 
-/* Segment <b> holds nothing live now: back to the region, or rewound
+/* Arena block <b> holds nothing live now: back to the region, or rewound
  * when it is open. */
-static void seg_emptied(struct region *r, uint32_t b)
+static void block_emptied(struct region *r, uint32_t b)
 {
 	struct arena *a = &r->arena;
 
@@ -235,16 +235,16 @@ static void seg_emptied(struct region *r, uint32_t b)
 		a->compactions++;
 	}
 	if (b == a->cur || b == a->dst) {
-		a->used -= a->segs[b].used;
-		a->segs[b].used = 0;
+		a->used -= a->blocks[b].used;
+		a->blocks[b].used = 0;
 		return;
 	}
-	seg_release(r, b);
+	block_release(r, b);
 }
 
 /* ---- compaction ---- */
 
-/* The sealed segment with the most dead bytes, at least <min>, whose live
+/* The sealed arena block with the most dead bytes, at least <min>, whose live
  * bytes fit in <room>, the one a pinned entry held last time aside unless
  * it is the only one: NONE when none. */
 static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
@@ -253,15 +253,15 @@ static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
 	uint32_t best = NONE, best_dead = 0;
 
 	for (uint32_t b = 0; b < r->nblocks; b++) {
-		const struct arena_seg *s = &a->segs[b];
+		const struct arena_block *s = &a->blocks[b];
 
 		if (r->blocks[b].cls != REGION_ARENA || b == a->cur ||
-		    b == a->dst || b == a->skip || seg_dead(s) < min ||
+		    b == a->dst || b == a->skip || block_dead(s) < min ||
 		    s->live > room)
 			continue;
-		if (seg_dead(s) > best_dead) {
+		if (block_dead(s) > best_dead) {
 			best = b;
-			best_dead = seg_dead(s);
+			best_dead = block_dead(s);
 		}
 	}
 	if (best == NONE && a->skip != NONE) {
@@ -272,16 +272,16 @@ static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
 }
 
 /* Chooses a victim whose live bytes fit in <dst>'s room plus, while the
- * region has one, a spare segment (taken when <dst> fills: dst_roll());
- * false when no segment is worth it. */
+ * region has one, a spare arena block (taken when <dst> fills: dst_roll());
+ * false when no arena block is worth it. */
 static bool victim_start(struct gs_engine *e, bool pressure)
 {
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
 	uint32_t min = r->block / (pressure ? 8 : 4), v;
-	uint64_t room = seg_room(r, a->dst);
+	uint64_t room = block_room(r, a->dst);
 
-	if (spare_segments(r) > 0)
+	if (spare_blocks(r) > 0)
 		room += r->block;
 	v = pick_victim(r, min, room);
 	if (v == NONE)
@@ -292,20 +292,20 @@ static bool victim_start(struct gs_engine *e, bool pressure)
 	return true;
 }
 
-/* Makes <dst> a segment with <size> bytes of room, sealing a full one;
- * false when no segment can be had. */
+/* Makes <dst> an arena block with <size> bytes of room, sealing a full one;
+ * false when no arena block can be had. */
 static bool dst_roll(struct gs_engine *e, uint32_t size)
 {
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
 	uint32_t b;
 
-	if (seg_room(r, a->dst) >= size)
+	if (block_room(r, a->dst) >= size)
 		return true;
-	if (seg_new(e, &b) < 0)
+	if (block_new(e, &b) < 0)
 		return false;
 	if (a->dst != NONE)
-		seg_seal(r, a->dst);
+		block_seal(r, a->dst);
 	a->dst = b;
 	return true;
 }
@@ -317,24 +317,24 @@ static void entry_move(struct gs_engine *e, struct gs_obj *obj, uint32_t pos,
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
 	uint64_t len = obj->meta.head_len;
-	uint64_t off = seg_append(e, a->dst, obj, size);
+	uint64_t off = block_append(e, a->dst, obj, size);
 	char *base = r->base;
 
 	memcpy(base + off, (char *)hdr_at(r, a->victim, pos) + ARENA_HDR, len);
 	mark_dead(hdr_at(r, a->victim, pos), size);
-	seg_charge(r, a->victim, -(int64_t)size, -1);
+	block_charge(r, a->victim, -(int64_t)size, -1);
 	/* under the engine lock: a reader pins, then reads the new place */
 	obj_set_head(e, obj, off);
 	a->moved += len;
 }
 
 /* One bounded step of the walk over the victim.  Ends the lap at the end
- * of the segment: released when it emptied, else left for later. */
+ * of the arena block: released when it emptied, else left for later. */
 static void victim_step(struct gs_engine *e)
 {
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
-	struct arena_seg *s = &a->segs[a->victim];
+	struct arena_block *s = &a->blocks[a->victim];
 	uint32_t bytes = 0, looked = 0, v = a->victim;
 	bool stuck = false;
 
@@ -361,7 +361,7 @@ static void victim_step(struct gs_engine *e)
 		}
 		a->vpos += size;
 		if (!s->nlive) {
-			seg_emptied(r, v);
+			block_emptied(r, v);
 			return;
 		}
 	}
@@ -408,7 +408,7 @@ static bool compact_for_room(struct gs_engine *e)
 
 /* ---- allocation ---- */
 
-/* Makes <cur> a segment with <size> bytes of room, by taking a segment,
+/* Makes <cur> an arena block with <size> bytes of room, by taking a block,
  * handing <dst> over, compacting, dropping cached heads (--sub-memory 0)
  * or evicting: 0, or -ENOMEM. */
 static int make_room(struct gs_engine *e, uint32_t size)
@@ -417,12 +417,12 @@ static int make_room(struct gs_engine *e, uint32_t size)
 	struct arena *a = &r->arena;
 	uint32_t b;
 
-	while (seg_room(r, a->cur) < size) {
+	while (block_room(r, a->cur) < size) {
 		if (a->cur != NONE) {
-			seg_seal(r, a->cur);
+			block_seal(r, a->cur);
 			a->cur = NONE;
 		}
-		if ((spare_segments(r) > 1 || !a->nsegs) && seg_new(e, &b) == 0) {
+		if ((spare_blocks(r) > 1 || !a->nblocks) && block_new(e, &b) == 0) {
 			a->cur = b;
 			continue;
 		}
@@ -452,7 +452,7 @@ int arena_alloc(struct gs_engine *e, struct gs_obj *obj)
 
 	if (ret < 0)
 		return ret;
-	obj_set_head(e, obj, seg_append(e, e->region.arena.cur, obj, size));
+	obj_set_head(e, obj, block_append(e, e->region.arena.cur, obj, size));
 	return 0;
 }
 
@@ -464,17 +464,17 @@ void arena_free(struct gs_engine *e, struct gs_obj *obj)
 	uint32_t b = off / r->block, size = entry_size(obj->meta.head_len);
 
 	mark_dead(hdr_at(r, b, off % r->block), size);
-	seg_charge(r, b, -(int64_t)size, -1);
-	if (!a->segs[b].nlive)
-		seg_emptied(r, b);
+	block_charge(r, b, -(int64_t)size, -1);
+	if (!a->blocks[b].nlive)
+		block_emptied(r, b);
 	else if (a->running && b != a->cur && b != a->dst &&
-		 seg_dead(&a->segs[b]) >= r->block / 4)
+		 block_dead(&a->blocks[b]) >= r->block / 4)
 		pthread_cond_signal(&a->wake);
 }
 
 /* ---- the compactor thread ---- */
 
-/* Drops the pages of the segments given back, the lock released for the
+/* Drops the pages of the arena blocks given back, the lock released for the
  * system calls.  Called with e->lock held. */
 static void drop_released(struct gs_engine *e)
 {
@@ -486,12 +486,12 @@ static void drop_released(struct gs_engine *e)
 	r->drops = NONE;
 	pthread_mutex_unlock(&e->lock);
 	for (b = list; b != NONE; b = r->blocks[b].next_partial)
-		region_segment_drop(r, b);
+		region_arena_block_drop(r, b);
 	pthread_mutex_lock(&e->lock);
 	while (list != NONE) {
 		b = list;
 		list = r->blocks[b].next_partial;
-		region_segment_dropped(r, b);
+		region_arena_block_dropped(r, b);
 	}
 }
 
@@ -555,10 +555,10 @@ void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st)
 	pthread_mutex_lock(&e->lock);
 	dead = a->used - a->live;
 	*st = (struct gs_arena_stats){
-		.arena_segments = a->nsegs,
+		.arena_segments = a->nblocks,
 		.arena_bytes_live = a->live,
 		.arena_bytes_dead = dead,
-		.arena_bytes_free = (uint64_t)a->nsegs * r->block - a->used,
+		.arena_bytes_free = (uint64_t)a->nblocks * r->block - a->used,
 		.arena_fragmentation_permille = a->used ? dead * 1000 / a->used : 0,
 		.arena_compactions = a->compactions,
 		.arena_bytes_moved = a->moved,

@@ -67,7 +67,7 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 	if ((c->ssd_dir.n > 1 || c->hdd_dir.n > 1) &&
 	    c->stripe_unit < GS_MIN_STRIPE) {
 		snprintf(err, errlen, "`stripe_unit` must be at least 64K with more than one dir in a tier (a chunk may span at most %u stripes)",
-			 GS_MAX_SEGS);
+			 GS_MAX_PIECES);
 		return -EINVAL;
 	}
 	return 0;

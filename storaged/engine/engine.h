@@ -35,10 +35,10 @@ static inline uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-/* ---- RAM region: --block blocks of head slots or arena segments ---- */
+/* ---- RAM region: --block blocks of head slots or arena blocks ---- */
 
 /* Block kinds: r->cls[REGION_HEAD] is the --ram-head slot class; an arena
- * segment is of the pseudo class REGION_ARENA (slot 1, nslots block, nfree
+ * arena block is of the pseudo class REGION_ARENA (slot 1, nslots block, nfree
  * block - live bytes), so per-block byte counts read the same. */
 #define REGION_HEAD	0
 #define REGION_ARENA	1
@@ -50,12 +50,12 @@ struct region_block {
 	uint32_t next_partial;		/* partial-list link, UINT32_MAX = end */
 	bool on_partial;
 	bool small;			/* charged to sub_memory */
-	bool locked;			/* an arena segment mlock()ed on first use */
+	bool locked;			/* an arena block mlock()ed on first use */
 	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 	uint32_t promoted_in;		/* --numa: 1 + the round that moved it
-					 * into region zero, 0: none */
+					 * into the home share, 0: none */
 };
 
 struct region_class {
@@ -64,8 +64,8 @@ struct region_class {
 	uint32_t partial;		/* first block with a free slot */
 };
 
-/* One arena segment's bookkeeping (arena.c), by block number. */
-struct arena_seg {
+/* One arena block's bookkeeping (arena.c), by block number. */
+struct arena_block {
 	uint32_t used;			/* append point: entries below it */
 	uint32_t live;			/* bytes of live entries */
 	uint32_t nlive;			/* live entries */
@@ -73,19 +73,19 @@ struct arena_seg {
 
 /* The byte-granular arena of objects smaller than --ram-head (arena.c). */
 struct arena {
-	struct arena_seg *segs;		/* by block number */
-	uint32_t nsegs;			/* segments in use */
+	struct arena_block *blocks;		/* by block number */
+	uint32_t nblocks;		/* arena blocks in use */
 	uint32_t cur;			/* where new objects go, UINT32_MAX none */
 	uint32_t dst;			/* where compaction moves them */
 	uint32_t victim;		/* being emptied, UINT32_MAX none */
 	uint32_t vpos;			/* next entry of <victim> to look at */
 	uint32_t skip;			/* a pinned entry held it last lap */
 	bool victim_blocked;		/* a pinned entry was passed this lap */
-	uint64_t used;			/* sum of segs' used */
-	uint64_t live;			/* sum of segs' live */
+	uint64_t used;			/* sum of blocks' used */
+	uint64_t live;			/* sum of blocks' live */
 	uint64_t compactions, moved, blocked, released;
 	uint64_t max_us, max_cpu_us;	/* longest hold for compaction */
-	struct gs_engine *e;		/* set when the first segment is taken */
+	struct gs_engine *e;		/* set when the first arena block is taken */
 	pthread_t thread;		/* the compactor, started then */
 	pthread_cond_t wake;		/* with the engine lock */
 	bool running, stop;
@@ -97,17 +97,17 @@ struct region {
 	uint64_t size;
 	uint64_t block;
 	bool hugetlb;
-	bool mlock;			/* lock head blocks at start, segments
+	bool mlock;			/* lock head blocks at start, arena blocks
 					 * as they are taken */
 	uint32_t nblocks;
 	struct region_block *blocks;
 	uint32_t head_blocks, head_blocks_max;
 	uint32_t small_blocks, small_blocks_max;
-	uint32_t drops;			/* given-back segments to drop, linked
+	uint32_t drops;			/* given-back arena blocks to drop, linked
 					 * by next_partial; UINT32_MAX: none */
 	struct region_class cls[REGION_CLASSES];
 	uint64_t used;
-	struct numa_topo numa;		/* --numa: per-node arenas */
+	struct numa_topo numa;		/* --numa: the node shares */
 	struct arena arena;
 };
 
@@ -117,31 +117,42 @@ void region_close(struct region *r);
 /* Allocates a --ram-head slot: 0 and <*off>, or -ENOMEM. */
 int region_alloc(struct region *r, uint64_t *off);
 void region_free(struct region *r, uint64_t off);
-/* Takes a free block for an arena segment, charged to --sub-memory (to
+/* Takes a free block as an arena block, charged to --sub-memory (to
  * --memory when that is 0), and locks it with mlock on: 0 and <*b>, or
  * -ENOMEM. */
-int region_segment_take(struct region *r, uint32_t *b);
-/* Gives segment <b> back: it joins r->drops, and is taken again only
- * after region_segment_drop() and region_segment_dropped(). */
-void region_segment_release(struct region *r, uint32_t b);
-/* Unlocks given-back segment <b> and drops its pages from the mapping
+int region_arena_block_take(struct region *r, uint32_t *b);
+/* Gives arena block <b> back: it joins r->drops, and is taken again only
+ * after region_arena_block_drop() and region_arena_block_dropped(). */
+void region_arena_block_release(struct region *r, uint32_t b);
+/* Unlocks given-back arena block <b> and drops its pages from the mapping
  * (system calls of a few hundred microseconds for 2M: no lock needed). */
-void region_segment_drop(struct region *r, uint32_t b);
-/* Segment <b> is dropped: its block is free again. */
-void region_segment_dropped(struct region *r, uint32_t b);
-/* Whether the bytes at <off> are in an arena segment. */
+void region_arena_block_drop(struct region *r, uint32_t b);
+/* Arena block <b> is dropped: its block is free again. */
+void region_arena_block_dropped(struct region *r, uint32_t b);
+/* Whether the bytes at <off> are in an arena block. */
 static inline bool region_is_arena(const struct region *r, uint64_t off)
 {
 	return r->blocks[off / r->block].cls == REGION_ARENA;
 }
-/* Whether a value of <len> bytes goes to the arena: under --ram-head, its
+/* A head slot's size in bytes (cfg.ram_head): a RAM chunk fills one. */
+static inline uint64_t region_head_slot(const struct region *r)
+{
+	return r->cls[REGION_HEAD].slot;
+}
+/* The arena cutoff: a value shorter than a head slot is packed in the
+ * arena rather than given a slot of its own. */
+static inline uint64_t region_arena_cutoff(const struct region *r)
+{
+	return region_head_slot(r);
+}
+/* Whether a value of <len> bytes goes to the arena: under the cutoff, its
  * entry (8-byte header, rounded to 8) within a block. */
 static inline bool region_arena_takes(const struct region *r, uint64_t len)
 {
-	return len < r->cls[REGION_HEAD].slot &&
+	return len < region_arena_cutoff(r) &&
 	       8 + round_up(len, 8) <= r->block;
 }
-/* Whether arena segments come out of the heads' budget (--sub-memory 0). */
+/* Whether arena blocks come out of the heads' budget (--sub-memory 0). */
 static inline bool region_arena_shares_heads(const struct region *r)
 {
 	return r->small_blocks_max == 0;
@@ -149,7 +160,7 @@ static inline bool region_arena_shares_heads(const struct region *r)
 /* With --numa: counts a lookup served from the slot at <off>. */
 void region_hit(struct region *r, uint64_t off);
 /* Exchanges head blocks <a> and <b>, bytes and slot tables (<b> may be
- * free, <a> not; neither an arena segment); the caller moves every offset
+ * free, <a> not; neither an arena block); the caller moves every offset
  * into them.  Returns the bytes copied. */
 uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b);
 
@@ -159,7 +170,7 @@ uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b);
  * arena, evicting (CLOCK) and compacting for room; sets meta.head_off
  * through obj_set_head().  Called with e->lock held; 0 or -ENOMEM. */
 int arena_alloc(struct gs_engine *e, struct gs_obj *obj);
-/* Marks <obj>'s entry dead; a segment left empty goes back to the region.
+/* Marks <obj>'s entry dead; an arena block left empty goes back to the region.
  * Called with e->lock held. */
 void arena_free(struct gs_engine *e, struct gs_obj *obj);
 /* One bounded step of compaction; false when there was nothing to do.
@@ -201,13 +212,13 @@ struct pool {
 	dev_t reserve_dev;
 };
 
-/* A chunk spans at most GS_MAX_SEGS stripes: with GS_HDD_CHUNK and a
+/* A chunk spans at most GS_MAX_PIECES stripes: with GS_HDD_CHUNK and a
  * stripe of GS_MIN_STRIPE, 16 whole ones and one cut across a boundary. */
-#define GS_MAX_SEGS	32
+#define GS_MAX_PIECES	32
 #define GS_MIN_STRIPE	(64u << 10)
 
 /* A piece of a chunk on one dir: what a single read or write covers. */
-struct pool_seg {
+struct stripe_piece {
 	int dir;
 	uint64_t off;
 	uint32_t len;
@@ -231,10 +242,10 @@ int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
  * misaligned or already taken, or -ENOSPC when the files cannot grow. */
 int pool_claim(struct pool *p, uint64_t addr, uint64_t len);
 void pool_free(struct pool *p, uint64_t addr, uint64_t len);
-/* Splits [<addr>, <addr>+<len>) at stripe boundaries into <segs> (at most
+/* Splits [<addr>, <addr>+<len>) at stripe boundaries into <pieces> (at most
  * <max>); returns how many, or -E2BIG. */
-int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
-		  struct pool_seg *segs, int max);
+int pool_pieces(const struct pool *p, uint64_t addr, uint32_t len,
+		  struct stripe_piece *pieces, int max);
 
 /* ---- the index ---- */
 
@@ -246,7 +257,7 @@ struct chunk {
 };
 
 /*
- * A record.  An object larger than ram_head on an engine with pools lives
+ * A record.  An object past the RAM limit on an engine with pools lives
  * whole on disk (on_disk): its chunks cover [0, size) and its head, when
  * cached, is a copy in the region that may be dropped when nobody holds a
  * pin.  Otherwise the head is the object's own bytes [0, head_len), and
@@ -345,6 +356,21 @@ static inline void obj_set_head(struct gs_engine *e, struct gs_obj *obj,
 	obj->has_head = true;
 }
 
+/* The RAM/disk boundary (cfg.ram_head): the most bytes of an object RAM
+ * holds.  On an engine with pools a larger object lives whole on disk (its
+ * head a cached copy); a smaller one lives whole in RAM. */
+static inline uint64_t engine_ram_limit(const struct gs_engine *e)
+{
+	return e->cfg.ram_head;
+}
+
+/* The head length of an object of <size>: min(size, the RAM limit). */
+static inline uint64_t engine_head_len(const struct gs_engine *e,
+				       uint64_t size)
+{
+	return size < engine_ram_limit(e) ? size : engine_ram_limit(e);
+}
+
 /* ---- layout.c ---- */
 
 /* Creates an unlinked record for <key> sized <size>, with no space yet
@@ -414,7 +440,7 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 
 /* ---- heads.c: the head cache of on-disk objects ---- */
 
-/* Bytes of <obj> a cached head holds: min(size, ram_head). */
+/* Bytes of <obj> a cached head holds: engine_head_len() of its size. */
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj);
 
 /* A head slot: 0 and <*off>, or -ENOMEM; with <drop>, cached heads are
@@ -448,10 +474,11 @@ void engine_head_cancel(struct gs_engine *e, struct gs_obj *obj, uint64_t off);
  */
 void engine_crash_point(const char *point);
 
-/* ---- the I/O layer ---- */
+/* ---- writer.c: waking gs_io threads ---- */
 
-void engine_wake_admission(struct gs_engine *e);
+/* Wakes the gs_io threads with stores waiting for admission room. */
+void writer_wake_admission(struct gs_engine *e);
 /* After a sync: wakes the gs_io threads with stores waiting for one. */
-void engine_wake_synced(struct gs_engine *e);
+void writer_wake_synced(struct gs_engine *e);
 
 #endif

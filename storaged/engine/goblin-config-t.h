@@ -36,9 +36,9 @@
 	ACTION(memory, SIZE, "256M", 0, 0,				\
 	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects of --ram-head bytes or more")		\
 	ACTION(sub_memory, SIZE, "64M", 0, 0,				\
-	       "RAM for objects smaller than --ram-head: the byte-granular arena, committed a --block segment at a time (taken from --memory when 0)")		\
+	       "RAM for objects smaller than --ram-head: the byte-granular arena, committed an arena block (--block bytes) at a time (taken from --memory when 0)")		\
 	ACTION(block, SIZE, "2M", 0, 0,					\
-	       "RAM allocation unit (one huge page): heads take fixed slots in blocks, smaller objects are packed in block segments") \
+	       "RAM allocation unit (one huge page): heads take fixed slots in blocks, smaller objects are packed in arena blocks") \
 	ACTION(ram_head, SIZE, "256K", 0, 0,				\
 	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	ACTION(ssd_prefix, SIZE, "1M", 0, 0,				\
@@ -68,9 +68,9 @@
 	ACTION(no_evict, BOOL, "false", 0, 0,				\
 	       "fail sets with SERVER_ERROR out of memory instead of evicting") \
 	ACTION(numa, INT, "-1", -1, INT_MAX,				\
-	       "serving threads on this NUMA node; one head arena of --memory per node, filled from this node's (-1: none)") \
+	       "serving threads on this NUMA node; one node share of --memory per node, filled from this node's (-1: none)") \
 	ACTION(perverse, BOOL, "false", 0, 0,				\
-	       "with --numa: the first head arena on the farthest node (a remote-memory control)") \
+	       "with --numa: the home share on the farthest node (a remote-memory control)") \
 	ACTION(no_numa_promotion, BOOL, "false", 0, 0,			\
 	       "with --numa: no promotion thread, head blocks stay where they were stored") \
 	ACTION(fresh, BOOL, "false", 0, 0,				\

@@ -86,17 +86,17 @@ struct gs_stats {
  * smaller than --ram-head.  Entry bytes count an 8-byte header and the
  * value rounded up to 8. */
 #define ARENA_STATS(ACTION)						\
-	ACTION(arena_segments, "--block segments the arena holds now")	\
+	ACTION(arena_segments, "arena blocks (--block bytes each) the arena holds now")	\
 	ACTION(arena_bytes_live, "bytes of live entries (values, headers, padding)") \
 	ACTION(arena_bytes_dead, "bytes of freed entries and sealed tails not yet compacted away") \
-	ACTION(arena_bytes_free, "bytes at the segments' ends, ready for appends") \
+	ACTION(arena_bytes_free, "bytes at the arena blocks' ends, ready for appends") \
 	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
-	ACTION(arena_compactions, "segments compaction emptied and gave back") \
+	ACTION(arena_compactions, "arena blocks compaction emptied and gave back") \
 	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
 	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
 	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
-	ACTION(arena_compaction_blocked, "compaction laps that left a segment for later: a pinned object (or one being written) was in it") \
-	ACTION(arena_segments_released, "segments given back to the region (unlocked, dropped from the mapping)")
+	ACTION(arena_compaction_blocked, "compaction laps that left an arena block for later: a pinned object (or one being written) was in it") \
+	ACTION(arena_segments_released, "arena blocks given back to the region (unlocked, dropped from the mapping)")
 
 struct gs_arena_stats {
 #define ARENA_STAT_FIELD(name, desc) uint64_t name;
@@ -109,25 +109,25 @@ struct gs_arena_stats {
  * NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name, description): then
  * numa_node<N>_<name> for each node N by id. */
 #define NUMA_STATS(ACTION)						\
-	ACTION(nodes, "NUMA nodes with a head arena (simulated ones under GOBLIN_TEST_NUMA)") \
-	ACTION(region0_node, "the node whose arena fills first: --numa's, the farthest with --perverse") \
-	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their arena's node (move_pages)")
+	ACTION(nodes, "NUMA nodes with a node share (simulated ones under GOBLIN_TEST_NUMA)") \
+	ACTION(region0_node, "the home node, whose share fills first: --numa's, the farthest with --perverse") \
+	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their share's node (move_pages)")
 /* NUMA_PROMOTION_STAT(name, field of numa_promotion_stats, description) */
 #define NUMA_PROMOTION_STATS(ACTION)					\
-	ACTION(promotions, promotions, "head blocks the promotion thread moved into region zero") \
+	ACTION(promotions, promotions, "head blocks the promotion thread moved into the home share") \
 	ACTION(promotion_bytes, bytes, "bytes those moves copied, both ways (a swap copies two blocks)") \
 	ACTION(promotion_time_us, time_us, "microseconds spent moving blocks (engine lock held)") \
 	ACTION(promotion_max_us, max_us, "the longest single move, microseconds") \
 	ACTION(promotion_pinned, pinned, "hot blocks left where they were for a round: an object in them was pinned") \
 	ACTION(promotion_rounds, rounds, "promotion rounds run (every 100 ms; none with --no-numa-promotion)")
 #define NUMA_NODE_STATS(ACTION)						\
-	ACTION(bytes, "RAM region bytes allocated on node N: its arena, and on region zero's node the --sub-memory blocks") \
+	ACTION(bytes, "RAM region bytes allocated on node N: its share, and on the home node the --sub-memory blocks") \
 	ACTION(blocks, "--block blocks in use on node N, counted as its bytes are") \
-	ACTION(hits, "lookups answered from a slot in node N's arena (small blocks count as region zero's)")
+	ACTION(hits, "lookups answered from a slot in node N's share (small blocks count as the home share's)")
 
 /* What promotion did (`stats goblin` numa_promotion*). */
 struct numa_promotion_stats {
-	uint64_t promotions;		/* blocks moved to region zero */
+	uint64_t promotions;		/* blocks moved to the home share */
 	uint64_t bytes;			/* logical copy traffic, both ways */
 	uint64_t time_us, max_us;
 	uint64_t pinned;		/* hot blocks skipped: a pin in them */

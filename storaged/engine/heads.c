@@ -15,7 +15,7 @@
 
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
 {
-	return obj->meta.size < e->cfg.ram_head ? obj->meta.size : e->cfg.ram_head;
+	return engine_head_len(e, obj->meta.size);
 }
 
 /* Takes <obj> off the CLOCK; its slot stays with it. */

@@ -474,7 +474,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	if (ret < 0)
 		goto out;
 	ret = -E2BIG;
-	if (len > e->cfg.ram_head)
+	if (len > engine_ram_limit(e))
 		goto out;
 	obj->refs++;			/* CLOCK must not free it under us */
 	ret = engine_reserve(e, key, klen, len, &nobj);

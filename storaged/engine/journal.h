@@ -76,7 +76,7 @@ bool journal_room_for(struct gs_engine *e, const struct gs_obj *obj);
 uint64_t journal_last(const struct gs_engine *e);
 /* With --sync-interval: the highest sequence number such that every record
  * filed up to it is on stable storage (each advance calls
- * engine_wake_synced()); without, the last one filed (the page cache
+ * writer_wake_synced()); without, the last one filed (the page cache
  * survives a process crash); UINT64_MAX without a journal.  Lock-free. */
 uint64_t journal_synced(const struct gs_engine *e);
 /* Blocks until journal_synced() >= <seq> (about one sync interval); returns

@@ -474,7 +474,7 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	const struct jchunk *c = put_chunks(x->put);
 	struct gs_obj *obj;
 
-	if (p->nchunks ? !layout_ok(e, x) : p->size > e->cfg.ram_head) {
+	if (p->nchunks ? !layout_ok(e, x) : p->size > engine_ram_limit(e)) {
 		drop(r, p->nchunks ? DROP_LAYOUT : DROP_RAM, x);
 		return NULL;
 	}
@@ -564,7 +564,7 @@ static int check_ram_head(const struct gs_engine *e, struct replay *r,
 		const struct rent *x = &r->ents[i];
 
 		if (!x->put || put_body(x->put)->nchunks ||
-		    put_body(x->put)->size <= e->cfg.ram_head || dead(r, x, now))
+		    put_body(x->put)->size <= engine_ram_limit(e) || dead(r, x, now))
 			continue;
 		n++;
 		if (put_body(x->put)->size > largest)

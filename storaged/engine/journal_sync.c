@@ -22,7 +22,7 @@ void journal_publish_synced(struct gs_engine *e, struct journal *j,
 		__atomic_store_n(&j->synced, seq, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&j->synced_cond);
 	pthread_mutex_unlock(&j->sync_lock);
-	engine_wake_synced(e);		/* stores waiting in gs_io loops */
+	writer_wake_synced(e);		/* stores waiting in gs_io loops */
 }
 
 static void sync_once(struct gs_engine *e, struct journal *j)

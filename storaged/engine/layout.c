@@ -12,10 +12,10 @@
 
 static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
 {
-	const struct gs_config *c = &e->cfg;
+	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD])
-		return off < c->ram_head + c->ssd_prefix ? GS_TIER_SSD : GS_TIER_HDD;
+		return off < ssd_end ? GS_TIER_SSD : GS_TIER_HDD;
 	if (e->has_pool[GS_TIER_SSD])
 		return GS_TIER_SSD;
 	if (e->has_pool[GS_TIER_HDD])
@@ -29,25 +29,25 @@ static uint64_t tier_chunk(const struct gs_engine *e, enum gs_tier t)
 		return GS_SSD_CHUNK;
 	if (t == GS_TIER_HDD)
 		return GS_HDD_CHUNK;
-	return e->cfg.ram_head;
+	return region_head_slot(&e->region);
 }
 
 /* Where the tier holding <off> ends (exclusive). */
 static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size)
 {
-	const struct gs_config *c = &e->cfg;
+	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD] &&
-	    off < c->ram_head + c->ssd_prefix && c->ram_head + c->ssd_prefix < size)
-		return c->ram_head + c->ssd_prefix;
+	    off < ssd_end && ssd_end < size)
+		return ssd_end;
 	return size;
 }
 
 /* Whether an object of <size> lives whole on disk, its head a cached copy:
- * one larger than ram_head on an engine with a pool. */
+ * one past the RAM limit on an engine with a pool. */
 static bool home_on_disk(const struct gs_engine *e, uint64_t size)
 {
-	return size > e->cfg.ram_head &&
+	return size > engine_ram_limit(e) &&
 	       (e->has_pool[GS_TIER_SSD] || e->has_pool[GS_TIER_HDD]);
 }
 
@@ -57,8 +57,7 @@ static bool home_on_disk(const struct gs_engine *e, uint64_t size)
 static uint32_t layout(const struct gs_engine *e, uint64_t size,
 		       struct chunk *chunks)
 {
-	uint64_t off = home_on_disk(e, size) ? 0 :
-		       size < e->cfg.ram_head ? size : e->cfg.ram_head;
+	uint64_t off = home_on_disk(e, size) ? 0 : engine_head_len(e, size);
 	uint32_t n = 0;
 
 	while (off < size) {
@@ -198,7 +197,7 @@ int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 	obj->on_disk = home_on_disk(e, size);
 	obj->meta.size = size;
 	if (!obj->on_disk)
-		obj->meta.head_len = size < e->cfg.ram_head ? size : e->cfg.ram_head;
+		obj->meta.head_len = engine_head_len(e, size);
 	for (uint32_t i = 0; i < n; i++)
 		obj_chunks(obj)[i].addr = UINT64_MAX;
 	*objp = obj;

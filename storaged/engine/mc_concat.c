@@ -117,7 +117,7 @@ static void turn_leave(struct gs_concat *k)
 	k->turn = k->holding = false;
 	pthread_mutex_unlock(&turns_lock);
 	if (next)
-		engine_wake_admission(k->io->e);
+		writer_wake_admission(k->io->e);
 }
 
 static void concat_free(struct gs_concat *k)

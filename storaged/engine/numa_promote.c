@@ -1,7 +1,7 @@
 /*
  * Hot-block promotion (numa_topo.h): moves the hottest foreign head blocks
- * into region zero, the serving node's arena, under the engine lock.
- * Segments of the small-object arena (arena.c: in head blocks when
+ * into the home share, the serving node's, under the engine lock.
+ * Arena blocks of the small-object arena (arena.c: in head blocks when
  * --sub-memory is 0) never move: compaction owns their offsets.
  */
 #include <errno.h>
@@ -92,15 +92,15 @@ static int hotter(const void *a, const void *b)
 	return ha < hb ? 1 : ha > hb ? -1 : 0;
 }
 
-/* Region zero's free block, else its coldest movable one less than half as
- * hot as <hits> and not promoted in the last GS_NUMA_HOLD_ROUNDS:
+/* The home share's free block, else its coldest movable one less than
+ * half as hot as <hits> and not promoted in the last GS_NUMA_HOLD_ROUNDS:
  * UINT32_MAX when none. */
 static uint32_t local_target(const struct region *r, const struct round *rd,
 			     uint32_t hits)
 {
 	uint32_t best = UINT32_MAX;
 
-	for (uint32_t b = 0; b < r->numa.arena_blocks; b++) {
+	for (uint32_t b = 0; b < r->numa.share_blocks; b++) {
 		const struct region_block *blk = &r->blocks[b];
 
 		if (blk->cls < 0 && !blk->dropping)
@@ -115,7 +115,7 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 	return best;
 }
 
-/* Moves foreign block <f> into region zero's block <l>. */
+/* Moves foreign block <f> into the home share's block <l>. */
 static void promote(struct region *r, struct round *rd, uint32_t f, uint32_t l)
 {
 	struct numa_topo *t = &r->numa;
@@ -161,11 +161,11 @@ static void round_free(struct round *rd)
 	free(rd->hot);
 }
 
-/* Whether region zero has a free block or one less than half as hot as
+/* Whether the home share has a free block or one less than half as hot as
  * <hits>, pins and in-flight slots aside. */
 static bool local_room(const struct region *r, uint32_t hits)
 {
-	for (uint32_t b = 0; b < r->numa.arena_blocks; b++)
+	for (uint32_t b = 0; b < r->numa.share_blocks; b++)
 		if (r->blocks[b].cls < 0 || 2ull * r->blocks[b].hits < hits)
 			return true;
 	return false;
@@ -180,7 +180,7 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 	uint32_t nhot = 0;
 	int moved = 0;
 
-	for (uint32_t b = r->numa.arena_blocks; b < r->head_blocks_max; b++)
+	for (uint32_t b = r->numa.share_blocks; b < r->head_blocks_max; b++)
 		if (r->blocks[b].cls == REGION_HEAD && r->blocks[b].hits)
 			rd->hot[nhot++] = b;
 	sort_region = r;

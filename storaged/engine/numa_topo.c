@@ -1,6 +1,6 @@
 /*
- * The NUMA topology behind the head arenas (numa_topo.h): which nodes
- * exist, how far each is, the order regions take them in, and where the
+ * The NUMA topology behind the node shares (numa_topo.h): which nodes
+ * exist, how far each is, the order shares take them in, and where the
  * kernel really put each block.
  */
 #include <errno.h>
@@ -55,8 +55,8 @@ int numa_topo_cpu_node(int node)
 	return n ? node % n : -1;
 }
 
-/* Region order: <t>->local first, the others from it up by node id,
- * wrapping; <perverse> swaps region zero with the farthest node's region
+/* Share order: <t>->local first, the others from it up by node id,
+ * wrapping; <perverse> swaps the home share with the farthest node's share
  * (the first of the farthest in that order). */
 static void set_order(struct numa_topo *t, const int *dist_from_local,
 		      bool perverse)
@@ -142,8 +142,8 @@ static uint64_t misplaced(const struct region *r)
 	}
 	if (nused && move_pages(0, nused, pages, NULL, status, 0) == 0) {
 		for (uint32_t k = 0; k < nused; k++) {
-			int want = t->real[idx[k] / t->arena_blocks < (uint32_t)t->nnodes ?
-					   idx[k] / t->arena_blocks : 0];
+			int want = t->real[idx[k] / t->share_blocks < (uint32_t)t->nnodes ?
+					   idx[k] / t->share_blocks : 0];
 
 			if (want >= 0 && status[k] >= 0 && status[k] != want)
 				bad++;
@@ -169,7 +169,7 @@ void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st)
 	st->region0_node = t->order[0];
 	for (uint32_t b = 0; b < r->nblocks; b++) {
 		const struct region_block *blk = &r->blocks[b];
-		int node = numa_topo_node(t, b / t->arena_blocks);
+		int node = numa_topo_node(t, b / t->share_blocks);
 
 		if (blk->cls < 0)
 			continue;

@@ -1,20 +1,21 @@
 /*
- * NUMA head arenas (--numa NODE): one arena of --memory bytes per node,
+ * NUMA node shares (--numa NODE): one share of --memory bytes per node,
  * each a contiguous run of blocks in the one RAM region memfd, bound to its
- * node with mbind.  Regions are numbered in population order: region zero
- * is NODE's arena (the farthest node's with --perverse), then the others by
- * node id from NODE up, wrapping.  Blocks are taken lowest first, so keys
- * fill region zero, then region one, in the order they are stored.
+ * node with mbind.  Shares are numbered in population order: share 0, the
+ * home share, is NODE's (the farthest node's with --perverse), then the
+ * others by node id from NODE up, wrapping; the home share's node is the
+ * home node.  Blocks are taken lowest first, so keys fill the home share,
+ * then share 1, in the order they are stored.
  *
- *   region memfd:  | region 0 | region 1 | ... | region n-1 | small blocks |
- *                    node L     node L+1          node L-1     as region 0
+ *   region memfd:  | share 0 | share 1 | ... | share n-1 | small blocks |
+ *                    node L    node L+1         node L-1    on the home node
  *
  * One region, one fd and one mapping keep gs_meta.head_off meaningful to
  * nginx workers, which map the same memfd read-only.
  *
  * A test-only topology, GOBLIN_TEST_NUMA="10 20 30 20" (node 0's distance
  * row; node i's row is it rotated right by i), simulates that many nodes:
- * each simulated node gets its own arena, placed on the real node that
+ * each simulated node gets its own share, placed on the real node that
  * --numa NODE binds to (NODE modulo the real nodes), so every placement
  * decision runs as on a multi-node host.
  */
@@ -34,10 +35,10 @@ struct numa_topo {
 	int nnodes;			/* 0: no --numa */
 	bool simulated;			/* GOBLIN_TEST_NUMA */
 	int local;			/* --numa NODE */
-	int order[GS_NUMA_MAX_NODES];	/* region i's node */
-	int real[GS_NUMA_MAX_NODES];	/* region i's real node, -1: unbound */
-	uint32_t arena_blocks;		/* blocks in one region */
-	uint64_t hits[GS_NUMA_MAX_NODES];	/* lookups per region */
+	int order[GS_NUMA_MAX_NODES];	/* share i's node */
+	int real[GS_NUMA_MAX_NODES];	/* share i's real node, -1: unbound */
+	uint32_t share_blocks;		/* blocks in one share */
+	uint64_t hits[GS_NUMA_MAX_NODES];	/* lookups per share */
 	void *swap_buf;			/* one block, for swaps */
 	struct numa_promotion_stats prom;
 	pthread_t thread;		/* the promotion thread */
@@ -46,7 +47,7 @@ struct numa_topo {
 };
 
 /*
- * Reads the topology for <cfg> (numa_node, numa_perverse) into <t>: the
+ * Reads the topology for <cfg> (numa, perverse) into <t>: the
  * real one from libnuma, or the simulated one from GOBLIN_TEST_NUMA.
  * Returns 0, or -EINVAL with a reason in <err> for a node that does not
  * exist (numa_alloc_onnode would not say) or a bad GOBLIN_TEST_NUMA.
@@ -54,8 +55,8 @@ struct numa_topo {
 int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		    char *err, size_t errlen);
 
-/* The node of region <i> (i >= nnodes: the small blocks, which share
- * region zero's node). */
+/* The node of share <i> (i >= nnodes: the small blocks, which lie on
+ * the home node). */
 static inline int numa_topo_node(const struct numa_topo *t, uint32_t i)
 {
 	return i < (uint32_t)t->nnodes ? t->order[i] : t->order[0];
@@ -80,10 +81,10 @@ struct gs_engine;
 #define GS_NUMA_ROUND_MS 100
 /* A block's heat: NUMA_HIT_WEIGHT per lookup, an eighth (rounded up) off
  * each round, so a block read now and then stays warm for about two
- * seconds; a used block of region zero is evicted only for a block more
+ * seconds; a used block of the home share is evicted only for a block more
  * than twice as hot. */
 #define NUMA_HIT_WEIGHT 16
-/* Rounds a block promoted into region zero is not taken as the cold one
+/* Rounds a block promoted into the home share is not taken as the cold one
  * to swap out: a pause in its lookups decays its heat to nothing as fast
  * as a block never read, and it would go back out at the next hot block
  * (and come back once more). */

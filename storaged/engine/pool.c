@@ -652,8 +652,8 @@ void pool_free(struct pool *p, uint64_t addr, uint64_t len)
 	p->used -= n * p->align;
 }
 
-int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
-		  struct pool_seg *segs, int max)
+int pool_pieces(const struct pool *p, uint64_t addr, uint32_t len,
+		  struct stripe_piece *pieces, int max)
 {
 	uint32_t done = 0;
 	int n = 0;
@@ -662,17 +662,17 @@ int pool_segments(const struct pool *p, uint64_t addr, uint32_t len,
 		uint64_t a = addr + done;
 		uint64_t su = a / p->stripe;
 		uint64_t to_boundary = p->stripe - a % p->stripe;
-		uint32_t seg = to_boundary < len - done ? to_boundary : len - done;
+		uint32_t plen = to_boundary < len - done ? to_boundary : len - done;
 
 		if (n == max)
 			return -E2BIG;
-		segs[n++] = (struct pool_seg){
+		pieces[n++] = (struct stripe_piece){
 			.dir = su % p->ndirs,
 			.off = (su / p->ndirs) * p->stripe + a % p->stripe,
-			.len = seg,
+			.len = plen,
 			.buf_off = done,
 		};
-		done += seg;
+		done += plen;
 	}
 	return n;
 }

@@ -2,16 +2,16 @@
  * The RAM region: one memfd (hugetlb-backed when huge pages are reserved)
  * carved into --block blocks: [0, head_blocks_max) for --memory, then
  * [head_blocks_max, nblocks) for --sub-memory.  A head block holds
- * --ram-head slots; a segment of the arena (arena.c) holds the objects
+ * --ram-head slots; an arena block (arena.c) holds the objects
  * smaller than --ram-head, packed.  Head blocks are locked (mlock) at
- * start; segments come out of the --sub-memory blocks (out of --memory's
+ * start; arena blocks come out of the --sub-memory blocks (out of --memory's
  * when that is 0) and are locked when taken, unlocked and dropped from the
  * mapping when given back, so the arena's resident memory tracks its use.
  * The memfd is sealed (seal_region): only the engine's mapping writes it,
  * and so nobody can punch holes in it either (F_SEAL_FUTURE_WRITE makes
- * fallocate(PUNCH_HOLE) fail with EPERM): a given-back segment leaves the
+ * fallocate(PUNCH_HOLE) fail with EPERM): a given-back arena block leaves the
  * process's mapping (RSS) but its pages stay in the memfd until reused,
- * and segments are taken lowest block first so reuse comes before growth.
+ * and arena blocks are taken lowest block first so reuse comes before growth.
  * Before anything is locked, region_check_limits() refuses a region larger
  * than the machine, the memory cgroup or what the process may lock.
  * All calls expect the engine lock.
@@ -320,24 +320,24 @@ out_close:
 	return err;
 }
 
-static void setup_classes(struct region *r, uint64_t ram_head)
+static void setup_classes(struct region *r, uint64_t head_slot)
 {
 	r->cls[REGION_HEAD] = (struct region_class){
-		.slot = ram_head, .nslots = r->block / ram_head,
+		.slot = head_slot, .nslots = r->block / head_slot,
 		.partial = UINT32_MAX };
 	r->cls[REGION_ARENA] = (struct region_class){
 		.slot = 1, .nslots = r->block, .partial = UINT32_MAX };
 }
 
 /*
- * With --numa, binds each region's arena, and the small blocks after them,
- * to its real node (numa_topo.h); else the whole region to numa_node, if
- * any.
+ * With --numa, binds each node share to its real node (numa_topo.h), and
+ * the small blocks after them to the home share's; else the whole region
+ * to numa_node, if any.
  */
 static void bind_region(struct region *r, const struct gs_config *cfg)
 {
 	const struct numa_topo *t = &r->numa;
-	uint64_t arena = (uint64_t)t->arena_blocks * r->block;
+	uint64_t share = (uint64_t)t->share_blocks * r->block;
 
 	if (!t->nnodes) {
 		if (cfg->numa >= 0)
@@ -346,15 +346,15 @@ static void bind_region(struct region *r, const struct gs_config *cfg)
 	}
 	for (int i = 0; i < t->nnodes; i++)
 		if (t->real[i] >= 0)
-			numa_tonode_memory((char *)r->base + i * arena, arena,
+			numa_tonode_memory((char *)r->base + i * share, share,
 					   t->real[i]);
 	if (r->small_blocks_max && t->real[0] >= 0)
-		numa_tonode_memory((char *)r->base + t->nnodes * arena,
+		numa_tonode_memory((char *)r->base + t->nnodes * share,
 				   (uint64_t)r->small_blocks_max * r->block,
 				   t->real[0]);
 	log_info("NUMA: %d %snodes, region zero on node %d (serving node %d): %d arenas of %llu bytes",
 		 t->nnodes, t->simulated ? "simulated " : "", t->order[0],
-		 t->local, t->nnodes, (unsigned long long)arena);
+		 t->local, t->nnodes, (unsigned long long)share);
 }
 
 int region_open(struct region *r, const struct gs_config *cfg,
@@ -378,7 +378,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 			snprintf(err, errlen, "`memory` must hold at least one `block` per NUMA node");
 			return -EINVAL;
 		}
-		r->numa.arena_blocks = r->head_blocks_max;
+		r->numa.share_blocks = r->head_blocks_max;
 		r->head_blocks_max *= r->numa.nnodes;
 	}
 	r->small_blocks_max = cfg->sub_memory / cfg->block;
@@ -425,8 +425,8 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	}
 	for (uint32_t i = 0; i < r->nblocks; i++)
 		r->blocks[i].cls = -1;
-	r->arena.segs = calloc(r->nblocks, sizeof(*r->arena.segs));
-	if (!r->arena.segs) {
+	r->arena.blocks = calloc(r->nblocks, sizeof(*r->arena.blocks));
+	if (!r->arena.blocks) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory for the arena's segment table");
 		goto out_blocks;
@@ -457,8 +457,8 @@ void region_close(struct region *r)
 	if (!r->blocks)
 		return;
 	arena_stop(r);
-	free(r->arena.segs);
-	r->arena.segs = NULL;
+	free(r->arena.blocks);
+	r->arena.blocks = NULL;
 	for (uint32_t i = 0; i < r->nblocks; i++)
 		free(r->blocks[i].freemap);
 	free(r->blocks);
@@ -490,8 +490,8 @@ static void partial_remove(struct region *r, uint32_t b)
 }
 
 /* The lowest free block of [<from>, <to>): UINT32_MAX when none.  Lowest
- * first: with --numa, region zero fills first; segments reuse pages the
- * memfd already holds before touching new ones. */
+ * first: with --numa, the home share fills first; arena blocks reuse
+ * pages the memfd already holds before touching new ones. */
 static uint32_t low_block(const struct region *r, uint32_t from, uint32_t to)
 {
 	for (uint32_t b = from; b < to; b++)
@@ -574,7 +574,7 @@ void region_free(struct region *r, uint64_t off)
 		partial_push(r, b);
 }
 
-int region_segment_take(struct region *r, uint32_t *bp)
+int region_arena_block_take(struct region *r, uint32_t *bp)
 {
 	bool small = !region_arena_shares_heads(r);
 	uint32_t *count = small ? &r->small_blocks : &r->head_blocks;
@@ -611,7 +611,7 @@ int region_segment_take(struct region *r, uint32_t *bp)
 	return 0;
 }
 
-void region_segment_release(struct region *r, uint32_t b)
+void region_arena_block_release(struct region *r, uint32_t b)
 {
 	struct region_block *blk = &r->blocks[b];
 
@@ -621,7 +621,7 @@ void region_segment_release(struct region *r, uint32_t b)
 	r->drops = b;
 }
 
-void region_segment_drop(struct region *r, uint32_t b)
+void region_arena_block_drop(struct region *r, uint32_t b)
 {
 	struct region_block *blk = &r->blocks[b];
 	char *p = (char *)r->base + (uint64_t)b * r->block;
@@ -634,7 +634,7 @@ void region_segment_drop(struct region *r, uint32_t b)
 	madvise(p, r->block, MADV_DONTNEED);
 }
 
-void region_segment_dropped(struct region *r, uint32_t b)
+void region_arena_block_dropped(struct region *r, uint32_t b)
 {
 	struct region_block *blk = &r->blocks[b];
 
@@ -653,9 +653,9 @@ void region_hit(struct region *r, uint64_t off)
 
 	if (!t->nnodes)
 		return;
-	i = off / r->block / t->arena_blocks;
+	i = off / r->block / t->share_blocks;
 	if (i >= (uint32_t)t->nnodes)
-		i = 0;			/* a small block: on region zero's node */
+		i = 0;			/* a small block: on the home node */
 	t->hits[i]++;
 	if (r->blocks[off / r->block].hits < UINT32_MAX - NUMA_HIT_WEIGHT)
 		r->blocks[off / r->block].hits += NUMA_HIT_WEIGHT;

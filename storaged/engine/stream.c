@@ -585,7 +585,7 @@ out_free:
 static uint32_t head_chunks(const struct gs_stream *s)
 {
 	const struct gs_obj *obj = s->obj;
-	uint64_t hb = s->io->e->cfg.ram_head;
+	uint64_t hb = engine_ram_limit(s->io->e);
 	uint32_t n = 0;
 
 	if (!obj->on_disk || s->head_len || s->first != 0 || s->last <= s->first)

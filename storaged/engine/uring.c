@@ -1,7 +1,7 @@
 /*
  * The io_uring core of a gs_io: one io_uring per thread with the pool
  * files and the I/O buffers registered, chunk operations cut into
- * per-stripe segments, and gs_io_run(), which reaps completions and fires
+ * per-stripe pieces, and gs_io_run(), which reaps completions and fires
  * callbacks.
  *
  * Every io_uring_submit() result is handled: -EAGAIN/-EBUSY are waited out
@@ -10,7 +10,7 @@
  * the kernel did not take, found through our own record of those handed
  * out: liburing's API only, whatever its ring layout).  A short read
  * or write, or one that completes with -EAGAIN, is resubmitted for what is
- * left (seg_complete).
+ * left (piece_complete).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,26 +26,26 @@
 
 /* ---- submission and completion ---- */
 
-static void stash(struct gs_io *io, struct io_seg *s, int res)
+static void stash(struct gs_io *io, struct io_piece *s, int res)
 {
 	s->stash_res = res;
 	list_add_tail(&io->stash, &s->stash_node);
 }
 
-static struct io_seg *stash_pop(struct gs_io *io)
+static struct io_piece *stash_pop(struct gs_io *io)
 {
-	struct io_seg *s;
+	struct io_piece *s;
 
 	if (list_empty(&io->stash))
 		return NULL;
-	s = list_entry(io->stash.next, struct io_seg, stash_node);
+	s = list_entry(io->stash.next, struct io_piece, stash_node);
 	list_del(&s->stash_node);
 	return s;
 }
 
-/* The segment a CQE's <data> completes, or NULL: the timer's (noted as
+/* The piece a CQE's <data> completes, or NULL: the timer's (noted as
  * fired) or a NOP left by fail_unsubmitted(). */
-static struct io_seg *cqe_seg(struct gs_io *io, void *data)
+static struct io_piece *cqe_piece(struct gs_io *io, void *data)
 {
 	if (data == TIMER_DATA(io)) {
 		io->timer_armed = false;
@@ -63,7 +63,7 @@ static unsigned reap_to_stash(struct gs_io *io)
 	unsigned n = 0;
 
 	while (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
-		struct io_seg *s = cqe_seg(io, io_uring_cqe_get_data(cqe));
+		struct io_piece *s = cqe_piece(io, io_uring_cqe_get_data(cqe));
 
 		if (s)
 			stash(io, s, cqe->res);
@@ -170,15 +170,15 @@ void uring_arm_timer(struct gs_io *io, long long ns)
 	uring_submit(io);
 }
 
-static int seg_submit(struct gs_io *io, struct io_seg *s)
+static int piece_submit(struct gs_io *io, struct io_piece *s)
 {
 	struct io_op *op = s->op;
 	struct pool *p = &io->e->pools[op->tier];
 	struct io_uring_sqe *sqe = uring_get_sqe(io);
-	int file = p->dirs[s->seg.dir].fixed;
-	char *ptr = op->buf + s->seg.buf_off + s->done;
-	uint32_t len = s->seg.len - s->done;
-	uint64_t off = s->seg.off + s->done;
+	int file = p->dirs[s->piece.dir].fixed;
+	char *ptr = op->buf + s->piece.buf_off + s->done;
+	uint32_t len = s->piece.len - s->done;
+	uint64_t off = s->piece.off + s->done;
 	int fixed = iobuf_fixed(io, op->buf_idx);
 
 	if (!sqe)
@@ -202,26 +202,26 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 {
 	struct chunk *c = &obj_chunks(obj)[ci];
 	struct pool *p = &io->e->pools[c->tier];
-	struct pool_seg segs[GS_MAX_SEGS];
+	struct stripe_piece pieces[GS_MAX_PIECES];
 	uint32_t len = round_up(c->len, p->align);
 	struct io_op *op;
-	int n = pool_segments(p, c->addr, len, segs, GS_MAX_SEGS);
+	int n = pool_pieces(p, c->addr, len, pieces, GS_MAX_PIECES);
 
 	if (n < 0) {
 		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
 			 ci, (unsigned long long)c->addr, len, strerror(-n));
 		return n;
 	}
-	op = calloc(1, sizeof(*op) + n * sizeof(struct io_seg));
+	op = calloc(1, sizeof(*op) + n * sizeof(struct io_piece));
 	if (!op)
 		return -ENOMEM;
 	*op = (struct io_op){ .io = io, .write = write, .buf_idx = buf_idx,
 			      .buf = buf, .len = len, .chunk = ci,
 			      .tier = c->tier, .pending = n, .done = done,
-			      .owner = owner, .nsegs = n };
+			      .owner = owner, .npieces = n };
 	for (int i = 0; i < n; i++) {
-		op->segs[i] = (struct io_seg){ .op = op, .seg = segs[i] };
-		if (seg_submit(io, &op->segs[i]) < 0) {
+		op->pieces[i] = (struct io_piece){ .op = op, .piece = pieces[i] };
+		if (piece_submit(io, &op->pieces[i]) < 0) {
 			/* the SQ is full even after a submit: fail cleanly */
 			op->pending = i;
 			op->res = -EBUSY;
@@ -236,13 +236,13 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
+static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
 {
 	struct io_op *op = s->op;
 	struct gs_engine *e = io->e;
 
 	if (res == -EAGAIN || res == -EINTR) {
-		if (seg_submit(io, s) == 0) {
+		if (piece_submit(io, s) == 0) {
 			uring_submit(io);
 			return;
 		}
@@ -250,9 +250,9 @@ static void seg_complete(struct gs_io *io, struct io_seg *s, int res)
 	}
 	if (res > 0) {
 		s->done += res;
-		if (s->done < s->seg.len) {
+		if (s->done < s->piece.len) {
 			STAT_ADD(e, short_ios, 1);
-			if (s->done % 512 == 0 && seg_submit(io, s) == 0) {
+			if (s->done % 512 == 0 && piece_submit(io, s) == 0) {
 				uring_submit(io);
 				return;
 			}
@@ -295,19 +295,19 @@ static void waiters_fire(struct list *head)
 static int complete_all(struct gs_io *io)
 {
 	struct io_uring_cqe *cqe;
-	struct io_seg *s;
+	struct io_piece *s;
 	int n = 0;
 
 	for (;;) {
 		if ((s = stash_pop(io))) {
-			seg_complete(io, s, s->stash_res);
+			piece_complete(io, s, s->stash_res);
 		} else if (io_uring_peek_cqe(&io->uring, &cqe) == 0) {
-			struct io_seg *seg = cqe_seg(io, io_uring_cqe_get_data(cqe));
+			struct io_piece *piece = cqe_piece(io, io_uring_cqe_get_data(cqe));
 			int res = cqe->res;
 
 			io_uring_cqe_seen(&io->uring, cqe);
-			if (seg)
-				seg_complete(io, seg, res);
+			if (piece)
+				piece_complete(io, piece, res);
 		} else {
 			break;
 		}

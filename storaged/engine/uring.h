@@ -19,8 +19,8 @@
  * register serves by plain reads and writes.
  *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
- * io_seg per stripe it spans; its done callback fires from gs_io_run()
- * once every segment completed.
+ * io_piece per stripe it spans; its done callback fires from gs_io_run()
+ * once every piece completed.
  */
 #ifndef GOBLIN_URING_H
 #define GOBLIN_URING_H
@@ -64,9 +64,9 @@ struct iobufs {
 struct io_op;
 typedef void (*op_done_fn)(struct io_op *op);
 
-struct io_seg {
+struct io_piece {
 	struct io_op *op;
-	struct pool_seg seg;
+	struct stripe_piece piece;
 	uint32_t done;
 	int stash_res;			/* its result, while on io->stash */
 	struct list stash_node;
@@ -84,8 +84,8 @@ struct io_op {
 	int res;
 	op_done_fn done;
 	void *owner;
-	int nsegs;
-	struct io_seg segs[];
+	int npieces;
+	struct io_piece pieces[];
 };
 
 struct gs_io {
@@ -97,7 +97,7 @@ struct gs_io {
 	uint8_t *buf_state;		/* per buffer: BUF_* */
 	struct iobufs stream_bufs, writer_bufs;
 	struct list deferred;		/* of struct deferred */
-	struct list stash;		/* of struct io_seg: completions to handle */
+	struct list stash;		/* of struct io_piece: completions to handle */
 	struct list holders;		/* of struct gs_stream holding a window */
 	struct list writer_holders;	/* of struct gs_writer holding a buffer */
 	struct list sync_waiters;	/* of struct gs_writer: stored, waiting

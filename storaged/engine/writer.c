@@ -21,7 +21,7 @@
 
 /* ---- admission ---- */
 
-void engine_wake_admission(struct gs_engine *e)
+void writer_wake_admission(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
 	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next) {
@@ -52,7 +52,7 @@ void admission_charge(struct gs_io *io, uint64_t n)
 void admission_release(struct gs_io *io, uint64_t n)
 {
 	STAT_SUB(io->e, admission_bytes, n);
-	engine_wake_admission(io->e);
+	writer_wake_admission(io->e);
 }
 
 /* ---- writers ---- */
@@ -267,7 +267,7 @@ void writer_sync_drain(struct gs_io *io)
 
 /* Called from the sync thread: every loop is kicked, since its waiters
  * list is its own thread's to read. */
-void engine_wake_synced(struct gs_engine *e)
+void writer_wake_synced(struct gs_engine *e)
 {
 	pthread_mutex_lock(&e->io_lock);
 	for (struct list *n = e->io_list.next; n != &e->io_list; n = n->next)
@@ -434,7 +434,8 @@ static void head_copy(struct gs_writer *w, const char *buf, uint64_t off,
 		      uint64_t len)
 {
 	struct gs_engine *e = w->io->e;
-	uint64_t n = e->cfg.ram_head - off < len ? e->cfg.ram_head - off : len;
+	uint64_t room = engine_ram_limit(e) - off;
+	uint64_t n = room < len ? room : len;
 
 	memcpy((char *)e->region.base + w->head_slot + off, buf, n);
 }
@@ -461,7 +462,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	buf = iobuf_ptr(w->io, w->cur_buf);
 	if (!w->error)
 		writer_reserve(w, w->cur - 1);
-	if (w->head_caching && w->cur_off - c->len < w->io->e->cfg.ram_head)
+	if (w->head_caching && w->cur_off - c->len < engine_ram_limit(w->io->e))
 		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));
 	memset(buf + c->len, 0, alen - c->len);

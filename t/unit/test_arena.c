@@ -478,7 +478,7 @@ static void pins(void)
 	      "a pinned object moved");
 	CHECK(!memcmp(head, buf, 1000), "pinned bytes changed");
 	CHECK(e->region.blocks[seg].cls == REGION_ARENA &&
-	      e->region.arena.segs[seg].nlive == 1,
+	      e->region.arena.blocks[seg].nlive == 1,
 	      "its segment: the pinned object alone");
 	gs_obj_put(e, &obj);
 	CHECK(wait_for(e, moved_away, 10000), "unpinned, it stays");
@@ -487,7 +487,7 @@ static void pins(void)
 		CHECK(check_value(e, k, buf, 1000) == 0, "value %u", k);
 	gs_arena_stats(e, &as);
 	CHECK(e->region.blocks[seg].cls != REGION_ARENA ||
-	      e->region.arena.segs[seg].nlive == 0 || seg == e->region.arena.dst ||
+	      e->region.arena.blocks[seg].nlive == 0 || seg == e->region.arena.dst ||
 	      seg == e->region.arena.cur, "segment %u still held", seg);
 	gs_engine_close(&e);
 }

@@ -60,7 +60,7 @@ static void stripes(void)
 	char d0[300], d1[300], err[256];
 	const char *dirs[2] = { d0, d1 };
 	struct pool p;
-	struct pool_seg segs[8];
+	struct stripe_piece pieces[8];
 	int n;
 
 	snprintf(d0, sizeof(d0), "%s/s0", tmp);
@@ -68,16 +68,16 @@ static void stripes(void)
 	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 2, 4 << 20, 64 << 10, 0, false,
 			err, sizeof(err)) == 0, "%s", err);
 	CHECK(p.size == 4 << 20 && p.per_dir == 2 << 20, "geometry");
-	n = pool_segments(&p, 60 << 10, 136 << 10, segs, 8);
+	n = pool_pieces(&p, 60 << 10, 136 << 10, pieces, 8);
 	CHECK(n == 4, "segments %d", n);
-	CHECK(segs[0].dir == 0 && segs[0].off == 60 << 10 && segs[0].len == 4 << 10,
+	CHECK(pieces[0].dir == 0 && pieces[0].off == 60 << 10 && pieces[0].len == 4 << 10,
 	      "seg0");
-	CHECK(segs[1].dir == 1 && segs[1].off == 0 && segs[1].len == 64 << 10 &&
-	      segs[1].buf_off == 4 << 10, "seg1");
-	CHECK(segs[2].dir == 0 && segs[2].off == 64 << 10 && segs[2].len == 64 << 10,
+	CHECK(pieces[1].dir == 1 && pieces[1].off == 0 && pieces[1].len == 64 << 10 &&
+	      pieces[1].buf_off == 4 << 10, "seg1");
+	CHECK(pieces[2].dir == 0 && pieces[2].off == 64 << 10 && pieces[2].len == 64 << 10,
 	      "seg2");
-	CHECK(segs[3].dir == 1 && segs[3].off == 64 << 10 && segs[3].len == 4 << 10 &&
-	      segs[3].buf_off == 132 << 10, "seg3");
+	CHECK(pieces[3].dir == 1 && pieces[3].off == 64 << 10 && pieces[3].len == 4 << 10 &&
+	      pieces[3].buf_off == 132 << 10, "seg3");
 	pool_close(&p);
 
 	/* the same dirs as another tier, or as one dir of a different stripe */
@@ -97,21 +97,21 @@ static void stripes(void)
 static void large(void)
 {
 	struct pool p = { .ndirs = 1, .stripe = 5ull << 30, .align = 4096 };
-	struct pool_seg segs[4];
+	struct stripe_piece pieces[4];
 	int n;
 
-	n = pool_segments(&p, 1ull << 30, 1 << 20, segs, 4);
-	CHECK(n == 1 && segs[0].off == 1ull << 30 && segs[0].len == 1 << 20,
+	n = pool_pieces(&p, 1ull << 30, 1 << 20, pieces, 4);
+	CHECK(n == 1 && pieces[0].off == 1ull << 30 && pieces[0].len == 1 << 20,
 	      "1 GiB into a 5 GiB pool: %d", n);
-	n = pool_segments(&p, (4ull << 30) - 4096, 8192, segs, 4);
-	CHECK(n == 1 && segs[0].len == 8192, "across 4 GiB: %d", n);
+	n = pool_pieces(&p, (4ull << 30) - 4096, 8192, pieces, 4);
+	CHECK(n == 1 && pieces[0].len == 8192, "across 4 GiB: %d", n);
 	p.stripe = 8ull << 30;
-	n = pool_segments(&p, 0, 1 << 20, segs, 4);
-	CHECK(n == 1 && segs[0].len == 1 << 20, "8 GiB stripe at 0: %d", n);
+	n = pool_pieces(&p, 0, 1 << 20, pieces, 4);
+	CHECK(n == 1 && pieces[0].len == 1 << 20, "8 GiB stripe at 0: %d", n);
 	p = (struct pool){ .ndirs = 2, .stripe = 1 << 20, .align = 4096 };
-	n = pool_segments(&p, (6ull << 30) + (1 << 19), 1 << 20, segs, 4);
-	CHECK(n == 2 && segs[0].dir == 0 && segs[0].off == (3ull << 30) + (1 << 19) &&
-	      segs[1].dir == 1 && segs[1].off == 3ull << 30, "striped past 4 GiB");
+	n = pool_pieces(&p, (6ull << 30) + (1 << 19), 1 << 20, pieces, 4);
+	CHECK(n == 2 && pieces[0].dir == 0 && pieces[0].off == (3ull << 30) + (1 << 19) &&
+	      pieces[1].dir == 1 && pieces[1].off == 3ull << 30, "striped past 4 GiB");
 }
 
 #define MIB	(1ull << 20)

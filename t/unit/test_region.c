@@ -76,37 +76,37 @@ static void segments(void)
 	char *p;
 
 	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
-	CHECK(region_segment_take(&r, &b[0]) == 0, "first segment");
+	CHECK(region_arena_block_take(&r, &b[0]) == 0, "first segment");
 	CHECK(r.small_blocks == 1 && r.head_blocks == 0, "charged to sub-memory");
 	CHECK(b[0] >= r.head_blocks_max, "segment %u in the sub-memory blocks", b[0]);
 	CHECK(region_is_arena(&r, (uint64_t)b[0] * r.block + 100), "is arena");
-	CHECK(region_segment_take(&r, &b[1]) == 0 && b[1] != b[0], "second");
-	CHECK(region_segment_take(&r, &b[2]) == -ENOMEM, "sub-memory is two blocks");
+	CHECK(region_arena_block_take(&r, &b[1]) == 0 && b[1] != b[0], "second");
+	CHECK(region_arena_block_take(&r, &b[2]) == -ENOMEM, "sub-memory is two blocks");
 	/* the head budget is still there */
 	CHECK(region_alloc(&r, &off) == 0 && !region_is_arena(&r, off), "head");
 	CHECK(r.head_blocks == 1, "head block");
 	p = (char *)r.base + (uint64_t)b[1] * r.block;
 	memset(p, 0x33, r.block);
-	region_segment_release(&r, b[1]);
+	region_arena_block_release(&r, b[1]);
 	CHECK(r.drops == b[1] && r.small_blocks == 2, "to drop, still counted");
-	CHECK(region_segment_take(&r, &b[2]) == -ENOMEM, "not taken before dropped");
-	region_segment_drop(&r, b[1]);		/* RSS: test_arena */
+	CHECK(region_arena_block_take(&r, &b[2]) == -ENOMEM, "not taken before dropped");
+	region_arena_block_drop(&r, b[1]);		/* RSS: test_arena */
 	r.drops = UINT32_MAX;
-	region_segment_dropped(&r, b[1]);
+	region_arena_block_dropped(&r, b[1]);
 	CHECK(r.small_blocks == 1, "released");
-	CHECK(region_segment_take(&r, &b[2]) == 0 && b[2] == b[1], "lowest block reused");
+	CHECK(region_arena_block_take(&r, &b[2]) == 0 && b[2] == b[1], "lowest block reused");
 	region_close(&r);
 
 	/* --sub-memory 0: segments are charged to --memory */
 	cfg = config(4 << 20, 0);
 	CHECK(region_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
-	CHECK(region_segment_take(&r, &b[0]) == 0, "no sub-memory");
+	CHECK(region_arena_block_take(&r, &b[0]) == 0, "no sub-memory");
 	CHECK(r.head_blocks == 1 && r.small_blocks == 0, "charged to memory");
 	CHECK(region_alloc(&r, &off) == 0, "a head block too");
-	CHECK(region_segment_take(&r, &b[1]) == -ENOMEM, "memory full");
-	region_segment_release(&r, b[0]);
-	region_segment_drop(&r, b[0]);
-	region_segment_dropped(&r, b[0]);
+	CHECK(region_arena_block_take(&r, &b[1]) == -ENOMEM, "memory full");
+	region_arena_block_release(&r, b[0]);
+	region_arena_block_drop(&r, b[0]);
+	region_arena_block_dropped(&r, b[0]);
 	CHECK(r.head_blocks == 1, "segment back");
 	region_close(&r);
 }
