@@ -418,8 +418,6 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
  * journaled), replacing any record of its key.  e->lock held; 0 or
  * -ENOMEM. */
 int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj);
-/* The record of <key>, live or not; NULL when none.  e->lock held. */
-struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen);
 /* Drops a reference; frees the record and its space at zero.
  * Called with e->lock held. */
 static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)

@@ -131,11 +131,6 @@ static uint64_t unlink_journaled(struct gs_engine *e, struct gs_obj *obj)
 	return seq;
 }
 
-struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen)
-{
-	return *find_slot(e, key, klen);
-}
-
 void engine_unlink_all(struct gs_engine *e)
 {
 	while (e->clock_len)

@@ -320,11 +320,6 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when)
 	return append(e, len, seq);
 }
 
-uint64_t journal_last(const struct gs_engine *e)
-{
-	return e->journal ? e->journal->last : 0;
-}
-
 /* ---- checkpoints ---- */
 
 /* A checkpoint being written: records gather in <buf>, written in order. */

@@ -1,6 +1,7 @@
 /*
  * Helpers the engine's unit tests share: deterministic fill, a completion
- * that records its result, and a writer that stores a whole value.
+ * that records its result, a writer that stores a whole value, and reads
+ * of engine internals no product code needs (engine_find, journal_last).
  */
 #ifndef GOBLIN_TEST_ENGINE_UTIL_H
 #define GOBLIN_TEST_ENGINE_UTIL_H
@@ -12,7 +13,28 @@
 #include <string.h>
 #include <time.h>
 
-#include "goblin.h"
+#include <xxhash.h>
+
+#include "engine.h"
+#include "journal.h"
+
+/* The record of <key>, live or not; NULL when none (index.c's lookup: its
+ * xxh3 bucket, then the chain).  Called with e->lock held. */
+static inline struct gs_obj *engine_find(struct gs_engine *e, const void *key,
+					 size_t klen)
+{
+	struct gs_obj *o = e->buckets[XXH3_64bits(key, klen) & (e->nbuckets - 1)];
+
+	while (o && (o->klen != klen || memcmp(o->key, key, klen)))
+		o = o->hnext;
+	return o;
+}
+
+/* The sequence number of the last journal append (0: no journal). */
+static inline uint64_t journal_last(const struct gs_engine *e)
+{
+	return e->journal ? e->journal->last : 0;
+}
 
 static inline void fill(char *p, uint64_t n, uint32_t seed)
 {
