@@ -40,8 +40,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "arena.h"
 #include "engine.h"
+#include "heads.h"
+#include "index.h"
 #include "log.h"
+#include "region.h"
 
 #define ARENA_HDR		8u
 #define ARENA_STEP_BYTES	(64u << 10)

@@ -10,7 +10,11 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
+#include "pool.h"
+#include "region.h"
 
 void engine_crash_point(const char *point)
 {

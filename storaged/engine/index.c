@@ -10,8 +10,12 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "heads.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
 #include "log.h"
+#include "region.h"
 
 static bool obj_expired(const struct gs_obj *obj, time_t now)
 {

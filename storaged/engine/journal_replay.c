@@ -19,8 +19,11 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
 #include "log.h"
+#include "pool.h"
 
 #define DROP_LOG_LINES	5		/* per reason, then a count */
 

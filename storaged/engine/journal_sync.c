@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "journal.h"
 #include "log.h"
+#include "writer.h"
 
 void journal_publish_synced(struct gs_engine *e, struct journal *j,
 			    uint64_t seq)

@@ -20,6 +20,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "pool.h"
 
 #define MARKER_NAME	"goblin-pool"
 #define EXTENTS_NAME	"extents"

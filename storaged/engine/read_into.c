@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "uring.h"
 
 struct read_into {

@@ -30,8 +30,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "engine.h"
 #include "log.h"
+#include "region.h"
 
 #define HUGE_PAGE (2u << 20)
 #define MIB (1ull << 20)

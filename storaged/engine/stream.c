@@ -15,6 +15,9 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "heads.h"
+#include "index.h"
+#include "layout.h"
 #include "log.h"
 #include "uring.h"
 

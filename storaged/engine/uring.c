@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pool.h"
 #include "uring.h"
 
 #define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */

@@ -16,8 +16,13 @@
 
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
+#include "heads.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
+#include "region.h"
 #include "uring.h"
+#include "writer.h"
 
 /* ---- admission ---- */
 

@@ -26,6 +26,8 @@
 #include "engine_util.h"
 #include "journal.h"
 #include "log.h"
+#include "layout.h"
+#include "index.h"
 
 static char tmp[] = JOURNAL_TEST_TMP;
 static char ssd[300], jpath[400], crash_copy[400];

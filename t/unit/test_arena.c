@@ -26,6 +26,8 @@
 #include "engine_util.h"
 #include "log.h"
 #include "stats.h"
+#include "layout.h"
+#include "index.h"
 
 #define RAM_HEAD	4096u
 

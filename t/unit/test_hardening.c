@@ -23,6 +23,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "mc_items.h"
+#include "index.h"
 
 unsigned fault_malloc_n, fault_calloc_n, fault_realloc_n, fault_submit_n;
 int fault_submit_err;

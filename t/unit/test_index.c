@@ -21,6 +21,7 @@
 #include "engine_util.h"
 #include "journal.h"
 #include "log.h"
+#include "index.h"
 
 static char tmpdir[] = "/var/tmp/goblin-test-index.XXXXXX";
 

@@ -12,6 +12,9 @@
 
 #define JOURNAL_TEST_TMP "/var/tmp/goblin-test-journal.XXXXXX"
 #include "journal_util.h"
+#include "pool.h"
+#include "layout.h"
+#include "index.h"
 
 /* ---- kill -9, then replay ---- */
 

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "pool.h"
 
 
 static char tmp[] = "/var/tmp/goblin-test-pool.XXXXXX";

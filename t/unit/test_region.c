@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
+#include "region.h"
 
 
 static struct gs_config config(uint64_t memory, uint64_t sub)
