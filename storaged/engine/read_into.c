@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "stream.h"
 #include "uring.h"
 
 struct read_into {

@@ -19,6 +19,7 @@
 #include "index.h"
 #include "layout.h"
 #include "log.h"
+#include "stream.h"
 #include "uring.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
