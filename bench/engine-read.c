@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "goblin.h"
 #include "log.h"
 #include "size.h"
@@ -28,10 +29,7 @@ struct reader {
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return mono_ns() / 1e9;
 }
 
 static void key_name(char *buf, size_t len, uint64_t k)
@@ -64,7 +62,7 @@ static int store(struct gs_io *io, uint64_t k, uint64_t size)
 	int done = 0, ret;
 
 	key_name(key, sizeof(key), k);
-	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, &w);
+	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, GS_WRITE_SET, &w);
 	if (ret < 0)
 		return ret;
 	while (pos < size) {

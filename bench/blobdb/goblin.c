@@ -72,7 +72,7 @@ static int put_one(struct gs_io *io, const struct bd_config *cfg,
 	char key[BD_KEY_MAX];
 	int klen = bd_key(key, idx), rc;
 
-	rc = gs_writer_open(io, key, klen, size, 0, 0, &w);
+	rc = gs_writer_open(io, key, klen, size, 0, 0, GS_WRITE_SET, &w);
 	if (rc < 0) {
 		bd_fail(r, "gs_writer_open(%s, %llu bytes) after %llu objects: "
 			"%s%s", key, (unsigned long long)size,

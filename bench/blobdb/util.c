@@ -10,14 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "blobdb.h"
 
 uint64_t bd_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	return mono_ns();
 }
 
 int bd_parse_u64(const char *s, uint64_t *out)

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "clock.h"
 #include "goblin-bench-gen.h"
 #include "goblin-bench-hist.h"
 #include "goblin-bench-proto.h"
@@ -136,10 +137,7 @@ void gb_catch_signals(void);
 
 static inline uint64_t gb_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 /* goblin-bench-loop.c: runs the phases <o> asks for into <res>; returns 0,

@@ -14,6 +14,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
 BUILD = os.environ.get("BUILD", "build")
 STORE = os.environ.get("GOBLIN_STORE", os.path.join(TOP, BUILD, "goblin-store"))
+# the hooked test build, which reads GOBLIN_TEST_NUMA (--simulate; t/hooks/)
+STORE_HOOKS = os.environ.get("GOBLIN_STORE_HOOKS", os.path.join(
+    os.path.dirname(STORE), "t", "goblin-store-hooks"))
 BENCH = os.environ.get("GOBLIN_BENCH", os.path.join(TOP, BUILD, "goblin-bench"))
 KEYS, SIZE, HOT = 1024, "256K", 128
 WINDOW = {"promoted": 512, "frozen": 512, "local": 0, "perverse": 0}
@@ -151,7 +154,8 @@ def ssd_check(ssd, st):
 
 class Bench:
     def __init__(self, a, row):
-        for b in (STORE, BENCH):
+        self.store = STORE_HOOKS if row else STORE
+        for b in (self.store, BENCH):
             if not os.access(b, os.X_OK):
                 raise SystemExit("bench/numa/run: %s not built (make all)" % b)
         self.a, self.env = a, dict(os.environ)
@@ -169,7 +173,7 @@ class Bench:
         self.log = os.path.join(self.state, "server.log")
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [STORE] + server_args(self.a, variant, ssd=ssd),
+                [self.store] + server_args(self.a, variant, ssd=ssd),
                 stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -42,6 +42,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define DIO_ALIGN	4096u
 #define MAX_IO		(1u << 20)	/* max_read / max_write asked of the kernel */
 #define INO_DEV		2
@@ -155,10 +157,7 @@ extern __thread struct worker *this_worker;
 
 static inline uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 /* Waits for <w>'s ticket to come up; called with m->lock held. */

@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define FRAME_MAX	(66 * 1024)	/* vnet header + 64 KiB GSO frame */
 #define RING_SLOTS	512
 
@@ -65,10 +67,7 @@ struct line {
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)mono_ns();
 }
 
 static void die(const char *what)

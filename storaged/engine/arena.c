@@ -31,7 +31,7 @@
  * thread (started with the first arena block; victims with a quarter of
  * their bytes dead) with the lock dropped between steps, and from allocation
  * pressure (victims with an eighth dead) until room is made; failing both,
- * the CLOCK evicts an object (engine_evict_one), or with --no-evict the
+ * the CLOCK evicts an object (engine_make_room), or with --no-evict the
  * set fails.  arena_compaction_max_us is the longest stretch of steps run
  * under one hold of the lock, wall clock (a preempted holder counts);
  * arena_compaction_max_cpu_us the same in the holder's CPU time.
@@ -41,9 +41,11 @@
 #include <time.h>
 
 #include "arena.h"
+#include "clock.h"
 #include "engine.h"
 #include "heads.h"
 #include "index.h"
+#include "layout.h"
 #include "log.h"
 #include "region.h"
 
@@ -53,14 +55,6 @@
 #define ARENA_IDLE_MS		50
 #define NONE			UINT32_MAX
 
-static uint64_t clock_us(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* When a hold of the lock for compaction began: wall and thread CPU. */
 struct hold {
 	uint64_t wall, cpu;
@@ -68,14 +62,14 @@ struct hold {
 
 static struct hold hold_begin(void)
 {
-	return (struct hold){ clock_us(CLOCK_MONOTONIC),
-			      clock_us(CLOCK_THREAD_CPUTIME_ID) };
+	return (struct hold){ mono_us(),
+			      clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1000 };
 }
 
 static void hold_done(struct arena *a, struct hold h)
 {
-	uint64_t wall = clock_us(CLOCK_MONOTONIC) - h.wall;
-	uint64_t cpu = clock_us(CLOCK_THREAD_CPUTIME_ID) - h.cpu;
+	uint64_t wall = mono_us() - h.wall;
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) / 1000 - h.cpu;
 
 	if (wall > a->max_us)
 		a->max_us = wall;
@@ -441,9 +435,9 @@ static int make_room(struct gs_engine *e, uint32_t size)
 			drop_now(r);
 			continue;
 		}
-		if (region_arena_shares_heads(r) && engine_head_drop_one(e))
-			continue;
-		if (!engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
+		if (!engine_make_room(e, GS_TIER_RAM, ROOM_EVICT |
+				      (region_arena_shares_heads(r) ?
+				       ROOM_DROP_HEADS : 0)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -522,10 +516,7 @@ static void *compactor(void *arg)
 			if (a->victim != NONE || !a->victim_blocked)
 				continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_nsec += ARENA_IDLE_MS * 1000000L;
-		at.tv_sec += at.tv_nsec / 1000000000L;
-		at.tv_nsec %= 1000000000L;
+		at = mono_deadline(ARENA_IDLE_MS * 1000000ull);
 		pthread_cond_timedwait(&a->wake, &e->lock, &at);
 	}
 	pthread_mutex_unlock(&e->lock);

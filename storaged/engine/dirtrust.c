@@ -1,6 +1,6 @@
 /*
  * The trust checks of a pool dir, its files and the nginx socket's
- * directory (dirtrust.h).
+ * directory (goblin.h).
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -204,8 +204,6 @@ struct gs_engine {
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
 	uint32_t heads_len, heads_cap, heads_hand;
 	uint32_t heads_epoch;		/* laps of heads_hand, from 1 */
-	bool head_admit_any;		/* GOBLIN_TEST_HEAD_ADMIT=any: every
-					 * miss admits (the policy's measure) */
 	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */

@@ -3,11 +3,9 @@
  * index lives in index.c, the object layout and its space in layout.c.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine.h"
 #include "index.h"
@@ -15,30 +13,6 @@
 #include "layout.h"
 #include "pool.h"
 #include "region.h"
-
-void engine_crash_point(const char *point)
-{
-	static long left = -1;		/* -1: not read yet, 0: off */
-	const char *spec;
-	size_t len;
-
-	if (__atomic_load_n(&left, __ATOMIC_RELAXED) == 0)
-		return;
-	spec = getenv("GOBLIN_TEST_CRASH");
-	len = strlen(point);
-	if (!spec || strncmp(spec, point, len) ||
-	    (spec[len] != '\0' && spec[len] != ':'))
-		return;
-	if (__atomic_load_n(&left, __ATOMIC_RELAXED) < 0) {
-		long n = spec[len] == ':' ? strtol(spec + len + 1, NULL, 10) : 1;
-		long unset = -1;
-
-		__atomic_compare_exchange_n(&left, &unset, n > 0 ? n : 1, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	}
-	if (__atomic_sub_fetch(&left, 1, __ATOMIC_RELAXED) == 0)
-		kill(getpid(), SIGKILL);
-}
 
 /* The engine's own invariants; worded with gs_config field names. */
 static int check_config(const struct gs_config *c, char *err, size_t errlen)
@@ -81,7 +55,6 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		   char *err, size_t errlen)
 {
 	struct gs_engine *e;
-	const char *spec;
 	int ret;
 
 	ret = check_config(cfg, err, errlen);
@@ -96,8 +69,6 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
-	spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
-	e->head_admit_any = spec && !strcmp(spec, "any");
 	e->heads_epoch = 1;		/* a seen_epoch of 0: never missed */
 	e->has_pool[GS_TIER_SSD] = cfg->ssd_dir.n > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->hdd_dir.n > 0;

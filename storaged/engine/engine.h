@@ -1,7 +1,7 @@
 /*
- * engine.c's calls, and the helpers every engine file uses: stat counters,
- * a record's layout after its key, its head in the region, the RAM limit.
- * Types in engine-t.h.
+ * The helpers every engine file uses: stat counters, a record's layout
+ * after its key, its head in the region, the RAM limit.  Types in
+ * engine-t.h.
  */
 #ifndef GOBLIN_ENGINE_H
 #define GOBLIN_ENGINE_H
@@ -83,17 +83,5 @@ static inline uint64_t engine_head_len(const struct gs_engine *e,
 {
 	return size < engine_ram_limit(e) ? size : engine_ram_limit(e);
 }
-
-/*
- * A crash point for the restart tests: when the environment has
- * GOBLIN_TEST_CRASH=<point>[:<n>], the process kills itself (SIGKILL) the
- * <n>th time (default 1) it passes <point>.  Points: chunk-write (a chunk
- * write completed, the object not finished), before-journal (every chunk
- * on disk, the record not journaled), after-journal (journaled, not yet
- * acknowledged), recovery (a record replayed at start), checkpoint (a
- * checkpoint written, not yet renamed over the journal), after-checkpoint
- * (renamed: the append that weighed it not yet made).
- */
-void engine_crash_point(const char *point);
 
 #endif /* GOBLIN_ENGINE_H */

@@ -109,7 +109,7 @@ struct gs_arena_stats {
  * NUMA_PROMOTION_STATS; NUMA_NODE_STAT(name, description): then
  * numa_node<N>_<name> for each node N by id. */
 #define NUMA_STATS(ACTION)						\
-	ACTION(nodes, "NUMA nodes with a node share (simulated ones under GOBLIN_TEST_NUMA)") \
+	ACTION(nodes, "NUMA nodes with a node share (simulated ones in the test build)") \
 	ACTION(region0_node, "the home node, whose share fills first: --numa's, the farthest with --perverse") \
 	ACTION(misplaced_blocks, "blocks in use whose memory the kernel holds off their share's node (move_pages)")
 /* NUMA_PROMOTION_STAT(name, field of numa_promotion_stats, description) */

@@ -251,17 +251,40 @@ struct gs_stored {
 };
 typedef void (*gs_stored_fn)(void *arg, int res, const struct gs_stored *st);
 
+/* What a writer stores: a whole value, or bytes added to a stored one. */
+enum gs_write_mode {
+	GS_WRITE_SET,		/* the <size> bytes are the value */
+	GS_WRITE_APPEND,	/* the stored value, then the <size> bytes */
+	GS_WRITE_PREPEND,	/* the <size> bytes, then the stored value */
+};
+
 /*
- * Starts an object of exactly <size> bytes.  Its RAM head and each disk
- * extent are reserved as their bytes arrive (evicting whole objects, CLOCK,
- * when short of room), so a set whose bytes never come holds nothing; when
- * no room can be found the rest of the value is taken and dropped, and
- * gs_writer_finish()'s callback gets -ENOMEM.  Nothing is visible until
- * gs_writer_finish() completes.  Returns 0, -E2BIG, -ENOMEM.
+ * Starts a writer of <size> bytes for <key> in <mode>.
+ *
+ * GS_WRITE_SET: an object of exactly <size> bytes, <flags> and <exptime>
+ * its own.  Its RAM head and each disk extent are reserved as their bytes
+ * arrive (evicting whole objects, CLOCK, when short of room), so a set
+ * whose bytes never come holds nothing; when no room can be found the rest
+ * of the value is taken and dropped, and gs_writer_finish()'s callback gets
+ * -ENOMEM.
+ *
+ * GS_WRITE_APPEND, GS_WRITE_PREPEND (memcache's append/prepend): old value
+ * + the new bytes (or new + old), keeping the old flags and exptime
+ * (<flags> and <exptime> are not used).  gs_writer_buf() answers -EAGAIN
+ * until the key's turn is ours (one append of a key at a time, in arrival
+ * order) and the admission bound lets the <size> bytes in; they are held
+ * from then, and count against the bound until <done>.
+ * gs_writer_finish() then looks <key> up and stores: the old value is read
+ * through a stream, the new one written and linked only over the value it
+ * was built from (keeping a touch since), built again on a newer one when
+ * another write came in between.
+ *
+ * Nothing is visible until gs_writer_finish() completes.  Returns 0,
+ * -E2BIG, -ENOMEM, or -EINVAL (a key over GS_KEY_MAX).
  */
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
-		   struct gs_writer **wp);
+		   enum gs_write_mode mode, struct gs_writer **wp);
 /* Where the next bytes of the value go: 0 with <*p>, <*len> > 0, or -EAGAIN
  * when the admission bound or the buffers are exhausted: <wake>(<arg>)
  * fires when to try again (stop reading from the writer meanwhile). */
@@ -276,42 +299,18 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
  * object), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
  * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
  * missing (then <*wp> is untouched: abort it).
+ *
+ * An append or prepend takes no <cond>: <cas> (0: none) means only over
+ * the value of that CAS, else -EEXIST.  <done> may also get -EBUSY, when
+ * other writes kept coming in between.  Besides -EINVAL it returns, with
+ * <*wp> cleared and <done> not to fire, -ENOENT (no such key), -EEXIST
+ * (<cas>) or -ENOMEM (no memory for the bytes: they were read and
+ * dropped).
  */
 int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		     gs_stored_fn done, void *arg);
 /* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
 void gs_writer_abort(struct gs_writer **wp);
-
-/*
- * append/prepend: stores old value + the new bytes (or new + old) under
- * <key>, keeping the old flags and exptime.  The bytes to add stream from
- * the caller, as a writer's do: gs_concat_open() takes <len>, their number;
- * gs_concat_buf() says where the next ones go (0, or -EAGAIN until the
- * key's turn is ours, one append of a key at a time in arrival order, and
- * the admission bound lets the <len> bytes in: <wake> fires, stop reading
- * meanwhile), gs_concat_advance() counts them.  gs_concat_finish() then
- * looks <key> up and stores: the old value is read through a stream, the
- * new one written through a writer and linked only over the value it was
- * built from (keeping a touch since), built again on a newer one when
- * another write came in between; <done> as for gs_writer_finish(), or
- * -EBUSY when other writes kept coming in between.  <cas> (0: none): only
- * over that CAS, else -EEXIST.  It returns 0 (armed), -ENOENT when there
- * is no such key, -EEXIST (<cas>) or -ENOMEM when there was no memory for
- * the bytes (the rest were read and dropped), and clears <*kp>; or -EINVAL
- * with <*kp> untouched when bytes are missing.
- * The bytes to add are held only once admitted, and count against the
- * bound until <done>.  gs_concat_abort() drops it before finish and clears
- * <*kp>.
- */
-struct gs_concat;
-int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
-		   bool prepend, size_t len, struct gs_concat **kp);
-int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
-		  gs_wake_fn wake, void *arg);
-void gs_concat_advance(struct gs_concat *k, size_t n);
-int gs_concat_finish(struct gs_concat **kp, uint64_t cas, gs_stored_fn done,
-		     void *arg);
-void gs_concat_abort(struct gs_concat **kp);
 
 /* ---- stats ---- */
 

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "heads.h"
+#include "hook_points.h"
 #include "region.h"
 
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
@@ -82,7 +83,7 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off)
 
 	if (!obj->on_disk || !obj->linked || obj->has_head || obj->head_loading)
 		return false;
-	again = e->head_admit_any ||
+	again = GS_HOOK_HEAD_ADMIT_ANY() ||
 		(obj_disk(obj)->seen_epoch &&
 		 e->heads_epoch - obj_disk(obj)->seen_epoch <= 1);
 	if (engine_head_alloc(e, false, off) < 0 &&

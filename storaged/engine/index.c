@@ -330,9 +330,8 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	pthread_mutex_lock(&e->lock);
 	obj = find_live(e, key, klen, true);
 	if (obj) {
-		obj->refs++;
+		engine_pin(e, obj);
 		obj->referenced = true;
-		STAT_ADD(e, pins, 1);
 		if (obj->on_disk && obj->has_head) {
 			obj->head_referenced = true;
 			STAT_ADD(e, head_hits, 1);
@@ -372,8 +371,7 @@ void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
 	if (!*objp)
 		return;
 	pthread_mutex_lock(&e->lock);
-	STAT_SUB(e, pins, 1);
-	engine_unref(e, *objp);
+	engine_unpin(e, *objp);
 	pthread_mutex_unlock(&e->lock);
 	*objp = NULL;
 }

@@ -4,7 +4,7 @@
 #ifndef GOBLIN_INDEX_H
 #define GOBLIN_INDEX_H
 
-#include "engine-t.h"
+#include "engine.h"
 #include "layout.h"
 
 /*
@@ -32,6 +32,21 @@ static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 {
 	if (--obj->refs == 0)
 		engine_free_record(e, obj);
+}
+/* Pins <obj> for a reader: its memory and extents stay valid, whatever
+ * happens to its key, until engine_unpin() (counted in `pins`; CLOCK,
+ * compaction and promotion pass a pinned object by).  Called with e->lock
+ * held. */
+static inline void engine_pin(struct gs_engine *e, struct gs_obj *obj)
+{
+	obj->refs++;
+	STAT_ADD(e, pins, 1);
+}
+/* Drops a pin engine_pin() took.  Called with e->lock held. */
+static inline void engine_unpin(struct gs_engine *e, struct gs_obj *obj)
+{
+	STAT_SUB(e, pins, 1);
+	engine_unref(e, obj);
 }
 /* Unlinks <obj> from the index if it is still there (a broken object).
  * Takes e->lock. */

@@ -18,7 +18,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "engine.h"
+#include "hook_points.h"
 #include "journal.h"
 #include "log.h"
 
@@ -27,14 +29,6 @@
 static uint64_t round8(uint64_t v)
 {
 	return (v + 7) & ~7ull;
-}
-
-static uint64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
 uint64_t journal_rec_sum(const struct jrec *r)
@@ -441,13 +435,13 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 int journal_checkpoint(struct gs_engine *e, bool sync)
 {
 	struct journal *j = e->journal;
-	uint64_t t0 = ms_now(), size = 0;
+	uint64_t t0 = mono_ms(), size = 0;
 	int64_t nrec = 0;
 	int fd, old;
 
 	fd = write_checkpoint(e, sync, &nrec, &size);
 	if (fd >= 0)
-		engine_crash_point("checkpoint");
+		GS_CRASH_POINT("checkpoint");
 	if (fd >= 0 && renameat(j->dfd, JOURNAL_TMP, j->dfd, JOURNAL_NAME) < 0) {
 		int ret = -errno;
 
@@ -463,7 +457,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	/* committed: from now on the new file is the journal */
 	if (sync && fsync(j->dfd) < 0)
 		log_err("%s: fsync of its dir: %s", j->path, strerror(errno));
-	engine_crash_point("after-checkpoint");
+	GS_CRASH_POINT("after-checkpoint");
 	pthread_mutex_lock(&j->fd_lock);
 	old = j->fd;
 	j->fd = fd;
@@ -486,7 +480,7 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	publish_stats(e, j);
 	log_info("%s: checkpoint of %lld records, %llu bytes, in %llu ms",
 		 j->path, (long long)nrec, (unsigned long long)size,
-		 (unsigned long long)(ms_now() - t0));
+		 (unsigned long long)(mono_ms() - t0));
 	return 0;
 }
 

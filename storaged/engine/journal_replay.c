@@ -18,7 +18,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "engine.h"
+#include "hook_points.h"
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
@@ -395,7 +397,7 @@ static int64_t read_records(struct gs_engine *e, struct replay *r,
 		uint32_t len = rec_check(map + off, size - off, why);
 
 		if (len) {
-			engine_crash_point("recovery");
+			GS_CRASH_POINT("recovery");
 			if (apply(r, (const struct jrec *)(map + off)) < 0)
 				return -ENOMEM;
 			r->records++;
@@ -650,13 +652,12 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 {
 	struct journal *j = e->journal;
 	struct replay r = { 0 };
-	struct timespec t0, t1;
-	uint64_t ms;
+	uint64_t t0, ms;
 	int ret;
 
 	if (!j || j->recovered)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ns();
 	pthread_mutex_lock(&e->lock);
 	ret = replay(e, &r, err, errlen);
 	if (ret == 0) {
@@ -683,8 +684,7 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 	pthread_mutex_unlock(&e->lock);
 	free(r.ents);
 	free(r.buckets);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ms = (mono_ns() - t0) / 1000000;
 	if (ret < 0)
 		return ret;
 	STAT_ADD(e, recovery_ms, ms);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "journal.h"
 #include "log.h"
@@ -75,9 +76,7 @@ static void *sync_main(void *arg)
 	 * interval and a sync */
 	pthread_mutex_lock(&j->sync_lock);
 	while (!j->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += (at.tv_nsec + ns) / 1000000000ull;
-		at.tv_nsec = (at.tv_nsec + ns) % 1000000000ull;
+		at = mono_deadline(ns);
 		while (!j->stop &&
 		       pthread_cond_timedwait(&j->tick, &j->sync_lock, &at) !=
 		       ETIMEDOUT)
@@ -89,8 +88,8 @@ static void *sync_main(void *arg)
 			if (j->stop || __atomic_load_n(&j->last, __ATOMIC_SEQ_CST) >
 			    __atomic_load_n(&j->synced, __ATOMIC_ACQUIRE))
 				break;
-			clock_gettime(CLOCK_MONOTONIC, &at);
-			at.tv_sec += 1;		/* a missed signal costs 1 s */
+			/* a missed signal costs 1 s */
+			at = mono_deadline(1000000000ull);
 			pthread_cond_timedwait(&j->tick, &j->sync_lock, &at);
 		}
 		__atomic_store_n(&j->idle, false, __ATOMIC_RELEASE);

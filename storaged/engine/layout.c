@@ -138,13 +138,21 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 	free(obj);
 }
 
-/* A --ram-head slot for an object's own bytes: cached heads are dropped
- * for it first (they are copies), then objects holding RAM are evicted. */
+bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how)
+{
+	if ((how & ROOM_DROP_HEADS) && engine_head_drop_one(e))
+		return true;
+	return (how & ROOM_EVICT) &&
+	       engine_evict_one(e, need, e->cfg.no_evict);
+}
+
+/* A head slot for an object's own bytes: cached heads are dropped for it
+ * first, then objects holding RAM are evicted. */
 static int alloc_ram(struct gs_engine *e, uint64_t *off)
 {
 	while (region_alloc(&e->region, off) < 0)
-		if (!engine_head_drop_one(e) &&
-		    !engine_evict_one(e, GS_TIER_RAM, e->cfg.no_evict))
+		if (!engine_make_room(e, GS_TIER_RAM,
+				      ROOM_DROP_HEADS | ROOM_EVICT))
 			return -ENOMEM;
 	return 0;
 }
@@ -153,7 +161,7 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 		      uint64_t *addr)
 {
 	while (pool_alloc(&e->pools[t], len, addr) < 0)
-		if (!engine_evict_one(e, t, e->cfg.no_evict))
+		if (!engine_make_room(e, t, ROOM_EVICT))
 			return -ENOMEM;
 	return 0;
 }
@@ -161,7 +169,7 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
 {
 	while (region_alloc(&e->region, off) < 0)
-		if (!drop || !engine_head_drop_one(e))
+		if (!engine_make_room(e, GS_TIER_RAM, drop ? ROOM_DROP_HEADS : 0))
 			return -ENOMEM;
 	return 0;
 }

@@ -6,6 +6,16 @@
 
 #include "engine-t.h"
 
+/* How engine_make_room() may free room: cached heads first (they are
+ * copies), then whole objects (CLOCK; with no_evict, expired ones only). */
+#define ROOM_DROP_HEADS	1u
+#define ROOM_EVICT	2u
+/* The one make-room policy: frees one thing for room on tier <need>, the
+ * ways <how> allows in that order (a cached head, then an object holding
+ * <need> bytes).  Every allocation that can make room loops on it until it
+ * succeeds or this fails.  Called with e->lock held; false when nothing
+ * could go. */
+bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how);
 /* Creates an unlinked record for <key> sized <size>, with no space yet
  * (writers reserve each part as its bytes arrive).  No lock needed;
  * returns 0, -E2BIG or -ENOMEM. */

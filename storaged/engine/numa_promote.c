@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "log.h"
 #include "numa_topo.h"
@@ -23,14 +24,6 @@ struct round {
 	uint32_t *moved;		/* block its bytes are in now */
 	uint32_t *hot;			/* foreign blocks, hottest first */
 };
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* Calls <fn> on each region offset <obj> owns: its head, its RAM chunks. */
 static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
@@ -120,13 +113,13 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 static void promote(struct region *r, struct round *rd, uint32_t f, uint32_t l)
 {
 	struct numa_topo *t = &r->numa;
-	uint64_t t0 = now_us(), us;
+	uint64_t t0 = mono_us(), us;
 	uint32_t tmp;
 	bool p;
 
 	t->prom.bytes += region_swap_blocks(r, f, l);
 	r->blocks[l].promoted_in = t->prom.rounds + 1;
-	us = now_us() - t0;
+	us = mono_us() - t0;
 	t->prom.promotions++;
 	t->prom.time_us += us;
 	if (us > t->prom.max_us)
@@ -244,10 +237,7 @@ static void *promotion_thread(void *arg)
 			 node, strerror(errno));
 	pthread_mutex_lock(&e->lock);
 	while (!t->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_nsec += GS_NUMA_ROUND_MS * 1000000L;
-		at.tv_sec += at.tv_nsec / 1000000000L;
-		at.tv_nsec %= 1000000000L;
+		at = mono_deadline(GS_NUMA_ROUND_MS * 1000000ull);
 		while (!t->stop &&
 		       pthread_cond_timedwait(&t->wake, &e->lock, &at) != ETIMEDOUT)
 			;

@@ -11,35 +11,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "hook_points.h"
 #include "numa_topo.h"
-
-/* Parses GOBLIN_TEST_NUMA's distance row <spec> into <row>: the count of
- * nodes, or -EINVAL unless it has 2 to GS_NUMA_MAX_NODES distances, the
- * first 10 (a node to itself) and the others above it. */
-static int parse_row(const char *spec, int *row)
-{
-	int n = 0;
-
-	while (*spec) {
-		char *end;
-		long d;
-
-		if (*spec == ' ') {
-			spec++;
-			continue;
-		}
-		if (n == GS_NUMA_MAX_NODES)
-			return -EINVAL;
-		errno = 0;
-		d = strtol(spec, &end, 10);
-		if (end == spec || errno || d < 10 || d > 255 ||
-		    (*end && *end != ' ') || (n == 0) != (d == 10))
-			return -EINVAL;
-		row[n++] = d;
-		spec = end;
-	}
-	return n >= 2 ? n : -EINVAL;
-}
 
 static int real_nodes(void)
 {
@@ -48,21 +21,18 @@ static int real_nodes(void)
 
 int numa_topo_cpu_node(int node)
 {
-	int n = real_nodes();
-
-	if (!getenv(GS_NUMA_ENV))
-		return node;
-	return n ? node % n : -1;
+	return GS_HOOK_NUMA_CPU_NODE(node);
 }
 
-/* Share order: <t>->local first, the others from it up by node id,
- * wrapping; <perverse> swaps the home share with the farthest node's share
- * (the first of the farthest in that order). */
-static void set_order(struct numa_topo *t, const int *dist_from_local,
-		      bool perverse)
+/* Share order (numa_topo.h): <perverse> swaps the home share with the
+ * farthest node's share (the first of the farthest in that order). */
+void numa_topo_order(struct numa_topo *t, int n, int local,
+		     const int *dist_from_local, bool perverse)
 {
 	int far = 0;
 
+	t->nnodes = n;
+	t->local = local;
 	for (int i = 0; i < t->nnodes; i++) {
 		t->order[i] = (t->local + i) % t->nnodes;
 		if (dist_from_local[t->order[i]] >
@@ -75,12 +45,21 @@ static void set_order(struct numa_topo *t, const int *dist_from_local,
 	}
 }
 
+int numa_topo_check_node(const struct gs_config *cfg, int n, bool simulated,
+			 char *err, size_t errlen)
+{
+	if (cfg->numa < n)
+		return 0;
+	snprintf(err, errlen, "`numa` %lld: no such NUMA node (this machine has %d%s)",
+		 (long long)cfg->numa, n, simulated ? ", simulated" : "");
+	return -EINVAL;
+}
+
 int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		    char *err, size_t errlen)
 {
-	const char *spec = getenv(GS_NUMA_ENV);
-	int row[GS_NUMA_MAX_NODES], dist[GS_NUMA_MAX_NODES];
-	int n;
+	int dist[GS_NUMA_MAX_NODES] = { 0 };
+	int n, ret;
 
 	memset(t, 0, sizeof(*t));
 	if (cfg->numa < 0) {
@@ -90,36 +69,28 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		}
 		return 0;
 	}
-	n = spec ? parse_row(spec, row) : real_nodes();
-	if (n < 0) {
-		snprintf(err, errlen, "%s=\"%s\": want a distance row of 2 to %d nodes, 10 first, the others above 10 (e.g. \"10 20 30 20\")",
-			 GS_NUMA_ENV, spec, GS_NUMA_MAX_NODES);
-		return -EINVAL;
-	}
+	ret = GS_HOOK_NUMA_TOPO(t, cfg, err, errlen);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	n = real_nodes();
 	if (n > GS_NUMA_MAX_NODES) {
 		snprintf(err, errlen, "`numa`: %d NUMA nodes, at most %d supported",
 			 n, GS_NUMA_MAX_NODES);
 		return -EINVAL;
 	}
-	if (cfg->numa >= n) {
-		snprintf(err, errlen, "`numa` %lld: no such NUMA node (this machine has %d%s)",
-			 (long long)cfg->numa, n, spec ? ", simulated" : "");
-		return -EINVAL;
-	}
-	t->nnodes = n;
-	t->simulated = spec != NULL;
-	t->local = cfg->numa;
+	ret = numa_topo_check_node(cfg, n, false, err, errlen);
+	if (ret < 0)
+		return ret;
 	for (int j = 0; j < n; j++)
-		dist[j] = spec ? row[(j - t->local + n) % n] :
-			  numa_distance(t->local, j);
-	set_order(t, dist, cfg->perverse);
+		dist[j] = numa_distance(cfg->numa, j);
+	numa_topo_order(t, n, cfg->numa, dist, cfg->perverse);
 	for (int i = 0; i < n; i++)
-		t->real[i] = spec ? numa_topo_cpu_node(t->local) : t->order[i];
+		t->real[i] = t->order[i];
 	return 0;
 }
 
 /* Counts the blocks in use of <r> whose first page is not on the real node
- * of their region (pages never touched are not counted). */
+ * of their share (pages never touched are not counted). */
 static uint64_t misplaced(const struct region *r)
 {
 	const struct numa_topo *t = &r->numa;

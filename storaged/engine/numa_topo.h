@@ -13,11 +13,10 @@
  * One region, one fd and one mapping keep gs_meta.head_off meaningful to
  * nginx workers, which map the same memfd read-only.
  *
- * A test-only topology, GOBLIN_TEST_NUMA="10 20 30 20" (node 0's distance
- * row; node i's row is it rotated right by i), simulates that many nodes:
- * each simulated node gets its own share, placed on the real node that
- * --numa NODE binds to (NODE modulo the real nodes), so every placement
- * decision runs as on a multi-node host.
+ * The hooked test build (hook_points.h) can simulate a topology of several
+ * nodes on a one-node host (t/hooks/hooks.c): each simulated node gets its
+ * own share, placed on the real node that --numa NODE binds to, so every
+ * placement decision runs as on a multi-node host.
  */
 #ifndef GOBLIN_NUMA_TOPO_H
 #define GOBLIN_NUMA_TOPO_H
@@ -29,11 +28,10 @@
 
 #include "goblin.h"
 
-#define GS_NUMA_ENV "GOBLIN_TEST_NUMA"
 
 struct numa_topo {
 	int nnodes;			/* 0: no --numa */
-	bool simulated;			/* GOBLIN_TEST_NUMA */
+	bool simulated;			/* by the test hooks */
 	int local;			/* --numa NODE */
 	int order[GS_NUMA_MAX_NODES];	/* share i's node */
 	int real[GS_NUMA_MAX_NODES];	/* share i's real node, -1: unbound */
@@ -48,12 +46,23 @@ struct numa_topo {
 
 /*
  * Reads the topology for <cfg> (numa, perverse) into <t>: the
- * real one from libnuma, or the simulated one from GOBLIN_TEST_NUMA.
- * Returns 0, or -EINVAL with a reason in <err> for a node that does not
- * exist (numa_alloc_onnode would not say) or a bad GOBLIN_TEST_NUMA.
+ * real one from libnuma, or a simulated one (GS_HOOK_NUMA_TOPO).  Returns
+ * 0, or -EINVAL with a reason in <err> for a node that does not exist
+ * (numa_alloc_onnode would not say) or a simulation refused.
  */
 int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		    char *err, size_t errlen);
+
+/* 0 when <cfg>'s numa is one of <n> nodes (<simulated>: of a
+ * simulated topology), else -EINVAL with a reason in <err>. */
+int numa_topo_check_node(const struct gs_config *cfg, int n, bool simulated,
+			 char *err, size_t errlen);
+/* Sets <t> to <n> nodes served from node <local>, and the order its shares
+ * take them in: <local> first, the others from it up by node id, wrapping;
+ * with <perverse>, the first of the farthest by <dist_from_local> (indexed
+ * by node) swapped with it.  The caller fills <t>->real. */
+void numa_topo_order(struct numa_topo *t, int n, int local,
+		     const int *dist_from_local, bool perverse);
 
 /* The node of share <i> (i >= nnodes: the small blocks, which lie on
  * the home node). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "layout.h"
 #include "stream.h"
 #include "uring.h"
@@ -64,7 +65,9 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		return -ENOMEM;
 	}
 	*r = (struct read_into){ .io = io, .obj = obj, .done = done, .arg = arg };
-	stream_pin(io->e, obj);
+	pthread_mutex_lock(&io->e->lock);
+	engine_pin(io->e, obj);
+	pthread_mutex_unlock(&io->e->lock);
 	n = read_order(obj, 0, obj->nchunks, true, order);
 	r->pending = 1;			/* held until every read is armed */
 	for (uint32_t i = 0; i < n && ret == 0; i++) {

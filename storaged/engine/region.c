@@ -334,7 +334,7 @@ static void setup_classes(struct region *r, uint64_t head_slot)
 /*
  * With --numa, binds each node share to its real node (numa_topo.h), and
  * the small blocks after them to the home share's; else the whole region
- * to numa_node, if any.
+ * to cfg->numa's node, if any.
  */
 static void bind_region(struct region *r, const struct gs_config *cfg)
 {

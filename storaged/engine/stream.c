@@ -50,14 +50,6 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-void stream_pin(struct gs_engine *e, struct gs_obj *obj)
-{
-	pthread_mutex_lock(&e->lock);
-	obj->refs++;
-	STAT_ADD(e, pins, 1);
-	pthread_mutex_unlock(&e->lock);
-}
-
 /* Fills <order> with the disk chunks of [first, last) in submission order:
  * the first one (what the client waits for now: a head not in RAM, or
  * the bytes right after it), then with <lead_tail> the first HDD chunk
@@ -611,8 +603,7 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 	s->wake = wake;
 	s->arg = arg;
 	pthread_mutex_lock(&e->lock);
-	s->obj->refs++;
-	STAT_ADD(e, pins, 1);
+	engine_pin(e, s->obj);
 	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
 		s->head_loading = true;
 		s->head_chunks = hc;

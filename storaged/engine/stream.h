@@ -12,8 +12,6 @@
  * it and drops the object.  0, -EBADMSG or -EIO. */
 int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		const char *data, int res);
-/* Takes a pin on <obj>. */
-void stream_pin(struct gs_engine *e, struct gs_obj *obj);
 /* Fills <order> with the disk chunks of [first, last) in the order to
  * submit them (the first one, then with <lead_tail> the first HDD chunk,
  * then offset order); returns how many. */

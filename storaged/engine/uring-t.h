@@ -1,7 +1,7 @@
 /*
  * Per-thread I/O types: a thread's gs_io and its operations, for uring.c
  * (the io_uring core, uring.h), stream.c (read-ahead streams, stream.h),
- * read_into.c, writer.c (writers, admission, writer.h) and mc_concat.c
+ * read_into.c, writer.c (writers, admission, writer.h) and concat.c
  * (append/prepend).  Not part of the API.
  *
  * A struct gs_io owns one io_uring with the pool files and a set of

@@ -8,19 +8,11 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "uring-t.h"
 
 /* ---- small helpers ---- */
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static inline void waiter_init(struct io_waiter *w)
 {

@@ -7,7 +7,8 @@
  * mid-chunk while others wait for a buffer gives its buffer back and keeps
  * its bytes in the heap (bounded by the admission bound, which still
  * counts them): a few slow clients never hold the buffers every writer
- * needs.
+ * needs.  An append or prepend writer (GS_WRITE_APPEND, GS_WRITE_PREPEND)
+ * is a front for concat.c, which builds the new value with a set-mode one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
+#include "concat.h"
 #include "heads.h"
+#include "hook_points.h"
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
@@ -88,17 +91,40 @@ struct gs_writer {
 	uint64_t fed_at;		/* mono_ns() of the last bytes in cur_buf */
 	void *spill;			/* the chunk's bytes while reclaimed */
 	bool spilled;			/* cur_buf reclaimed mid-chunk */
+	struct concat *concat;		/* an append or prepend: all it is */
 };
+
+/* An append or prepend writer: a front for concat.c. */
+static int concat_writer_open(struct gs_io *io, const void *key, size_t klen,
+			      uint64_t size, bool prepend,
+			      struct gs_writer **wp)
+{
+	struct gs_writer *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = concat_open(io, key, klen, prepend, size, &w->concat);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	*wp = w;
+	return 0;
+}
 
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
-		   struct gs_writer **wp)
+		   enum gs_write_mode mode, struct gs_writer **wp)
 {
 	struct gs_engine *e = io->e;
 	struct gs_writer *w;
 	struct gs_obj *obj;
 	int ret;
 
+	if (mode != GS_WRITE_SET)
+		return concat_writer_open(io, key, klen, size,
+					  mode == GS_WRITE_PREPEND, wp);
 	ret = engine_new_record(e, key, klen, size, &obj);
 	if (ret < 0)
 		return ret;
@@ -289,7 +315,7 @@ static void writer_commit(void *arg, int res)
 	(void)res;
 	res = w->error;
 	if (res == 0)
-		engine_crash_point("before-journal");
+		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
@@ -303,7 +329,7 @@ static void writer_commit(void *arg, int res)
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
 	if (res == 0)
-		engine_crash_point("after-journal");
+		GS_CRASH_POINT("after-journal");
 	if (res == 0 && stored.cas > journal_synced(e)) {
 		/* acknowledged once the sync thread has it on stable storage */
 		w->stored = stored;
@@ -329,7 +355,7 @@ static void writer_write_done(struct io_op *op)
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
-		engine_crash_point("chunk-write");
+		GS_CRASH_POINT("chunk-write");
 	}
 	if (w->inflight)
 		return;
@@ -376,6 +402,8 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	const struct chunk *c;
 	uint64_t need, part_end;
 
+	if (w->concat)
+		return concat_buf(w->concat, p, len, wake, arg);
 	if (w->pos < obj->meta.head_len) {
 		if (!w->error && !obj->has_head)
 			writer_reserve(w, -1);
@@ -452,6 +480,10 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	char *buf;
 	uint32_t alen;
 
+	if (w->concat) {
+		concat_advance(w->concat, n);
+		return;
+	}
 	w->pos += n;
 	if (w->cur_buf >= 0)
 		w->fed_at = mono_ns();
@@ -498,7 +530,15 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		     gs_stored_fn done, void *arg)
 {
 	struct gs_writer *w = *wp;
+	struct concat *k = w->concat;
 
+	if (k) {
+		if (!concat_complete(k))
+			return -EINVAL;
+		*wp = NULL;
+		free(w);
+		return concat_finish(k, cas, done, arg);
+	}
 	if (w->pos != w->obj->meta.size)
 		return -EINVAL;
 	*wp = NULL;
@@ -519,6 +559,11 @@ void gs_writer_abort(struct gs_writer **wp)
 	if (!w)
 		return;
 	*wp = NULL;
+	if (w->concat) {
+		concat_abort(&w->concat);
+		free(w);
+		return;
+	}
 	waiter_del(&w->waiter);
 	writer_drop_spill(w);
 	if (w->cur_buf >= 0) {

@@ -342,7 +342,7 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 		goto out_put;
 	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
-				 sqe->flags, mc_exptime(sqe->exptime), &h->w);
+				 sqe->flags, mc_exptime(sqe->exptime), GS_WRITE_SET, &h->w);
 	if (cqe.res)
 		goto out_put;
 	h->size = sqe->len;

@@ -57,4 +57,12 @@ static inline enum gs_if mc_store_if(enum mc_op op)
 	}
 }
 
+/* The writer mode of storage command <op>: append and prepend add to the
+ * stored value. */
+static inline enum gs_write_mode mc_write_mode(enum mc_op op)
+{
+	return op == MC_APPEND ? GS_WRITE_APPEND :
+	       op == MC_PREPEND ? GS_WRITE_PREPEND : GS_WRITE_SET;
+}
+
 #endif

@@ -364,7 +364,7 @@ static void ma_create(struct conn *c, const struct mc_cmd *cmd)
 	st->cas = cmd->initial;
 	st->exptime = mc_exptime(cmd->viv_exptime);
 	ret = gs_writer_open(conn_io(c), st->key, st->klen, len, 0, st->exptime,
-			     &st->writer);
+			     GS_WRITE_SET, &st->writer);
 	while (ret == 0 && got < len) {
 		void *p;
 		size_t n;

@@ -111,13 +111,10 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd, bool meta)
 	memcpy(st->key, cmd->key.p, cmd->key.len);
 	if (gs_check_size(e, cmd->bytes) < 0) {
 		ret = -E2BIG;
-	} else if (cmd->op == MC_APPEND || cmd->op == MC_PREPEND) {
-		ret = gs_concat_open(conn_io(c), st->key, st->klen,
-				     cmd->op == MC_PREPEND, cmd->bytes, &st->concat);
-		c->mc.state = CONN_VALUE_CONCAT;
 	} else {
 		ret = gs_writer_open(conn_io(c), st->key, st->klen, cmd->bytes,
-				     cmd->flags, st->exptime, &st->writer);
+				     cmd->flags, st->exptime, mc_write_mode(cmd->op),
+				     &st->writer);
 		c->mc.state = CONN_VALUE;
 	}
 	if (ret == 0)
@@ -146,21 +143,15 @@ static void end_value(struct conn *c)
 	c->mc.state = CONN_WAIT;
 	if (st->bad_chunk) {
 		gs_writer_abort(&st->writer);
-		gs_concat_abort(&st->concat);
 		SRV_ADD(c->srv, protocol_errors, 1);
 		reply_unless(c, st->noreply && !st->meta,
 			     "CLIENT_ERROR bad data chunk\r\n");
 		c->mc.state = CONN_CMD;
 		return;
 	}
-	if (st->op == MC_APPEND || st->op == MC_PREPEND) {
-		ret = gs_concat_finish(&st->concat, st->cas, store_done, c);
-	} else {
-		ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
-				       store_done, c);
-	}
+	ret = gs_writer_finish(&st->writer, mc_store_if(st->op), st->cas,
+			       store_done, c);
 	if (ret < 0) {
-		gs_concat_abort(&st->concat);
 		gs_writer_abort(&st->writer);
 		if (st->op == MC_CAS && ret == -ENOENT)
 			SRV_ADD(c->srv, cas_misses, 1);
@@ -175,11 +166,9 @@ static void end_value(struct conn *c)
 
 void proto_abort(struct conn *c)
 {
-	if (c->mc.state == CONN_VALUE || c->mc.state == CONN_VALUE_CONCAT ||
-	    c->mc.state == CONN_VALUE_END) {
+	if (c->mc.state == CONN_VALUE || c->mc.state == CONN_VALUE_END) {
 		SRV_ADD(c->srv, aborted_values, 1);
 		gs_writer_abort(&c->mc.store.writer);
-		gs_concat_abort(&c->mc.store.concat);
 	}
 }
 
@@ -415,9 +404,7 @@ static bool step_value(struct conn *c)
 	size_t n;
 	ssize_t got;
 
-	if ((c->mc.state == CONN_VALUE_CONCAT ?
-	     gs_concat_buf(st->concat, &p, &n, value_wake, c) :
-	     gs_writer_buf(st->writer, &p, &n, value_wake, c)) == -EAGAIN) {
+	if (gs_writer_buf(st->writer, &p, &n, value_wake, c) == -EAGAIN) {
 		conn_pause_input(c, true);
 		return true;
 	}
@@ -432,10 +419,7 @@ static bool step_value(struct conn *c)
 		if (got <= 0)
 			return got == 0;
 	}
-	if (c->mc.state == CONN_VALUE_CONCAT)
-		gs_concat_advance(st->concat, got);
-	else
-		gs_writer_advance(st->writer, got);
+	gs_writer_advance(st->writer, got);
 	st->got += got;
 	return true;
 }
@@ -456,7 +440,6 @@ bool proto_process(struct conn *c)
 			get_step(c);
 			continue;
 		case CONN_VALUE:
-		case CONN_VALUE_CONCAT:
 			if (c->mc.store.got == c->mc.store.len) {
 				c->mc.state = CONN_VALUE_END;
 				continue;

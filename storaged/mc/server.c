@@ -192,7 +192,6 @@ static const char *conn_state_name(const struct conn *c)
 	case CONN_CMD:
 		return c->rend > c->rstart ? "conn_read" : "conn_waiting";
 	case CONN_VALUE:
-	case CONN_VALUE_CONCAT:
 	case CONN_VALUE_END:
 		return "conn_nread";
 	case CONN_SWALLOW:

@@ -63,7 +63,6 @@ struct out;
 enum conn_state {
 	CONN_CMD,		/* reading command lines */
 	CONN_VALUE,		/* reading a value into a writer */
-	CONN_VALUE_CONCAT,		/* reading an append/prepend value (gs_concat) */
 	CONN_VALUE_END,		/* expecting the "\r\n" after a value */
 	CONN_SWALLOW,		/* discarding a refused value */
 	CONN_GET,		/* sending a get's values, CONN_PINS_MAX at a time */
@@ -90,8 +89,7 @@ struct pending_store {
 	struct mc_arith arith;	/* ma: redone when its N create loses */
 	bool noreply;
 	bool bad_chunk;
-	struct gs_writer *writer;
-	struct gs_concat *concat;	/* append/prepend */
+	struct gs_writer *writer;	/* also append/prepend's */
 	uint64_t len, got;
 };
 

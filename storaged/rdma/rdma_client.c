@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "rdma.h"
 
 #define GS_RDMA_CLIENT_WAIT_NS	(10ull * 1000000000ull)
@@ -29,14 +30,6 @@ struct gs_rdma_client {
 	size_t line_len[GS_RDMA_RECVS];
 	unsigned head, n;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static char *recv_buf(struct gs_rdma_client *c, unsigned i)
 {
@@ -81,14 +74,14 @@ static int cl_poll(struct gs_rdma_client *c)
 /* Polls until *<what> (a free send, a received line) is not 0. */
 static int cl_wait(struct gs_rdma_client *c, const unsigned *what)
 {
-	uint64_t end = now_ns() + GS_RDMA_CLIENT_WAIT_NS;
+	uint64_t end = mono_ns() + GS_RDMA_CLIENT_WAIT_NS;
 	int r;
 
 	while (!*what) {
 		r = cl_poll(c);
 		if (r)
 			return r;
-		if (now_ns() > end)
+		if (mono_ns() > end)
 			return -ETIMEDOUT;
 	}
 	return 0;
@@ -231,7 +224,7 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 			return -EPROTO;
 		}
 		if (got + n == size)	/* every byte is in the window */
-			t->bulk_ns = now_ns() - t0;
+			t->bulk_ns = mono_ns() - t0;
 		if (size <= cap)
 			memcpy((char *)out + off, c->window, n);
 		got += n;
@@ -248,7 +241,7 @@ static int cl_rounds(struct gs_rdma_client *c, uint64_t size, void *out,
 		cl_err(err, errlen, line);
 		return -EPROTO;
 	}
-	t->end_ns = now_ns() - t0;
+	t->end_ns = mono_ns() - t0;
 	return size <= cap ? 1 : -EMSGSIZE;
 }
 
@@ -269,13 +262,13 @@ int gs_rdma_client_get(struct gs_rdma_client *c, const char *key,
 	if (strlen(key) > 250)
 		return -EINVAL;
 	snprintf(line, sizeof(line), "get %s\r\n", key);
-	t0 = now_ns();
+	t0 = mono_ns();
 	r = cl_send(c, line);
 	if (!r)
 		r = cl_line(c, line);
 	if (r)
 		return r;
-	t->header_ns = now_ns() - t0;
+	t->header_ns = mono_ns() - t0;
 	if (!strcmp(line, "END")) {
 		t->end_ns = t->header_ns;
 		return 0;

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "clock.h"
 #include "goblin.h"
 #include "rdma.h"
 
@@ -253,14 +254,6 @@ void *gs_rdma_engine_region(const struct gs_rdma_engine *es, size_t *len)
 {
 	*len = es->map_len;
 	return es->map;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 void gs_rdma_engine_destroy(struct gs_rdma_engine **esp)

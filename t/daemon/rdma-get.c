@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "rdma.h"
 
 #define WAIT_MS	10000
@@ -109,10 +110,7 @@ static int get_all(const struct gs_rdma_transport *tp, const char *host,
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return mono_ms();
 }
 
 /* The next line the server sends (a RECV into <line>); 0 or -errno. */

@@ -13,7 +13,7 @@ goblin_start(name => 'full', bare => 1,
 # --numa on the simulated four-node topology: numa_* in goblin_status
 {
     local $ENV{GOBLIN_TEST_NUMA} = '10 20 30 20';
-    goblin_start(name => 'numa', args => ['--numa', '0']);
+    goblin_start(name => 'numa', hooks => 1, args => ['--numa', '0']);
 }
 goblin_defaults();
 

@@ -45,10 +45,16 @@ sub goblin_module () {
     return $ENV{GOBLIN_NGX_MODULE} || "$Top/build/ngx_http_goblin_module.so";
 }
 
-sub goblin_store_binary () {
-    return $ENV{GOBLIN_STORE} if $ENV{GOBLIN_STORE};
-    return "$Top/$ENV{BUILD}/goblin-store" if $ENV{BUILD};
-    return "$Top/build/goblin-store";
+# With <hooks>, the hooked test build that reads GOBLIN_TEST_* (t/hooks/):
+# $GOBLIN_STORE_HOOKS, else t/goblin-store-hooks beside goblin-store.
+sub goblin_store_binary (;$) {
+    my ($hooks) = @_;
+    my $store = $ENV{GOBLIN_STORE}
+        || ($ENV{BUILD} ? "$Top/$ENV{BUILD}" : "$Top/build") . '/goblin-store';
+
+    return $store unless $hooks;
+    return $ENV{GOBLIN_STORE_HOOKS} if $ENV{GOBLIN_STORE_HOOKS};
+    return $store =~ s{[^/]*$}{t/goblin-store-hooks}r;
 }
 
 sub import {
@@ -88,7 +94,8 @@ sub env_name ($) {
 # Starts a goblin-store instance <name> (default "default") with its pools
 # in a fresh /var/tmp directory; <args> are added to the defaults (a RAM
 # head of 256K, 1M SSD prefixes, small SSD and HDD pools), or replace them
-# with <bare>; <fresh> empties the pools of an instance started before.
+# with <bare>; <fresh> empties the pools of an instance started before;
+# <hooks> runs the hooked test build (GOBLIN_TEST_* in the environment).
 # Sets TEST_NGINX_GOBLIN_SOCKET[_NAME] and TEST_NGINX_MEMCACHE_PORT[_NAME].
 sub goblin_start (@) {
     my %o = (name => 'default', args => [], @_);
@@ -124,8 +131,8 @@ sub goblin_start (@) {
     if ($pid == 0) {
         open STDOUT, '>>', $d->{log} or die "$d->{log}: $!\n";
         open STDERR, '>&', \*STDOUT or die "dup: $!\n";
-        exec goblin_store_binary(), @{ $d->{args} };
-        die "exec " . goblin_store_binary() . ": $!\n";
+        exec goblin_store_binary($o{hooks}), @{ $d->{args} };
+        die "exec " . goblin_store_binary($o{hooks}) . ": $!\n";
     }
     $d->{pid} = $pid;
 

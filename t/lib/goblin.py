@@ -3,7 +3,10 @@
 The one goblin-store starter and the one `stats` reader of the python test
 harnesses (stdlib only, /usr/bin/python3):
 
-  store_binary()   $GOBLIN_STORE, else $GOBLIN_TOP/$BUILD/goblin-store
+  store_binary()   $GOBLIN_STORE, else $GOBLIN_TOP/$BUILD/goblin-store;
+                   with hooks=True the hooked test build that reads
+                   GOBLIN_TEST_* (t/hooks/): $GOBLIN_STORE_HOOKS, else
+                   t/goblin-store-hooks beside $GOBLIN_STORE's build
   free_port()      a TCP port on 127.0.0.1 nobody listens on right now
   stats_on(c, sub) `stats <sub>` on an open connection: {name: value}
   stats(port, sub) the same on a fresh connection to 127.0.0.1:<port>
@@ -30,9 +33,13 @@ TOP = os.environ.get("GOBLIN_TOP") or os.path.dirname(os.path.dirname(
 BUILD = os.environ.get("BUILD", "build")
 
 
-def store_binary():
-    return os.environ.get("GOBLIN_STORE") or \
+def store_binary(hooks=False):
+    store = os.environ.get("GOBLIN_STORE") or \
         os.path.join(TOP, BUILD, "goblin-store")
+    if not hooks:
+        return store
+    return os.environ.get("GOBLIN_STORE_HOOKS") or \
+        os.path.join(os.path.dirname(store), "t", "goblin-store-hooks")
 
 
 def free_port():

@@ -27,13 +27,16 @@ from faults import (KIB, MIB, Cut, Mc, cleanup, free_port,  # noqa: E402,F401
 from mcclient import Conn, ProtocolError  # noqa: E402,F401
 
 BIN = faults.store_binary()
+HOOKS_BIN = faults.store_binary(hooks=True)  # reads GOBLIN_TEST_* (t/hooks/)
 VERBOSE = "-v" in sys.argv
 
 
-def need_binary():
-    """Exits 77 (skip) when goblin-store is not built."""
-    if not os.access(BIN, os.X_OK):
-        print("goblin-store binary not found at %s" % BIN)
+def need_binary(hooks=False):
+    """Exits 77 (skip) when goblin-store (with <hooks>, the hooked test
+    build) is not built."""
+    path = HOOKS_BIN if hooks else BIN
+    if not os.access(path, os.X_OK):
+        print("goblin-store binary not found at %s" % path)
         sys.exit(77)
 
 
@@ -51,17 +54,19 @@ def which_version(key, got, versions, val):
 
 class Store(faults.Store):
     """One goblin-store with fixed pools (memcache only); each start takes
-    a free port.  <args>: everything but the port, --no-mlock, --no-http."""
+    a free port.  <args>: everything but the port, --no-mlock, --no-http;
+    <hooks>: run the hooked test build (GOBLIN_TEST_* in its env)."""
 
-    def __init__(self, work, name, args):
+    def __init__(self, work, name, args, hooks=False):
         super().__init__(work, name, args)
+        self.binary = HOOKS_BIN if hooks else BIN
         self.extra = []
         self.ready_timeout = 60
         self.env = {"GOBLIN_TEST_CRASH": None}  # only where a check sets it
         cleanup()
 
     def argv(self):
-        return super().argv() + self.extra
+        return [self.binary] + super().argv()[1:] + self.extra
 
     retry_on = "Address already in use"
 

@@ -15,6 +15,7 @@
 
 #include <xxhash.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "journal.h"
 
@@ -46,14 +47,6 @@ static inline void fill(char *p, uint64_t n, uint32_t seed)
 		x ^= x << 17;
 		p[i] = (char)x;
 	}
-}
-
-static inline uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
 struct waitres {
@@ -96,9 +89,9 @@ static inline int run_until(struct gs_io *io, struct waitres *w)
  * engine) until *<flag> or <ms> pass; returns whether *<flag> came. */
 static inline bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end = mono_ms() + ms;
 
-	while (!*flag && now_ms() < end) {
+	while (!*flag && mono_ms() < end) {
 		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
 
 		gs_io_run(io, false);
@@ -119,7 +112,8 @@ static inline int put_if(struct gs_io *io, const char *key, const char *val,
 	struct gs_writer *w;
 	struct waitres wr = { 0 };
 	uint64_t pos = 0;
-	int ret = gs_writer_open(io, key, strlen(key), size, flags, 0, &w);
+	int ret = gs_writer_open(io, key, strlen(key), size, flags, 0,
+				 GS_WRITE_SET, &w);
 
 	if (ret < 0)
 		return ret;
@@ -150,14 +144,17 @@ static inline int put_if(struct gs_io *io, const char *key, const char *val,
 	return wr.res;
 }
 
-/* Appends (or prepends) <len> bytes of <data> to <key> through
- * gs_concat_*(); returns gs_concat_finish()'s result, <wr> gets done's. */
+/* Appends (or prepends) <len> bytes of <data> to <key> through a writer
+ * in GS_WRITE_APPEND (GS_WRITE_PREPEND) mode; returns gs_writer_finish()'s
+ * result, <wr> gets done's. */
 static inline int concat(struct gs_io *io, const char *key, bool prepend,
 			 const char *data, size_t len, struct waitres *wr)
 {
-	struct gs_concat *k;
+	struct gs_writer *k;
 	size_t pos = 0;
-	int ret = gs_concat_open(io, key, strlen(key), prepend, len, &k);
+	int ret = gs_writer_open(io, key, strlen(key), len, 0, 0,
+				 prepend ? GS_WRITE_PREPEND : GS_WRITE_APPEND,
+				 &k);
 
 	if (ret < 0)
 		return ret;
@@ -165,17 +162,17 @@ static inline int concat(struct gs_io *io, const char *key, bool prepend,
 		void *p;
 		size_t n;
 
-		if (gs_concat_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
+		if (gs_writer_buf(k, &p, &n, on_wake, NULL) == -EAGAIN) {
 			gs_io_run(io, false);
 			continue;
 		}
 		if (n > len - pos)
 			n = len - pos;
 		memcpy(p, data + pos, n);
-		gs_concat_advance(k, n);
+		gs_writer_advance(k, n);
 		pos += n;
 	}
-	return gs_concat_finish(&k, 0, on_stored, wr);
+	return gs_writer_finish(&k, GS_IF_ANY, 0, on_stored, wr);
 }
 
 #endif

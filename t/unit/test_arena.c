@@ -193,14 +193,14 @@ static void churn(void)
 		pthread_create(&th[i], NULL, reader, &c);
 	/* replace with other sizes, delete, put back: until compaction has
 	 * emptied segments many times over and 2 s at least */
-	end = now_ms() + 2000;
+	end = mono_ms() + 2000;
 	for (;;) {
 		uint32_t k = rnd(&x) % (KEYS + 1), op = rnd(&x) % 8;
 
 		gs_arena_stats(c.e, &as);
-		if (now_ms() > end && as.arena_compactions >= 50)
+		if (mono_ms() > end && as.arena_compactions >= 50)
 			break;
-		if (now_ms() > end + 20000)
+		if (mono_ms() > end + 20000)
 			break;
 		if (op == 0 && size[k] != UINT64_MAX) {
 			char key[32];
@@ -264,10 +264,10 @@ static uint64_t rss_shmem_kb(void)
 static bool wait_for(struct gs_engine *e, bool (*done)(struct gs_engine *),
 		     unsigned ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end = mono_ms() + ms;
 
 	while (!done(e)) {
-		if (now_ms() > end)
+		if (mono_ms() > end)
 			return false;
 		usleep(2000);
 	}

@@ -336,7 +336,7 @@ static void alloc_failures(void)
 	gs_stats(e, &st0);
 
 	/* finish with no memory for anything */
-	CHECK(gs_writer_open(io, "f", 1, 5, 0, 0, &w) == 0, "alloc: open");
+	CHECK(gs_writer_open(io, "f", 1, 5, 0, 0, GS_WRITE_SET, &w) == 0, "alloc: open");
 	gs_writer_buf(w, &p, &n, on_wake, NULL);
 	memcpy(p, "hello", 5);
 	gs_writer_advance(w, 5);
@@ -505,14 +505,14 @@ static void reclaim_churn(void)
 		snprintf(key, sizeof(key), "r%d", i);
 		CHECK(reader_open(e, io, &r[i], key, val[i]) == 0, "churn: open");
 	}
-	for (uint64_t end = now_ms() + 30000; left && now_ms() < end;) {
+	for (uint64_t end = mono_ms() + 30000; left && mono_ms() < end;) {
 		struct pollfd pfd = { .fd = gs_io_fd(io), .events = POLLIN };
 
 		for (int i = 0; i < NR; i++) {
 			const void *p;
 			size_t n;
 
-			if (!r[i].s || now_ms() < wake_at[i])
+			if (!r[i].s || mono_ms() < wake_at[i])
 				continue;
 			ret = reader_peek(&r[i], &p, &n);
 			if (ret == -EAGAIN)
@@ -531,7 +531,7 @@ static void reclaim_churn(void)
 			gs_stream_consume(r[i].s, n);
 			r[i].pos += n;
 			if ((seed >> 20) % 4 == 0)	/* stall past the limit */
-				wake_at[i] = now_ms() + 150;
+				wake_at[i] = mono_ms() + 150;
 		}
 		gs_io_run(io, false);
 		poll(&pfd, 1, 5);
@@ -573,7 +573,8 @@ static void unfed_set(void)
 	gs_stats(e, &st0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "p%d", i);
-		ret = gs_writer_open(io, key, strlen(key), 8 << 20, 0, 0, &w[i]);
+		ret = gs_writer_open(io, key, strlen(key), 8 << 20, 0, 0, GS_WRITE_SET,
+				     &w[i]);
 		CHECK(ret == 0, "unfed: open %d: %d", i, ret);
 		if (ret)
 			w[i] = NULL;

@@ -424,9 +424,9 @@ static void hundred_k(void)
 		ret |= engine_link_recovered(e, obj);
 		engine_unref(e, obj);
 	}
-	t0 = now_ms();
+	t0 = mono_ms();
 	ret |= journal_checkpoint(e, false);
-	ms = now_ms() - t0;
+	ms = mono_ms() - t0;
 	pthread_mutex_unlock(&e->lock);
 	CHECK(ret == 0 && stats(e).journal_records == N, "100k: %d", ret);
 	printf("checkpoint of %d objects: %llu ms, %llu bytes\n", N,

@@ -1,5 +1,5 @@
 /*
- * NUMA head arenas on the simulated topology (GOBLIN_TEST_NUMA): the
+ * NUMA node shares on the simulated topology (GOBLIN_TEST_NUMA): the
  * region order and --perverse, node ids checked against the topology,
  * population order, and the promotion round: hot foreign blocks swapped
  * into region zero with exact move counts and bytes, pinned blocks left
@@ -47,7 +47,7 @@ static void order_is(const char *row, int node, bool perverse,
 	struct numa_topo t;
 	char err[256];
 
-	setenv(GS_NUMA_ENV, row, 1);
+	setenv("GOBLIN_TEST_NUMA", row, 1);
 	CHECK(numa_topo_setup(&t, &cfg, err, sizeof(err)) == 0, "%s", err);
 	for (int i = 0; i < t.nnodes; i++)
 		CHECK(t.order[i] == want[i], "%s node %d%s: region %d on %d, want %d",
@@ -61,7 +61,7 @@ static void refused(const char *row, int node, const char *text)
 	struct numa_topo t;
 	char err[256] = "";
 
-	setenv(GS_NUMA_ENV, row, 1);
+	setenv("GOBLIN_TEST_NUMA", row, 1);
 	CHECK(numa_topo_setup(&t, &cfg, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, text), "%s node %d: %s", row, node, err);
 }
@@ -136,7 +136,7 @@ static struct gs_engine *populated(void)
 	struct gs_io *io;
 	char err[256];
 
-	setenv(GS_NUMA_ENV, "10 20 30 20", 1);
+	setenv("GOBLIN_TEST_NUMA", "10 20 30 20", 1);
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == 0, "%s", err);
 	CHECK(gs_io_create(e, &io) == 0, "io");
 	for (int i = 0; i < KEYS; i++) {

@@ -31,10 +31,10 @@ ENGINE_TESTS := test_engine test_region test_pool test_stream test_journal \
                 test_arena test_index \
                 test_numa
 define ENGINE_TEST
-$(1)/t/$(2): t/unit/$(2).c $(1)/obj/storaged/mc/mc_items.o $(1)/libgoblin.a $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
+$(1)/t/$(2): t/unit/$(2).c $(1)/obj/storaged/mc/mc_items.o $(call ENGINE_LIB,$(1),$(2)) $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
-	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/obj/storaged/mc/mc_items.o $(1)/libgoblin.a $$(LDLIBS)
+	@$$(CC) $(3) -It/unit -o $$@ $$< $(1)/obj/storaged/mc/mc_items.o $(call ENGINE_LIB,$(1),$(2)) $$(LDLIBS)
 endef
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build,$(t),$(BASEFLAGS) $(OPTFLAGS))))
 $(foreach t,$(ENGINE_TESTS),$(eval $(call ENGINE_TEST,build/asan,$(t),$(BASEFLAGS) $(ASANFLAGS))))

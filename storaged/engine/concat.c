@@ -1,11 +1,13 @@
 /*
- * append/prepend: memcache's concatenation of a stored value with new
- * bytes, built on a stream (the old value) and a writer (the new one).
+ * The writer's append and prepend modes (GS_WRITE_APPEND, GS_WRITE_PREPEND:
+ * writer.c hands them here): a stored value and new bytes concatenated,
+ * built on a stream (the old value) and a set-mode writer (the new one).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "concat.h"
 #include "uring.h"
 #include "writer.h"
 
@@ -28,7 +30,7 @@
  * to one key take turns (first come, first served): they would otherwise
  * each be built on the same value and all but one built again, and those
  * on a busier thread could lose every time. */
-struct gs_concat {
+struct concat {
 	struct deferred def;
 	struct gs_io *io;
 	struct gs_writer *w;
@@ -60,12 +62,12 @@ static pthread_mutex_t turns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list turns = { &turns, &turns };	/* holders (turn_node) */
 
 /* The concat holding <k>'s key's turn, or NULL.  turns_lock held. */
-static struct gs_concat *turn_holder(const struct gs_concat *k)
+static struct concat *turn_holder(const struct concat *k)
 {
 	for (struct list *n = turns.next; n != &turns; n = n->next) {
-		struct gs_concat *h;
+		struct concat *h;
 
-		h = list_entry(n, struct gs_concat, turn_node);
+		h = list_entry(n, struct concat, turn_node);
 
 		if (h->io->e == k->io->e && h->klen == k->klen &&
 		    !memcmp(h->key, k->key, k->klen))
@@ -76,9 +78,9 @@ static struct gs_concat *turn_holder(const struct gs_concat *k)
 
 /* Takes the key's turn, or queues for it: 0, or -EAGAIN when another
  * append holds it (<wake>(<arg>) fires when it may be ours). */
-static int turn_take(struct gs_concat *k, gs_wake_fn wake, void *arg)
+static int turn_take(struct concat *k, gs_wake_fn wake, void *arg)
 {
-	struct gs_concat *h;
+	struct concat *h;
 
 	/* queued before the look: a hand-over after it kicks our io */
 	waiter_add(&k->io->writer_bufs.waiters, &k->waiter, wake, arg);
@@ -101,14 +103,14 @@ static int turn_take(struct gs_concat *k, gs_wake_fn wake, void *arg)
 }
 
 /* Leaves the turn (to the first one queued) or the queue. */
-static void turn_leave(struct gs_concat *k)
+static void turn_leave(struct concat *k)
 {
-	struct gs_concat *next = NULL;
+	struct concat *next = NULL;
 
 	pthread_mutex_lock(&turns_lock);
 	list_del(&k->turn_node);
 	if (k->turn && !list_empty(&k->turn_queue)) {
-		next = list_entry(k->turn_queue.next, struct gs_concat,
+		next = list_entry(k->turn_queue.next, struct concat,
 				  turn_node);
 		list_del(&next->turn_node);
 		list_splice_init(&k->turn_queue, &next->turn_queue);
@@ -121,7 +123,7 @@ static void turn_leave(struct gs_concat *k)
 		writer_wake_admission(k->io->e);
 }
 
-static void concat_free(struct gs_concat *k)
+static void concat_free(struct concat *k)
 {
 	turn_leave(k);
 	waiter_del(&k->waiter);
@@ -134,11 +136,11 @@ static void concat_free(struct gs_concat *k)
 	free(k);
 }
 
-static int concat_build(struct gs_concat *k);
+static int concat_build(struct concat *k);
 
 static void concat_stored(void *arg, int res, const struct gs_stored *stored)
 {
-	struct gs_concat *k = arg;
+	struct concat *k = arg;
 
 	if (res == -EEXIST && !k->want_cas) {
 		/* the value changed under us: build again on the new one */
@@ -160,7 +162,7 @@ static void concat_done(void *arg, int res)
 	concat_stored(arg, res, &(struct gs_stored){ 0 });
 }
 
-static void concat_fail(struct gs_concat *k, int res)
+static void concat_fail(struct concat *k, int res)
 {
 	gs_writer_abort(&k->w);
 	gs_stream_close(&k->s);
@@ -169,7 +171,7 @@ static void concat_fail(struct gs_concat *k, int res)
 
 /* Copies old bytes into [p, p + *n) from the stream; -EAGAIN: not landed
  * (its wake brings us back). */
-static int concat_copy_old(struct gs_concat *k, char *p, size_t *n)
+static int concat_copy_old(struct concat *k, char *p, size_t *n)
 {
 	const void *src;
 	size_t have;
@@ -190,7 +192,7 @@ static int concat_copy_old(struct gs_concat *k, char *p, size_t *n)
  * would only meet -EEXIST at its link.  Seen at each wake, so a build that
  * lost starts again at once, not after writing a value nobody will see
  * (on-disk ones would else lose every time to the winner's next append). */
-static bool concat_stale(const struct gs_concat *k)
+static bool concat_stale(const struct concat *k)
 {
 	struct gs_engine *e = k->io->e;
 	bool linked;
@@ -203,7 +205,7 @@ static bool concat_stale(const struct gs_concat *k)
 
 static void concat_pump(void *arg)
 {
-	struct gs_concat *k = arg;
+	struct concat *k = arg;
 	uint64_t old_size = k->old->meta.size;
 	uint64_t data_at = k->prepend ? 0 : old_size;
 
@@ -246,7 +248,7 @@ static void concat_pump(void *arg)
 
 static void concat_wake(void *arg)
 {
-	struct gs_concat *k = arg;
+	struct concat *k = arg;
 
 	if (k->w)
 		concat_pump(k);
@@ -254,7 +256,7 @@ static void concat_wake(void *arg)
 
 /* Admission is held (k->charged): hands it to the writer, reads the old
  * value in and pumps. */
-static void concat_start(struct gs_concat *k)
+static void concat_start(struct concat *k)
 {
 	struct gs_io *io = k->io;
 	int ret;
@@ -272,7 +274,7 @@ static void concat_start(struct gs_concat *k)
 
 /* Looks the key up and starts building its new value: 0 (armed), or
  * -ENOENT, -EEXIST (not the CAS asked for), -E2BIG, -ENOMEM. */
-static int concat_build(struct gs_concat *k)
+static int concat_build(struct concat *k)
 {
 	struct gs_io *io = k->io;
 	const struct gs_meta *m;
@@ -288,7 +290,7 @@ static int concat_build(struct gs_concat *k)
 	k->total = m->size + k->len;
 	k->pos = 0;
 	ret = gs_writer_open(io, k->key, k->klen, k->total, m->flags,
-			     m->exptime, &k->w);
+			     m->exptime, GS_WRITE_SET, &k->w);
 	if (ret < 0)
 		return ret;
 	if (!k->charged) {
@@ -302,10 +304,10 @@ static int concat_build(struct gs_concat *k)
 	return 0;
 }
 
-int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
-		   bool prepend, size_t len, struct gs_concat **kp)
+int concat_open(struct gs_io *io, const void *key, size_t klen,
+		bool prepend, size_t len, struct concat **kp)
 {
-	struct gs_concat *k;
+	struct concat *k;
 
 	if (klen > GS_KEY_MAX)
 		return -EINVAL;
@@ -314,7 +316,7 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	*k = (struct gs_concat){ .io = io, .prepend = prepend, .len = len,
+	*k = (struct concat){ .io = io, .prepend = prepend, .len = len,
 			      .klen = klen };
 	waiter_init(&k->waiter);
 	list_init(&k->turn_node);
@@ -324,8 +326,8 @@ int gs_concat_open(struct gs_io *io, const void *key, size_t klen,
 	return 0;
 }
 
-int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
-		  gs_wake_fn wake, void *arg)
+int concat_buf(struct concat *k, void **p, size_t *len, gs_wake_fn wake,
+	       void *arg)
 {
 	struct gs_io *io = k->io;
 	uint64_t left = k->len - k->got;
@@ -353,21 +355,21 @@ int gs_concat_buf(struct gs_concat *k, void **p, size_t *len,
 	return 0;
 }
 
-void gs_concat_advance(struct gs_concat *k, size_t n)
+void concat_advance(struct concat *k, size_t n)
 {
 	k->got += n;
 }
 
-int gs_concat_finish(struct gs_concat **kp, uint64_t cas, gs_stored_fn done,
-		     void *arg)
+bool concat_complete(const struct concat *k)
 {
-	struct gs_concat *k = *kp;
-	int ret;
+	return k->got == k->len;
+}
 
-	if (k->got != k->len)
-		return -EINVAL;
-	*kp = NULL;
-	ret = k->error;
+int concat_finish(struct concat *k, uint64_t cas, gs_stored_fn done,
+		  void *arg)
+{
+	int ret = k->error;
+
 	if (!k->buf && !ret) {		/* nothing to append: no admission asked */
 		k->buf = malloc(1);
 		ret = k->buf ? 0 : -ENOMEM;
@@ -387,9 +389,9 @@ out_free:
 	return ret;
 }
 
-void gs_concat_abort(struct gs_concat **kp)
+void concat_abort(struct concat **kp)
 {
-	struct gs_concat *k = *kp;
+	struct concat *k = *kp;
 
 	if (!k)
 		return;
