@@ -67,6 +67,8 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 /* Closes the engine and clears <*ep>.  No gs_io may still exist. */
 void gs_engine_close(struct gs_engine **ep);
 
+/* The config <e> was opened with (a copy; the dirs' strings are the
+ * caller's). */
 const struct gs_config *gs_engine_config(const struct gs_engine *e);
 
 /* The RAM region's memfd (heads live at gs_meta.head_off), its size, and
@@ -106,6 +108,7 @@ int gs_check_size(const struct gs_engine *e, uint64_t size);
  * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp);
+/* The pinned <obj>'s meta; valid until gs_obj_put(). */
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
 /* The bytes [0, *<len>) of the pinned <obj> that are in RAM, at
  * gs_meta.head_off in the region; NULL with *<len> 0 when none.  An object
@@ -233,6 +236,7 @@ unsigned gs_stream_bufs_used(const struct gs_stream *s);
 typedef void (*gs_done_fn)(void *arg, int res);
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		 gs_done_fn done, void *arg);
+/* The room gs_read_into() needs for <obj>: its size rounded up to 64K. */
 size_t gs_read_size(const struct gs_obj *obj);
 
 /* ---- streaming writes ---- */
