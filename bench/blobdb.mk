@@ -13,10 +13,10 @@ endif
 
 define BLOBDB_FLAVOUR
 # $(1): output dir, $(2): flags
-$(1)/goblin-blobdb: $$(BLOBDB_SRCS) $$(BLOBDB_HDRS) $(1)/obj/storaged/options.o $(1)/obj/storaged/stats.o $(1)/obj/shared/size.o $(1)/libgoblin.a
+$(1)/goblin-blobdb: $$(BLOBDB_SRCS) $$(BLOBDB_HDRS) $(1)/libgoblin.a
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	@$$(CC) $(2) $$(BLOBDB_DEFS) -o $$@ $$(BLOBDB_SRCS) $(1)/obj/storaged/options.o $(1)/obj/storaged/stats.o $(1)/obj/shared/size.o $(1)/libgoblin.a \
+	@$$(CC) $(2) $$(BLOBDB_DEFS) -o $$@ $$(BLOBDB_SRCS) $(1)/libgoblin.a \
 		$$(BLOBDB_LIBS)
 endef
 

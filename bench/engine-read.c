@@ -19,7 +19,6 @@
 #include "clock.h"
 #include "goblin.h"
 #include "log.h"
-#include "options.h"
 #include "size.h"
 
 struct reader {
@@ -150,19 +149,19 @@ static int open_engine(const struct args *a, struct gs_engine **e)
 	struct gs_config cfg;
 	char err[256];
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 16 << 20;
 	cfg.sub_memory = 0;
 	cfg.ram_head = 4096;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.io_buffers = a->bufs;
 	cfg.io_streams = a->streams;
 	cfg.max_object = a->size;
 	if (!strcmp(a->tier, "ssd")) {
-		cfg.ssd_dirs[cfg.n_ssd_dirs++] = a->dir;
+		cfg.ssd_dir.v[cfg.ssd_dir.n++] = a->dir;
 		cfg.ssd_size = a->keys * a->size * 9 / 8 + (64 << 20);
 	} else {
-		cfg.hdd_dirs[cfg.n_hdd_dirs++] = a->dir;
+		cfg.hdd_dir.v[cfg.hdd_dir.n++] = a->dir;
 		cfg.hdd_size = a->keys * a->size * 9 / 8 + (64 << 20);
 	}
 	if (gs_engine_open(e, &cfg, err, sizeof(err)) < 0) {

@@ -18,7 +18,7 @@
 
 #include "link.h"
 #include "log.h"
-#include "numa_topo.h"
+#include "goblin.h"
 #include "options.h"
 #include "rdma_thread.h"
 #include "server.h"
@@ -27,7 +27,6 @@
 int main(int argc, char **argv)
 {
 	struct options opt;
-	struct gs_config cfg;
 	struct gs_engine *e = NULL;
 	struct rdma_thread *rdma = NULL;
 	struct server *srv = NULL;
@@ -52,16 +51,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		return 1;
 	}
-	options_to_config(&opt, &cfg);
-	ret = gs_engine_open(&e, &cfg, err, sizeof(err));
+	ret = gs_engine_open(&e, &opt.cfg, err, sizeof(err));
 	if (ret < 0) {
 		options_word_error(err, sizeof(err));
 		fprintf(stderr, "goblin-store: %s\n", err);
 		return ret == -EINVAL ? 2 : 1;
 	}
-	if (opt.numa >= 0 && numa_topo_cpu_node(opt.numa) >= 0 &&
-	    numa_run_on_node(numa_topo_cpu_node(opt.numa)) < 0) {
-		fprintf(stderr, "goblin-store: --numa %d: %s\n", (int)opt.numa,
+	if (opt.cfg.numa >= 0 && numa_topo_cpu_node(opt.cfg.numa) >= 0 &&
+	    numa_run_on_node(numa_topo_cpu_node(opt.cfg.numa)) < 0) {
+		fprintf(stderr, "goblin-store: --numa %d: %s\n", (int)opt.cfg.numa,
 			strerror(errno));
 		goto out_engine;
 	}

@@ -14,19 +14,18 @@
 #include "options.h"
 #include "stats.h"
 #include "size.h"
-#include "version.h"
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
 
 enum option_index {
-#define OPTION_INDEX(name, flag, kind, def, min, max, desc) IDX_##name,
-	OPTIONS(OPTION_INDEX)
+#define OPTION_INDEX(name, kind, def, min, max, desc) IDX_##name,
+	OPTIONS(OPTION_INDEX, OPTION_INDEX)
 #undef OPTION_INDEX
 	IDX_COUNT
 };
 
 struct option_desc {
-	const char *flag;
+	const char *name;		/* the field's; the flag is flags[i] */
 	enum option_kind kind;
 	const char *def;
 	const char *desc;
@@ -34,12 +33,34 @@ struct option_desc {
 	int64_t min, max;		/* 0, 0: any */
 };
 
+#define OPTION_DESC(name, kind, def, min, max, desc, field)		\
+	{ #name, OPT_##kind, def, desc, offsetof(struct options, field),	\
+	  min, max },
+#define ENGINE_DESC(name, kind, def, min, max, desc)			\
+	OPTION_DESC(name, kind, def, min, max, desc, cfg.name)
+#define DAEMON_DESC(name, kind, def, min, max, desc)			\
+	OPTION_DESC(name, kind, def, min, max, desc, name)
 static const struct option_desc descs[] = {
-#define OPTION_DESC(name, flag, kind, def, min, max, desc) \
-	{ flag, OPT_##kind, def, desc, offsetof(struct options, name), min, max },
-	OPTIONS(OPTION_DESC)
-#undef OPTION_DESC
+	OPTIONS(ENGINE_DESC, DAEMON_DESC)
 };
+#undef ENGINE_DESC
+#undef DAEMON_DESC
+#undef OPTION_DESC
+
+#define OPTION_FLAG_FITS(name, kind, def, min, max, desc)		\
+	_Static_assert(sizeof(#name) <= OPTION_FLAG_MAX, "--" #name " is too long");
+OPTIONS(OPTION_FLAG_FITS, OPTION_FLAG_FITS)
+#undef OPTION_FLAG_FITS
+
+/* Each option's flag: its name with '-' for '_' (filled before main). */
+static char flags[IDX_COUNT][OPTION_FLAG_MAX];
+
+__attribute__((constructor)) static void flags_init(void)
+{
+	for (int i = 0; i < IDX_COUNT; i++)
+		for (size_t k = 0; descs[i].name[k]; k++)
+			flags[i][k] = descs[i].name[k] == '_' ? '-' : descs[i].name[k];
+}
 
 static const char *const kind_arg[] = {
 	[OPT_SIZE] = "SIZE", [OPT_UINT] = "N", [OPT_INT] = "N",
@@ -72,7 +93,7 @@ static int set_value(struct options *o, const struct option_desc *d,
 		*(const char **)field = v;
 		return 0;
 	case OPT_DIRS: {
-		struct { const char *v[GS_MAX_DIRS]; unsigned n; } *dirs = field;
+		struct gs_dirs *dirs = field;
 
 		if (!*v || dirs->n == GS_MAX_DIRS)
 			return -E2BIG;
@@ -89,6 +110,7 @@ static int set_value(struct options *o, const struct option_desc *d,
 static void defaults(struct options *o)
 {
 	memset(o, 0, sizeof(*o));
+	gs_config_init(&o->cfg);
 	for (int i = 0; i < IDX_COUNT; i++)
 		if (descs[i].kind != OPT_BOOL && descs[i].kind != OPT_DIRS)
 			set_value(o, &descs[i], descs[i].def);
@@ -102,8 +124,8 @@ static void usage(FILE *f)
 	for (int i = 0; i < IDX_COUNT; i++) {
 		char left[64];
 
-		snprintf(left, sizeof(left), "--%s %s", descs[i].flag,
-			 kind_arg[descs[i].kind]);
+		snprintf(left, sizeof(left), "--%.*s %s", OPTION_FLAG_MAX,
+			 flags[i], kind_arg[descs[i].kind]);
 		fprintf(f, "  %-24s %s", left, descs[i].desc);
 		if (descs[i].kind != OPT_BOOL && *descs[i].def)
 			fprintf(f, " [%s]", descs[i].def);
@@ -120,7 +142,7 @@ static void usage_markdown(void)
 {
 	printf("| option | default | meaning |\n|---|---|---|\n");
 	for (int i = 0; i < IDX_COUNT; i++)
-		printf("| `--%s%s%s` | %s | %s |\n", descs[i].flag,
+		printf("| `--%s%s%s` | %s | %s |\n", flags[i],
 		       descs[i].kind == OPT_BOOL ? "" : " ",
 		       kind_arg[descs[i].kind],
 		       descs[i].kind == OPT_BOOL ? "off" :
@@ -149,13 +171,13 @@ static int check_ranges(const struct options *o)
 			continue;
 		if (d->max == INT64_MAX)
 			fprintf(stderr, "goblin-store: --%s must be at least %" PRId64 "\n",
-				d->flag, d->min);
+				flags[d - descs], d->min);
 		else if (d->min)
 			fprintf(stderr, "goblin-store: --%s must be between %" PRId64 " and %" PRId64 "\n",
-				d->flag, d->min, d->max);
+				flags[d - descs], d->min, d->max);
 		else
 			fprintf(stderr, "goblin-store: --%s must be at most %" PRId64 "\n",
-				d->flag, d->max);
+				flags[d - descs], d->max);
 		return 2;
 	}
 	return 0;
@@ -241,7 +263,7 @@ int options_parse(struct options *o, int argc, char **argv)
 
 	defaults(o);
 	for (int i = 0; i < IDX_COUNT; i++)
-		longs[n++] = (struct option){ descs[i].flag,
+		longs[n++] = (struct option){ flags[i],
 			descs[i].kind == OPT_BOOL ? no_argument : required_argument,
 			NULL, OPT_FIRST + i };
 	longs[n++] = (struct option){ "help", optional_argument, NULL, OPT_HELP };
@@ -269,7 +291,7 @@ int options_parse(struct options *o, int argc, char **argv)
 
 			if (set_value(o, d, optarg) < 0) {
 				fprintf(stderr, "goblin-store: --%s: bad value \"%s\" (want %s)\n",
-					d->flag, optarg, d->kind == OPT_SIZE ?
+					flags[d - descs], optarg, d->kind == OPT_SIZE ?
 					"a size such as 256K or 64M" :
 					d->kind == OPT_TIME ?
 					"a duration such as 500ms, 60s or 2m" :
@@ -295,73 +317,18 @@ int options_parse(struct options *o, int argc, char **argv)
 	return check_ranges(o) ? 2 : check_rdma(o);
 }
 
-void options_to_config(const struct options *o, struct gs_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->memory = o->memory;
-	cfg->sub_memory = o->sub_memory;
-	cfg->block = o->block;
-	cfg->ram_head = o->ram_head;
-	cfg->ssd_prefix = o->ssd_prefix;
-	for (unsigned i = 0; i < o->ssd_dir.n; i++)
-		cfg->ssd_dirs[cfg->n_ssd_dirs++] = o->ssd_dir.v[i];
-	for (unsigned i = 0; i < o->hdd_dir.n; i++)
-		cfg->hdd_dirs[cfg->n_hdd_dirs++] = o->hdd_dir.v[i];
-	cfg->ssd_size = o->ssd_size;
-	cfg->hdd_size = o->hdd_size;
-	cfg->stripe_unit = o->stripe_unit;
-	cfg->io_buffers = o->io_buffers;
-	cfg->io_streams = o->io_streams;
-	cfg->mlock = !o->no_mlock;
-	cfg->max_object = o->max_object;
-	cfg->admission_bytes = o->admission_bytes;
-	cfg->no_evict = o->no_evict;
-	cfg->numa_node = o->numa;
-	cfg->numa_perverse = o->perverse;
-	cfg->no_numa_promotion = o->no_numa_promotion;
-	cfg->fresh = o->fresh;
-	cfg->journal_salvage = o->journal_salvage;
-	cfg->sync_interval_ms = o->sync_interval;
-	cfg->checkpoint_size = o->checkpoint_size;
-}
-
 uint64_t options_head_slots(const struct options *o)
 {
-	return o->ram_head ? o->memory / o->ram_head : 0;
+	return o->cfg.ram_head ? o->cfg.memory / o->cfg.ram_head : 0;
 }
 
-void options_config_defaults(struct gs_config *cfg)
-{
-	struct options o;
-
-	defaults(&o);
-	options_to_config(&o, cfg);
-}
-
-/* gs_config fields whose flag is not their name with '-' for '_'. */
-static const struct { const char *field, *flag; } field_flags[] = {
-	{ "mlock", "no-mlock" }, { "numa_node", "numa" },
-	{ "numa_perverse", "perverse" },
-	{ "ssd_dirs", "ssd-dir" }, { "hdd_dirs", "hdd-dir" },
-	{ "sync_interval_ms", "sync-interval" },
-};
-
+/* The flag of the gs_config field <field> (<len> bytes), or NULL. */
 static const char *flag_of(const char *field, size_t len)
 {
-	for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
-		if (strlen(field_flags[i].field) == len &&
-		    !memcmp(field_flags[i].field, field, len))
-			return field_flags[i].flag;
-	for (int i = 0; i < IDX_COUNT; i++) {
-		const char *f = descs[i].flag;
-		size_t k = 0;
-
-		while (k < len && f[k] && (f[k] == field[k] ||
-					   (f[k] == '-' && field[k] == '_')))
-			k++;
-		if (k == len && !f[k])
-			return f;
-	}
+	for (int i = 0; i < IDX_COUNT; i++)
+		if (strlen(descs[i].name) == len &&
+		    !memcmp(descs[i].name, field, len))
+			return flags[i];
 	return NULL;
 }
 
@@ -414,7 +381,7 @@ void options_each(const struct options *o,
 			snprintf(buf, sizeof(buf), "%s", *(const bool *)field ? "yes" : "no");
 			break;
 		case OPT_DIRS: {
-			const struct { const char *v[GS_MAX_DIRS]; unsigned n; } *dirs = field;
+			const struct gs_dirs *dirs = field;
 
 			buf[0] = '\0';
 			for (unsigned k = 0; k < dirs->n && n < sizeof(buf); k++)
@@ -423,6 +390,6 @@ void options_each(const struct options *o,
 			break;
 		}
 		}
-		emit(arg, d->flag, buf);
+		emit(arg, flags[d - descs], buf);
 	}
 }

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stats.h"
 #include "version.h"
+#include "stats.h"
 
 static void emit_U64(const struct stats_sink *sink, const char *name,
 		     uint64_t v, const char *desc)

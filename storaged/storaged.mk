@@ -4,12 +4,12 @@
 # headers (ENGINE_INC); the daemon sees the engine through goblin.h alone
 # (t/check-layers).
 ENGINE_DIR     := storaged/engine
-LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,engine.c index.c layout.c \
+LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c \
                   arena.c region.c pool.c dirtrust.c uring.c stream.c \
                   read_into.c writer.c concat.c heads.c \
                   numa_topo.c numa_promote.c journal.c journal_replay.c \
                   journal_shed.c journal_room.c journal_sync.c) \
-                  shared/log.c
+                  shared/log.c shared/size.c
 # the daemon: main, options, stats and the serving loop at storaged/'s root;
 # its fronts in mc/ (memcache), link/ (the nginx ring), rdma/ (the endpoint)
 STORED_SRCS    := $(addprefix storaged/,main.c options.c stats.c loop.c \
@@ -21,16 +21,15 @@ STORED_SRCS    := $(addprefix storaged/,main.c options.c stats.c loop.c \
                   link/link_server.c \
                   rdma/rdma_thread.c rdma/rdma_engine.c rdma/rdma_server.c \
                   rdma/rdma_fabric.c rdma/rdma_verbs.c) \
-                  shared/ring.c shared/size.c
+                  shared/ring.c
 # goblin-store links both RDMA transports (--rdma-transport verbs|tcp)
 STORED_LDLIBS  := -lfabric -lrdmacm -libverbs
-GOBLIN_HDRS    := $(wildcard storaged/*.h storaged/*/*.h shared/*.h t/unit/*.h)
+# what product objects depend on: the engine's on its own and shared/'s
+# headers, the daemon's on those and its own (never t/: t/check-layers)
+ENGINE_HDRS    := $(wildcard $(ENGINE_DIR)/*.h shared/*.h)
+GOBLIN_HDRS    := $(wildcard storaged/*.h storaged/*/*.h shared/*.h)
 
 PROGRAMS += goblin-store libgoblin.a goblin-engine-read
-
-# $(call OPTIONS_OBJS,<build dir>): the options table and what it links, for
-# programs outside the daemon that take the engine's defaults from it.
-OPTIONS_OBJS = $(addprefix $(1)/obj/,storaged/options.o storaged/stats.o shared/size.o)
 
 define BUILD_FLAVOUR
 # $(1): output dir, $(2): flags
@@ -39,7 +38,7 @@ $(1)/obj/%.o: %.c $(GOBLIN_HDRS)
 	@echo "  CC      $$@"
 	@$$(CC) $(2) -c -o $$@ $$<
 
-$(1)/obj/$(ENGINE_DIR)/%.o: $(ENGINE_DIR)/%.c $(GOBLIN_HDRS)
+$(1)/obj/$(ENGINE_DIR)/%.o: $(ENGINE_DIR)/%.c $(ENGINE_HDRS)
 	@mkdir -p $$(dir $$@)
 	@echo "  CC      $$@"
 	@$$(CC) $$(call ENGINE_FLAGS,$(2)) -c -o $$@ $$<
@@ -53,8 +52,9 @@ $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS) $$(STORED_LDLIBS)
 
-# bench/tier-read's in-process reader: the pipeline without the network
-$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(call OPTIONS_OBJS,$(1)) $(1)/libgoblin.a
+# bench/tier-read's in-process reader: the pipeline without the network,
+# libgoblin alone (its defaults from gs_config_init)
+$(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 endef

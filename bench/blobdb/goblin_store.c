@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "goblin.h"
-#include "options.h"
 #include "blobdb.h"
 
 struct wait {
@@ -234,7 +233,7 @@ int bd_run_goblin(const struct bd_config *cfg, const struct bd_schedule *s,
 		bd_fail(r, "mkdir %s: %s", pool, strerror(-rc));
 		return -1;
 	}
-	options_config_defaults(&gc);
+	gs_config_init(&gc);
 	if (cfg->ram_head)
 		gc.ram_head = cfg->ram_head;
 	/* The budget is the whole region: a quarter of it goes to the
@@ -244,8 +243,8 @@ int bd_run_goblin(const struct bd_config *cfg, const struct bd_schedule *s,
 		if (s->sizes[i] < gc.ram_head)
 			gc.sub_memory = cfg->memory / 4 / gc.block * gc.block;
 	gc.memory = cfg->memory - gc.sub_memory;
-	gc.ssd_dirs[0] = pool;
-	gc.n_ssd_dirs = 1;
+	gc.ssd_dir.v[0] = pool;
+	gc.ssd_dir.n = 1;
 	gc.ssd_size = pool_size(s, gc.ram_head);
 	gc.no_evict = true;
 	if (s->max_size > gc.max_object)

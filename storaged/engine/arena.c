@@ -40,9 +40,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "arena.h"
 #include "clock.h"
 #include "engine.h"
+#include "heads.h"
+#include "index.h"
+#include "layout.h"
 #include "log.h"
+#include "region.h"
 
 #define ARENA_HDR		8u
 #define ARENA_STEP_BYTES	(64u << 10)

@@ -9,6 +9,7 @@
 
 #include "concat.h"
 #include "uring.h"
+#include "writer.h"
 
 /* Builds of one append or prepend: each one that finds, at its link, that
  * another write replaced the value it read is redone on the newer value. */

@@ -1,6 +1,6 @@
 /*
  * The trust checks of a pool dir, its files and the nginx socket's
- * directory (dirtrust.h).
+ * directory (goblin.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
+#include "goblin.h"
 
 static const char *type_name(mode_t type)
 {

@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "engine.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
+#include "pool.h"
+#include "region.h"
 
 /* The engine's own invariants; worded with gs_config field names. */
 static int check_config(const struct gs_config *c, char *err, size_t errlen)
@@ -38,7 +42,7 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "`stripe_unit` must be a multiple of 4K");
 		return -EINVAL;
 	}
-	if ((c->n_ssd_dirs > 1 || c->n_hdd_dirs > 1) &&
+	if ((c->ssd_dir.n > 1 || c->hdd_dir.n > 1) &&
 	    c->stripe_unit < GS_MIN_STRIPE) {
 		snprintf(err, errlen, "`stripe_unit` must be at least 64K with more than one dir in a tier (a chunk may span at most %u stripes)",
 			 GS_MAX_PIECES);
@@ -66,8 +70,8 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
 	e->heads_epoch = 1;		/* a seen_epoch of 0: never missed */
-	e->has_pool[GS_TIER_SSD] = cfg->n_ssd_dirs > 0;
-	e->has_pool[GS_TIER_HDD] = cfg->n_hdd_dirs > 0;
+	e->has_pool[GS_TIER_SSD] = cfg->ssd_dir.n > 0;
+	e->has_pool[GS_TIER_HDD] = cfg->hdd_dir.n > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);
 	e->buckets = calloc(e->nbuckets, sizeof(*e->buckets));
 	if (!e->buckets) {
@@ -79,16 +83,16 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	if (ret < 0)
 		goto out_free;
 	if (e->has_pool[GS_TIER_SSD]) {
-		ret = pool_open(&e->pools[GS_TIER_SSD], GS_TIER_SSD, cfg->ssd_dirs,
-				cfg->n_ssd_dirs, cfg->ssd_size, cfg->stripe_unit,
+		ret = pool_open(&e->pools[GS_TIER_SSD], GS_TIER_SSD, cfg->ssd_dir.v,
+				cfg->ssd_dir.n, cfg->ssd_size, cfg->stripe_unit,
 				engine_max_on_tier(e, GS_TIER_SSD), cfg->fresh,
 				err, errlen);
 		if (ret < 0)
 			goto out_region;
 	}
 	if (e->has_pool[GS_TIER_HDD]) {
-		ret = pool_open(&e->pools[GS_TIER_HDD], GS_TIER_HDD, cfg->hdd_dirs,
-				cfg->n_hdd_dirs, cfg->hdd_size, cfg->stripe_unit,
+		ret = pool_open(&e->pools[GS_TIER_HDD], GS_TIER_HDD, cfg->hdd_dir.v,
+				cfg->hdd_dir.n, cfg->hdd_size, cfg->stripe_unit,
 				engine_max_on_tier(e, GS_TIER_HDD), cfg->fresh,
 				err, errlen);
 		if (ret < 0)
@@ -167,6 +171,11 @@ int gs_engine_region_fd(const struct gs_engine *e)
 uint64_t gs_engine_region_size(const struct gs_engine *e)
 {
 	return e->region.size;
+}
+
+const void *gs_engine_region_base(const struct gs_engine *e)
+{
+	return e->region.base;
 }
 
 void gs_stats(struct gs_engine *e, struct gs_stats *st)

@@ -33,53 +33,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
-#define GS_IO_BUFFERS_MAX 64		/* a stream's read-ahead window, chunks */
+#include "goblin-config-t.h"
+#include "goblin-stats-t.h"
+
 #define GS_KEY_MAX	250		/* bytes in a key, everywhere */
-#define GS_MAX_DIRS	16
 #define GS_SSD_CHUNK	(256u << 10)
 #define GS_HDD_CHUNK	(1u << 20)
 #define GS_IO_BUFFER	(1u << 20)	/* one registered buffer holds a chunk */
 
 enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
 
-struct gs_config {
-	uint64_t memory;		/* RAM for heads (the hot-head cache), bytes */
-	uint64_t sub_memory;		/* budget for objects smaller than ram_head */
-	uint64_t block;			/* RAM allocation / promotion unit */
-	uint64_t ram_head;		/* bytes of an object's start RAM caches */
-	uint64_t ssd_prefix;		/* bytes after the head kept on SSD */
-	const char *ssd_dirs[GS_MAX_DIRS];
-	unsigned n_ssd_dirs;
-	const char *hdd_dirs[GS_MAX_DIRS];
-	unsigned n_hdd_dirs;
-	uint64_t ssd_size;		/* SSD pool capacity, split over its dirs */
-	uint64_t hdd_size;		/* HDD pool capacity, split over its dirs */
-	uint64_t stripe_unit;		/* striping unit across dirs of one tier */
-	unsigned io_buffers;		/* read-ahead window per request, chunks,
-					 * 1 to GS_IO_BUFFERS_MAX */
-	unsigned io_streams;		/* requests per gs_io with a full window */
-	bool mlock;			/* mlock the RAM region */
-	uint64_t max_object;
-	uint64_t admission_bytes;	/* bytes accepted but not yet on disk */
-	bool no_evict;			/* fail sets instead of evicting */
-	int numa_node;			/* -1: no binding */
-	bool numa_perverse;		/* the home share on the farthest node */
-	bool no_numa_promotion;		/* freeze head placement */
-	unsigned hash_power;		/* index starts with 2^hash_power buckets */
-	bool fresh;			/* wipe the pools: start empty */
-	bool journal_salvage;		/* start past damaged journal records */
-	uint64_t sync_interval_ms;	/* group-committed fdatasync (0: none) */
-	uint64_t checkpoint_size;	/* journal bytes before a checkpoint is
-					 * weighed (0: JOURNAL_MIN_CHECKPOINT) */
-};
-
 struct gs_engine;
 struct gs_io;
 struct gs_obj;
 struct gs_stream;
 struct gs_writer;
+
+/* Fills <cfg> with GS_CONFIG's defaults: RAM-only (no pools), the region
+ * locked. */
+void gs_config_init(struct gs_config *cfg);
 
 /*
  * Opens the engine: maps the RAM region, opens and checks every pool dir.
@@ -92,11 +67,16 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 /* Closes the engine and clears <*ep>.  No gs_io may still exist. */
 void gs_engine_close(struct gs_engine **ep);
 
+/* The config <e> was opened with (a copy; the dirs' strings are the
+ * caller's). */
 const struct gs_config *gs_engine_config(const struct gs_engine *e);
 
-/* The RAM region's memfd (heads live at gs_meta.head_off) and its size. */
+/* The RAM region's memfd (heads live at gs_meta.head_off), its size, and
+ * where the engine maps it (gs_obj_head() and gs_stream_peek() point into
+ * that mapping). */
 int gs_engine_region_fd(const struct gs_engine *e);
 uint64_t gs_engine_region_size(const struct gs_engine *e);
+const void *gs_engine_region_base(const struct gs_engine *e);
 
 /* ---- objects ---- */
 
@@ -128,6 +108,7 @@ int gs_check_size(const struct gs_engine *e, uint64_t size);
  * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp);
+/* The pinned <obj>'s meta; valid until gs_obj_put(). */
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
 /* The bytes [0, *<len>) of the pinned <obj> that are in RAM, at
  * gs_meta.head_off in the region; NULL with *<len> 0 when none.  An object
@@ -230,6 +211,23 @@ uint64_t gs_stream_left(const struct gs_stream *s);
 void gs_stream_close(struct gs_stream **sp);
 
 /*
+ * For a stream of gs_stream_open_into() whose consumer hands the landed
+ * bytes on in place (the nginx link stages them to nginx straight from its
+ * rx buffers, the RDMA endpoint writes them to the client from them): from
+ * gs_stream_hold(<s>) on, consuming bytes no longer frees their room in the
+ * caller's buffers; gs_stream_release(<s>, <off>) does, for every consumed
+ * chunk that ends at or before object offset <off>, and reads ahead into
+ * it.  gs_stream_hold() is a no-op on a stream reading into a window of the
+ * gs_io's.  Both from the stream's own thread.
+ */
+void gs_stream_hold(struct gs_stream *s);
+void gs_stream_release(struct gs_stream *s, uint64_t off);
+/* How many of the buffers given to gs_stream_open_into() <s> reads into:
+ * its range may need fewer (the first ones); the others are the caller's
+ * again at once.  0 for a stream on the gs_io's windows. */
+unsigned gs_stream_bufs_used(const struct gs_stream *s);
+
+/*
  * Reads the whole pinned <obj> into <buf>, which is aligned to 4096 and has
  * room for gs_read_size(obj) bytes: head copied, disk chunks read by the
  * kernel directly into their place.  <done>(<arg>, res) fires with 0,
@@ -238,6 +236,7 @@ void gs_stream_close(struct gs_stream **sp);
 typedef void (*gs_done_fn)(void *arg, int res);
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		 gs_done_fn done, void *arg);
+/* The room gs_read_into() needs for <obj>: its size rounded up to 64K. */
 size_t gs_read_size(const struct gs_obj *obj);
 
 /* ---- streaming writes ---- */
@@ -319,97 +318,51 @@ void gs_writer_abort(struct gs_writer **wp);
 
 /* ---- stats ---- */
 
-/* ACTION(name, description): every counter the engine keeps. */
-#define GS_STATS(ACTION)						\
-	ACTION(curr_items, "objects stored now")				\
-	ACTION(total_items, "objects stored since start")		\
-	ACTION(bytes, "object bytes stored now")				\
-	ACTION(ram_head_bytes, "object bytes in the RAM region")		\
-	ACTION(ram_head_objects, "objects with bytes in the RAM region")	\
-	ACTION(ssd_bytes, "object bytes on the SSD pool")		\
-	ACTION(ssd_objects, "objects with bytes on the SSD pool")	\
-	ACTION(hdd_bytes, "object bytes on the HDD pool")		\
-	ACTION(hdd_objects, "objects with bytes on the HDD pool")	\
-	ACTION(ram_region_bytes, "size of the RAM region")		\
-	ACTION(ram_used_bytes, "RAM region bytes allocated to objects")	\
-	ACTION(ssd_pool_bytes, "SSD pool capacity")			\
-	ACTION(ssd_used_bytes, "SSD pool bytes allocated to extents")	\
-	ACTION(hdd_pool_bytes, "HDD pool capacity")			\
-	ACTION(hdd_used_bytes, "HDD pool bytes allocated to extents")	\
-	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
-	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
-	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK and the head CLOCK, at their capacity") \
-	ACTION(io_buffer_bytes, "bytes of I/O buffers registered (each gs_io's, on first use)") \
-	ACTION(get_hits, "lookups that found an object")			\
-	ACTION(get_misses, "lookups that found nothing")			\
-	ACTION(get_expired, "lookups that found an expired object")	\
-	ACTION(get_flushed, "lookups that found an object flush_all invalidated") \
-	ACTION(evictions, "objects evicted for room")			\
-	ACTION(expired_unfetched, "expired objects reclaimed")		\
-	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\
-	ACTION(admission_waits, "times a writer waited for admission")	\
-	ACTION(writer_reclaims, "write buffers taken from writers whose client stalled mid-chunk (its bytes kept in the heap)") \
-	ACTION(append_retries, "append/prepend values built again: another write replaced the value they were built from") \
-	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
-	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
-	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
-	ACTION(early_reads, "first chunks read for a request still waiting for a read-ahead window") \
-	ACTION(disk_reads, "disk chunk reads completed")			\
-	ACTION(disk_read_bytes, "bytes read from the pools")		\
-	ACTION(disk_writes, "disk chunk writes completed")		\
-	ACTION(disk_write_bytes, "bytes written to the pools")		\
-	ACTION(checksum_errors, "chunks whose checksum did not match")	\
-	ACTION(io_errors, "disk reads or writes that failed")		\
-	ACTION(short_ios, "short reads or writes resubmitted")		\
-	ACTION(pins, "pins held by readers now")				\
-	ACTION(objects, "objects stored now, in RAM or on disk")		\
-	ACTION(ram_heads, "heads of on-disk objects cached in the RAM region") \
-	ACTION(head_hits, "lookups of an on-disk object whose head was in RAM") \
-	ACTION(head_misses, "lookups of an on-disk object whose head was not in RAM") \
-	ACTION(head_admissions, "heads copied into RAM")			\
-	ACTION(head_evictions, "heads dropped from RAM for room (the objects stay)") \
-	ACTION(disk_evictions, "objects evicted for disk room")		\
-	ACTION(recovered_objects, "objects recovered from the pools at start") \
-	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
-	ACTION(journal_bytes, "bytes in the index journal now")		\
-	ACTION(journal_records, "records in the index journal now (a checkpoint rewrites it with the live ones)")	\
-	ACTION(checkpoints, "index checkpoints written")			\
-	ACTION(journal_skipped, "damaged journal stretches --journal-salvage skipped at start (the objects they name are dropped and logged)") \
-	ACTION(journal_no_room, "times the journal's file system had no room for a record: the store was refused (deletes, evictions and touches keep room of their own)") \
-	ACTION(syncs, "group-committed fdatasyncs")
-
-struct gs_stats {
-#define GS_STAT_FIELD(name, desc) uint64_t name;
-	GS_STATS(GS_STAT_FIELD)
-#undef GS_STAT_FIELD
-};
-
+/* Reads the engine's counters into <st>. */
 void gs_stats(struct gs_engine *e, struct gs_stats *st);
-
-/* ARENA_STAT(name, description): `stats goblin` after POOL_STATS, from
- * gs_arena_stats() (arena.c): the byte-granular arena of the objects
- * smaller than --ram-head.  Entry bytes count an 8-byte header and the
- * value rounded up to 8. */
-#define ARENA_STATS(ACTION)						\
-	ACTION(arena_segments, "arena blocks (--block bytes each) the arena holds now")	\
-	ACTION(arena_bytes_live, "bytes of live entries (values, headers, padding)") \
-	ACTION(arena_bytes_dead, "bytes of freed entries and sealed tails not yet compacted away") \
-	ACTION(arena_bytes_free, "bytes at the arena blocks' ends, ready for appends") \
-	ACTION(arena_fragmentation_permille, "`arena_bytes_dead` per thousand of live plus dead") \
-	ACTION(arena_compactions, "arena blocks compaction emptied and gave back") \
-	ACTION(arena_bytes_moved, "value bytes compaction copied")	\
-	ACTION(arena_compaction_max_us, "the longest stretch of compaction under one hold of the engine lock, microseconds (wall clock: a holder preempted on a busy box counts)") \
-	ACTION(arena_compaction_max_cpu_us, "the same stretch in the holder's CPU time, microseconds") \
-	ACTION(arena_compaction_blocked, "compaction laps that left an arena block for later: a pinned object (or one being written) was in it") \
-	ACTION(arena_segments_released, "arena blocks given back to the region (unlocked, dropped from the mapping)")
-
-struct gs_arena_stats {
-#define ARENA_STAT_FIELD(name, desc) uint64_t name;
-	ARENA_STATS(ARENA_STAT_FIELD)
-#undef ARENA_STAT_FIELD
-};
 
 /* Reads the arena's counters into <st>.  Takes e->lock. */
 void gs_arena_stats(struct gs_engine *e, struct gs_arena_stats *st);
+
+/* Fills <st> from <e>'s region (takes the engine lock); st->nodes is 0
+ * without --numa.  Asks the kernel (move_pages) where each block in use
+ * lies for misplaced_blocks. */
+void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st);
+
+/* ---- NUMA placement ---- */
+
+/* The real node serving threads of --numa <node> run on, or -1 when the
+ * topology is simulated and libnuma sees no node. */
+int numa_topo_cpu_node(int node);
+
+/* ---- trusting a directory or a file in it (dirtrust.c) ---- */
+
+/*
+ * Whoever can write a directory can swap its entries for links to files we
+ * may write, or bind a socket there first and pose as us: one set of rules
+ * for the disk pools and the nginx socket's directory.
+ */
+#define TRUST_ROOT_OK	1u	/* root may own it as well as our euid */
+#define TRUST_FOLLOW	2u	/* the last path component may be a symlink */
+
+/*
+ * Checks <st>: of file type <type> (S_IFDIR, S_IFREG, S_IFSOCK), owned by
+ * our euid (or root, with TRUST_ROOT_OK in <rules>), not writable by its
+ * group or others (a socket is exempt: its mode is not who may replace it),
+ * a regular file with one hard link.  Returns 0, or -errno with
+ * "<label>: <reason>" in <err>.
+ */
+int dirtrust_check(const struct stat *st, const char *label, mode_t type,
+		   unsigned rules, char *err, size_t errlen);
+
+/*
+ * Opens <path> (relative to <dfd>, or AT_FDCWD) with <flags> | O_CLOEXEC,
+ * never through a symlink unless TRUST_FOLLOW is in <rules> (O_CREAT uses
+ * mode 0600), and checks it as dirtrust_check() does, as a directory when
+ * <flags> has O_DIRECTORY, else as a regular file.  Returns the descriptor,
+ * or -errno with "<label>: <reason>" in <err>.
+ */
+int dirtrust_open(int dfd, const char *path, int flags, const char *label,
+		  unsigned rules, char *err, size_t errlen);
 
 #endif /* GOBLIN_H */

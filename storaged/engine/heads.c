@@ -12,7 +12,9 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "heads.h"
 #include "hook_points.h"
+#include "region.h"
 
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
 {

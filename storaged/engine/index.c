@@ -10,8 +10,12 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "heads.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
 #include "log.h"
+#include "region.h"
 
 static bool obj_expired(const struct gs_obj *obj, time_t now)
 {
@@ -129,11 +133,6 @@ static uint64_t unlink_journaled(struct gs_engine *e, struct gs_obj *obj)
 	e->next_cas = seq;
 	unlink_obj(e, obj);
 	return seq;
-}
-
-struct gs_obj *engine_find(struct gs_engine *e, const void *key, size_t klen)
-{
-	return *find_slot(e, key, klen);
 }
 
 void engine_unlink_all(struct gs_engine *e)

@@ -19,7 +19,6 @@
 #include <xxhash.h>
 
 #include "clock.h"
-#include "dirtrust.h"
 #include "engine.h"
 #include "hook_points.h"
 #include "journal.h"
@@ -315,11 +314,6 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when)
 	return append(e, len, seq);
 }
 
-uint64_t journal_last(const struct gs_engine *e)
-{
-	return e->journal ? e->journal->last : 0;
-}
-
 /* ---- checkpoints ---- */
 
 /* A checkpoint being written: records gather in <buf>, written in order. */
@@ -497,7 +491,7 @@ void journal_weigh(struct gs_engine *e)
 
 	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
 	if (j->end > limit &&
-	    journal_checkpoint(e, e->cfg.sync_interval_ms > 0) == 0)
+	    journal_checkpoint(e, e->cfg.sync_interval > 0) == 0)
 		return;
 	/* look again at the limit, and not before the journal has grown by
 	 * an eighth of it: each look walks the whole index */

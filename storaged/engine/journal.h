@@ -70,10 +70,6 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
  * are kept for deletes, evictions, touches and flushes. */
 bool journal_room_for(struct gs_engine *e, const struct gs_obj *obj);
 
-/* The sequence number the last append was filed under (e->lock held): what
- * to wait for with journal_wait_synced() before acknowledging it.  0
- * without a journal. */
-uint64_t journal_last(const struct gs_engine *e);
 /* With --sync-interval: the highest sequence number such that every record
  * filed up to it is on stable storage (each advance calls
  * writer_wake_synced()); without, the last one filed (the page cache

@@ -21,8 +21,11 @@
 #include "clock.h"
 #include "engine.h"
 #include "hook_points.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
 #include "log.h"
+#include "pool.h"
 
 #define DROP_LOG_LINES	5		/* per reason, then a count */
 

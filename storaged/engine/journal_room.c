@@ -62,7 +62,7 @@ static void compact(struct gs_engine *e, struct journal *j)
 		return;
 	log_info("%s: its file system is short of room: an early checkpoint",
 		 j->path);
-	journal_checkpoint(e, e->cfg.sync_interval_ms > 0);
+	journal_checkpoint(e, e->cfg.sync_interval > 0);
 }
 
 /* Allocates room up to <want>: 0 or -errno. */

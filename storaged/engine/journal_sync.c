@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "journal.h"
 #include "log.h"
+#include "writer.h"
 
 void journal_publish_synced(struct gs_engine *e, struct journal *j,
 			    uint64_t seq)
@@ -67,7 +68,7 @@ static void *sync_main(void *arg)
 {
 	struct gs_engine *e = arg;
 	struct journal *j = e->journal;
-	uint64_t ns = e->cfg.sync_interval_ms * 1000000ull;
+	uint64_t ns = e->cfg.sync_interval * 1000000ull;
 	struct timespec at;
 
 	/* one sync per interval at most; after an idle interval the next
@@ -140,7 +141,7 @@ int journal_sync_start(struct gs_engine *e, char *err, size_t errlen)
 	struct journal *j = e->journal;
 	int ret;
 
-	if (!e->cfg.sync_interval_ms)
+	if (!e->cfg.sync_interval)
 		return 0;
 	ret = -pthread_create(&j->thread, NULL, sync_main, e);
 	if (ret < 0) {

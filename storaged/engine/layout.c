@@ -7,8 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "engine.h"
+#include "heads.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
+#include "pool.h"
+#include "region.h"
 
 static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
 {

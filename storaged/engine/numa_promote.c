@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "log.h"
 #include "numa_topo.h"
+#include "region.h"
 
 /* Per round: who owns the slots of each block, and where blocks went. */
 struct round {

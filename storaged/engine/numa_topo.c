@@ -48,10 +48,10 @@ void numa_topo_order(struct numa_topo *t, int n, int local,
 int numa_topo_check_node(const struct gs_config *cfg, int n, bool simulated,
 			 char *err, size_t errlen)
 {
-	if (cfg->numa_node < n)
+	if (cfg->numa < n)
 		return 0;
-	snprintf(err, errlen, "`numa_node` %d: no such NUMA node (this machine has %d%s)",
-		 cfg->numa_node, n, simulated ? ", simulated" : "");
+	snprintf(err, errlen, "`numa` %lld: no such NUMA node (this machine has %d%s)",
+		 (long long)cfg->numa, n, simulated ? ", simulated" : "");
 	return -EINVAL;
 }
 
@@ -62,9 +62,9 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 	int n, ret;
 
 	memset(t, 0, sizeof(*t));
-	if (cfg->numa_node < 0) {
-		if (cfg->numa_perverse) {
-			snprintf(err, errlen, "`numa_perverse` needs `numa_node`");
+	if (cfg->numa < 0) {
+		if (cfg->perverse) {
+			snprintf(err, errlen, "`perverse` needs `numa`");
 			return -EINVAL;
 		}
 		return 0;
@@ -74,7 +74,7 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		return ret < 0 ? ret : 0;
 	n = real_nodes();
 	if (n > GS_NUMA_MAX_NODES) {
-		snprintf(err, errlen, "`numa_node`: %d NUMA nodes, at most %d supported",
+		snprintf(err, errlen, "`numa`: %d NUMA nodes, at most %d supported",
 			 n, GS_NUMA_MAX_NODES);
 		return -EINVAL;
 	}
@@ -82,8 +82,8 @@ int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 	if (ret < 0)
 		return ret;
 	for (int j = 0; j < n; j++)
-		dist[j] = numa_distance(cfg->numa_node, j);
-	numa_topo_order(t, n, cfg->numa_node, dist, cfg->numa_perverse);
+		dist[j] = numa_distance(cfg->numa, j);
+	numa_topo_order(t, n, cfg->numa, dist, cfg->perverse);
 	for (int i = 0; i < n; i++)
 		t->real[i] = t->order[i];
 	return 0;

@@ -28,16 +28,6 @@
 
 #include "goblin.h"
 
-#define GS_NUMA_MAX_NODES 64
-
-/* What promotion did (`stats goblin` numa_promotion*). */
-struct numa_promotion_stats {
-	uint64_t promotions;		/* blocks moved to the home share */
-	uint64_t bytes;			/* logical copy traffic, both ways */
-	uint64_t time_us, max_us;
-	uint64_t pinned;		/* hot blocks skipped: a pin in them */
-	uint64_t rounds;
-};
 
 struct numa_topo {
 	int nnodes;			/* 0: no --numa */
@@ -54,19 +44,8 @@ struct numa_topo {
 	pthread_cond_t wake;		/* with the engine lock: stop */
 };
 
-/* What `stats goblin` reports with --numa, per node (by node id). */
-struct gs_numa_stats {
-	uint64_t nodes;			/* 0: no --numa (nothing reported) */
-	uint64_t region0_node;
-	uint64_t misplaced_blocks;	/* blocks in use not on their node */
-	struct numa_promotion_stats prom;
-	uint64_t bytes[GS_NUMA_MAX_NODES];
-	uint64_t blocks[GS_NUMA_MAX_NODES];
-	uint64_t hits[GS_NUMA_MAX_NODES];
-};
-
 /*
- * Reads the topology for <cfg> (numa_node, numa_perverse) into <t>: the
+ * Reads the topology for <cfg> (numa, perverse) into <t>: the
  * real one from libnuma, or a simulated one (GS_HOOK_NUMA_TOPO).  Returns
  * 0, or -EINVAL with a reason in <err> for a node that does not exist
  * (numa_alloc_onnode would not say) or a simulation refused.
@@ -74,11 +53,7 @@ struct gs_numa_stats {
 int numa_topo_setup(struct numa_topo *t, const struct gs_config *cfg,
 		    char *err, size_t errlen);
 
-/* The real node serving threads of --numa <node> run on, or -1 when the
- * topology is simulated and libnuma sees no node. */
-int numa_topo_cpu_node(int node);
-
-/* 0 when <cfg>'s numa_node is one of <n> nodes (<simulated>: of a
+/* 0 when <cfg>'s numa is one of <n> nodes (<simulated>: of a
  * simulated topology), else -EINVAL with a reason in <err>. */
 int numa_topo_check_node(const struct gs_config *cfg, int n, bool simulated,
 			 char *err, size_t errlen);
@@ -135,10 +110,5 @@ void numa_promotion_stop(struct gs_engine *e);
 /* One round; called with the engine lock held.  Returns the blocks moved,
  * or -ENOMEM. */
 int numa_promote_round(struct gs_engine *e);
-
-/* Fills <st> from <e>'s region (takes the engine lock); st->nodes is 0
- * without --numa.  Asks the kernel (move_pages) where each block in use
- * lies for misplaced_blocks. */
-void gs_numa_stats(struct gs_engine *e, struct gs_numa_stats *st);
 
 #endif /* GOBLIN_NUMA_TOPO_H */

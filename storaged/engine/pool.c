@@ -18,9 +18,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
 #include "engine.h"
 #include "log.h"
+#include "pool.h"
 
 #define MARKER_NAME	"goblin-pool"
 #define EXTENTS_NAME	"extents"

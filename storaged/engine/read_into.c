@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
+#include "layout.h"
+#include "stream.h"
 #include "uring.h"
 
 struct read_into {

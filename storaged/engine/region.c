@@ -30,8 +30,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "engine.h"
 #include "log.h"
+#include "region.h"
 
 #define HUGE_PAGE (2u << 20)
 #define MIB (1ull << 20)
@@ -274,11 +276,11 @@ static int region_check_limits(const struct region *r,
 			goto out_refuse;
 		}
 	}
-	if (!cfg->mlock || can_lock_any() ||
+	if (cfg->no_mlock || can_lock_any() ||
 	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
 	    r->size <= rl.rlim_cur)
 		return 0;
-	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `mlock`",
+	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `no_mlock`",
 		 what, mib_str(rl.rlim_cur, have, sizeof(have)));
 	return -EINVAL;
 
@@ -332,7 +334,7 @@ static void setup_classes(struct region *r, uint64_t head_slot)
 /*
  * With --numa, binds each node share to its real node (numa_topo.h), and
  * the small blocks after them to the home share's; else the whole region
- * to numa_node, if any.
+ * to cfg->numa's node, if any.
  */
 static void bind_region(struct region *r, const struct gs_config *cfg)
 {
@@ -340,8 +342,8 @@ static void bind_region(struct region *r, const struct gs_config *cfg)
 	uint64_t share = (uint64_t)t->share_blocks * r->block;
 
 	if (!t->nnodes) {
-		if (cfg->numa_node >= 0)
-			numa_tonode_memory(r->base, r->size, cfg->numa_node);
+		if (cfg->numa >= 0)
+			numa_tonode_memory(r->base, r->size, cfg->numa);
 		return;
 	}
 	for (int i = 0; i < t->nnodes; i++)
@@ -409,11 +411,11 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	if (ret < 0)
 		goto out_unmap;
 	bind_region(r, cfg);
-	r->mlock = cfg->mlock;
+	r->mlock = !cfg->no_mlock;
 	heads = (uint64_t)r->head_blocks_max * r->block;
-	if (cfg->mlock && heads && mlock(r->base, heads) < 0) {
+	if (!cfg->no_mlock && heads && mlock(r->base, heads) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `mlock`)",
+		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `no_mlock`)",
 			 (unsigned long long)heads, strerror(errno));
 		goto out_unmap;
 	}
@@ -437,7 +439,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
 		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
-		 cfg->mlock ? ", head blocks locked, segments as used" : "");
+		 !cfg->no_mlock ? ", head blocks locked, segments as used" : "");
 	return 0;
 
 out_blocks:

@@ -15,7 +15,11 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "heads.h"
+#include "index.h"
+#include "layout.h"
 #include "log.h"
+#include "stream.h"
 #include "uring.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */

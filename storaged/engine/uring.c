@@ -19,7 +19,10 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pool.h"
+#include "stream.h"
 #include "uring.h"
+#include "writer.h"
 
 #define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */
 #define TIMER_DATA(io)	((void *)&(io)->timer_armed)

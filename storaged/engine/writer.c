@@ -18,9 +18,14 @@
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
 #include "concat.h"
+#include "heads.h"
 #include "hook_points.h"
+#include "index.h"
 #include "journal.h"
+#include "layout.h"
+#include "region.h"
 #include "uring.h"
+#include "writer.h"
 
 /* ---- admission ---- */
 

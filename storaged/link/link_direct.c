@@ -28,7 +28,6 @@
 #include <stdlib.h>
 
 #include "link_internal.h"
-#include "uring.h"
 
 #define QUAD_BUFS	(GS_IO_BUFFER / RING_BUF_SIZE)
 #define DIRECT_QUADS	2		/* 2 HDD or 8 SSD chunks in flight */

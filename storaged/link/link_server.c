@@ -19,7 +19,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dirtrust.h"
 #include "link_internal.h"
 #include "log.h"
 #include "options.h"

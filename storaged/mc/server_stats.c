@@ -23,12 +23,12 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 	pthread_mutex_lock(&srv->reset_lock);
 	s->engine_base = srv->base;
 	pthread_mutex_unlock(&srv->reset_lock);
-	s->limit_maxbytes = srv->opt->memory;
+	s->limit_maxbytes = srv->opt->cfg.memory;
 	s->max_connections = srv->opt->max_conns;
 	s->index_bytes_per_object = s->engine.curr_items ?
 		s->engine.index_bytes / s->engine.curr_items : 0;
-	s->ssd_dirs = srv->opt->ssd_dir.n;
-	s->hdd_dirs = srv->opt->hdd_dir.n;
+	s->ssd_dirs = srv->opt->cfg.ssd_dir.n;
+	s->hdd_dirs = srv->opt->cfg.hdd_dir.n;
 	s->total_malloced = s->engine.ram_used_bytes;
 	s->rdma_on = stats_rdma_read(&s->rdma);
 }

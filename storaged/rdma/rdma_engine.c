@@ -19,7 +19,6 @@
 #include "clock.h"
 #include "goblin.h"
 #include "rdma.h"
-#include "uring.h"	/* gs_stream_hold, gs_stream_release */
 
 #define ENG_STAGES	4u
 #define ENG_DRAIN_MS	10000
@@ -144,10 +143,9 @@ out_free:
  * registered one); a pointer into a staging buffer as it is. */
 static const void *eng_remap(const struct rdma_engine *es, const void *p)
 {
-	const struct region *r = &es->e->region;
-	const char *q = p, *base = r->base;
+	const char *q = p, *base = gs_engine_region_base(es->e);
 
-	if (q < base || q >= base + r->size)
+	if (q < base || q >= base + gs_engine_region_size(es->e))
 		return p;
 	return es->map + (q - base);
 }

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: goblin-store's command line (storaged/options.c).
- * sources: storaged/options.c storaged/stats.c shared/size.c libgoblin
+ * sources: storaged/options.c storaged/stats.c libgoblin
  *
  * The input, split on NUL bytes, is argv[1..] (each argument copied to a
  * buffer of its exact size).  getopt's state is reset (optind = 0) before
@@ -8,7 +8,7 @@
  * options_parse() returns 0, 1 or 2; 2 comes with an error on stderr,
  * "goblin-store: ...\n"; 1 (help, version) only when some
  * argument is an option; 0 only with values its validation allows, which
- * options_to_config() hands to the engine unchanged (no truncation), and
+ * the engine reads as given (struct options holds its gs_config), and
  * which, printed by options_each() (`stats settings`) and given back as
  * --flag=value arguments, parse to the same settings.
  *
@@ -103,14 +103,21 @@ static void settings_free(struct settings *s)
 #define FLAG_IF_BOOL_DIRS(flag)
 #define FLAG_IF_BOOL_TIME(flag)
 #define FLAG_IF_BOOL_BOOL(flag) flag,
-#define FLAG_IF_BOOL(name, flag, kind, def, min, max, desc) FLAG_IF_BOOL_##kind(flag)
-static const char *const bool_flags[] = { OPTIONS(FLAG_IF_BOOL) NULL };
+#define FLAG_IF_BOOL(name, kind, def, min, max, desc) FLAG_IF_BOOL_##kind(#name)
+static const char *const bool_flags[] = { OPTIONS(FLAG_IF_BOOL, FLAG_IF_BOOL) NULL };
 
+/* Whether the flag <name> is a BOOL's (its field: '_' for '-'). */
 static bool is_bool_flag(const char *name)
 {
-	for (int i = 0; bool_flags[i]; i++)
-		if (!strcmp(bool_flags[i], name))
+	for (int i = 0; bool_flags[i]; i++) {
+		const char *f = bool_flags[i];
+		size_t k = 0;
+
+		while (f[k] && (f[k] == name[k] || (f[k] == '_' && name[k] == '-')))
+			k++;
+		if (!f[k] && !name[k])
 			return true;
+	}
 	return false;
 }
 
@@ -127,11 +134,11 @@ static int to_args(const struct options *o, const struct settings *s,
 		if (!strcmp(s->name[i], "ssd-dir") || !strcmp(s->name[i], "hdd-dir")) {
 			const char *flag = s->name[i];
 			bool ssd = flag[0] == 's';
-			unsigned nd = ssd ? o->ssd_dir.n : o->hdd_dir.n;
+			unsigned nd = ssd ? o->cfg.ssd_dir.n : o->cfg.hdd_dir.n;
 
 			for (unsigned k = 0; k < nd; k++)
 				if (asprintf(&out[n++], "--%s=%s", flag,
-					     ssd ? o->ssd_dir.v[k] : o->hdd_dir.v[k]) < 0)
+					     ssd ? o->cfg.ssd_dir.v[k] : o->cfg.hdd_dir.v[k]) < 0)
 					abort();
 			continue;
 		}
@@ -161,36 +168,24 @@ static void check_accepted(int argc, char **argv, const struct options *o)
 	static struct settings s1, s2;
 	static struct options o2;
 	char *args2[3 * MAX_ARGS];
-	struct gs_config cfg;
 	int n2, rc;
 	size_t errlen;
 
 	EXPECT(o->cores >= 1 && o->cores <= 256);
 	EXPECT(o->memcache_port <= 65535);
-	EXPECT(o->io_streams >= 1 && o->io_streams <= 1024);
-	EXPECT(o->ssd_dir.n <= GS_MAX_DIRS && o->hdd_dir.n <= GS_MAX_DIRS);
-	for (unsigned i = 0; i < o->ssd_dir.n; i++)
-		EXPECT(o->ssd_dir.v[i] && o->ssd_dir.v[i][0]);
-	for (unsigned i = 0; i < o->hdd_dir.n; i++)
-		EXPECT(o->hdd_dir.v[i] && o->hdd_dir.v[i][0]);
+	EXPECT(o->cfg.io_streams >= 1 && o->cfg.io_streams <= 1024);
+	EXPECT(o->cfg.ssd_dir.n <= GS_MAX_DIRS && o->cfg.hdd_dir.n <= GS_MAX_DIRS);
+	for (unsigned i = 0; i < o->cfg.ssd_dir.n; i++)
+		EXPECT(o->cfg.ssd_dir.v[i] && o->cfg.ssd_dir.v[i][0]);
+	for (unsigned i = 0; i < o->cfg.hdd_dir.n; i++)
+		EXPECT(o->cfg.hdd_dir.v[i] && o->cfg.hdd_dir.v[i][0]);
 	EXPECT(o->listen && o->socket && o->socket_user && o->socket_group);
 	EXPECT(o->verbose >= 0 && (size_t)o->verbose <= input_size);
 
-	/* the engine gets the values as given */
-	options_to_config(o, &cfg);
-	EXPECT(cfg.memory == o->memory && cfg.sub_memory == o->sub_memory);
-	EXPECT(cfg.block == o->block && cfg.ram_head == o->ram_head);
-	EXPECT(cfg.ssd_prefix == o->ssd_prefix && cfg.stripe_unit == o->stripe_unit);
-	EXPECT(cfg.ssd_size == o->ssd_size && cfg.hdd_size == o->hdd_size);
-	EXPECT(cfg.n_ssd_dirs == o->ssd_dir.n && cfg.n_hdd_dirs == o->hdd_dir.n);
-	EXPECT(cfg.io_streams == o->io_streams);
-	if (!OPEN_BUG("io-buffers-truncated"))
-		EXPECT(cfg.io_buffers == o->io_buffers);
-	if (!OPEN_BUG("numa-truncated"))
-		EXPECT(cfg.numa_node == o->numa);
-	EXPECT(cfg.max_object == o->max_object &&
-	       cfg.admission_bytes == o->admission_bytes);
-	EXPECT(cfg.mlock == !o->no_mlock && cfg.no_evict == o->no_evict);
+	/* the engine gets the values as given: o->cfg is its config (no
+	 * copy that could truncate), within the table's ranges */
+	EXPECT(o->cfg.io_buffers >= 1 && o->cfg.io_buffers <= GS_IO_BUFFERS_MAX);
+	EXPECT(o->cfg.numa >= -1 && o->cfg.numa <= INT_MAX);
 
 	/* `stats settings` read back as arguments gives the same settings */
 	options_each(o, collect, &s1);

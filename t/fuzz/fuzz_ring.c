@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c shared/size.c libgoblin
+ * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (t/unit/link_local.h: no socket, no thread) over a small RAM-only
@@ -335,12 +335,12 @@ static void setup(void)
 	char err[256];
 
 	log_level = getenv("FUZZ_RING_VERBOSE") ? LOG_INFO : -1;
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 4 << 20;
 	cfg.sub_memory = 2 << 20;
 	cfg.ram_head = 1 << 20;
 	cfg.max_object = 1 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	if (gs_engine_open(&engine, &cfg, err, sizeof(err)) ||
 	    gs_io_create(engine, &io) || link_local_create(engine, io, &srv)) {
 		fprintf(stderr, "fuzz_ring: setup: %s\n", err);

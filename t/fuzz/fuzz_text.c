@@ -4,7 +4,7 @@
  * RAM-only engine, with a fake socket and output in place of storaged/mc/conn.c,
  * conn_output.c and server.c (the read buffer is the real one,
  * storaged/mc/conn_input.c).
- * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/proto_store.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c shared/size.c libgoblin
+ * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/proto_store.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -289,13 +289,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	log_level = -1;		/* no log lines, whatever verbosity said */
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 16 << 10;
 	cfg.sub_memory = 8 << 10;
 	cfg.block = 4 << 10;
 	cfg.ram_head = 4 << 10;
 	cfg.max_object = 4 << 10;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.hash_power = 2;
 	if (gs_engine_open(&srv.e, &cfg, err, sizeof(err)) < 0 ||
 	    gs_io_create(srv.e, &io) < 0) {

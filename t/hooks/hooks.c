@@ -111,8 +111,8 @@ int hooks_numa_topo(struct numa_topo *t, const struct gs_config *cfg,
 	if (ret < 0)
 		return ret;
 	for (int j = 0; j < n; j++)
-		dist[j] = row[(j - cfg->numa_node + n) % n];
-	numa_topo_order(t, n, cfg->numa_node, dist, cfg->numa_perverse);
+		dist[j] = row[(j - cfg->numa + n) % n];
+	numa_topo_order(t, n, cfg->numa, dist, cfg->perverse);
 	t->simulated = true;
 	for (int i = 0; i < n; i++)
 		t->real[i] = hooks_numa_cpu_node(t->local);

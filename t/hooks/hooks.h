@@ -34,7 +34,7 @@ struct numa_topo;
 void hooks_crash_point(const char *point);
 /* Whether GOBLIN_TEST_HEAD_ADMIT is "any" (read once). */
 bool hooks_head_admit_any(void);
-/* The simulated topology of GOBLIN_TEST_NUMA for <cfg> (numa_node >= 0)
+/* The simulated topology of GOBLIN_TEST_NUMA for <cfg> (numa >= 0)
  * into <t>: 1, 0 without the variable, or -EINVAL with a reason in <err>
  * for a bad row or a node the row does not have. */
 int hooks_numa_topo(struct numa_topo *t, const struct gs_config *cfg,

@@ -1,7 +1,8 @@
 /*
  * Helpers the engine's unit tests share: a scratch directory and a small
  * store's config, deterministic fill, a completion that records its
- * result, and a writer that stores a whole value.
+ * result, a writer that stores a whole value, and reads of engine
+ * internals no product code needs (engine_find, journal_last).
  */
 #ifndef GOBLIN_TEST_ENGINE_UTIL_H
 #define GOBLIN_TEST_ENGINE_UTIL_H
@@ -16,10 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <xxhash.h>
+
 #include "clock.h"
 #include "goblin.h"
 #include "log.h"
-#include "options.h"
+#include "engine.h"
+#include "journal.h"
 
 /* Logs warnings only and makes the scratch directory <tmpl>
  * ("/var/tmp/...XXXXXX", completed in place); 0, or -1 after perror(). */
@@ -49,10 +53,10 @@ static inline void store_config(struct gs_config *cfg, uint64_t memory,
 				uint64_t sub_memory, uint64_t ssd_size,
 				uint64_t hdd_size)
 {
-	options_config_defaults(cfg);
+	gs_config_init(cfg);
 	cfg->memory = memory;
 	cfg->sub_memory = sub_memory;
-	cfg->mlock = false;
+	cfg->no_mlock = true;
 	cfg->ssd_size = ssd_size;
 	cfg->hdd_size = hdd_size;
 }
@@ -70,9 +74,27 @@ static inline void store_pool(struct gs_config *cfg, bool hdd, char *path,
 	vsnprintf(path, len, fmt, ap);
 	va_end(ap);
 	if (hdd)
-		cfg->hdd_dirs[cfg->n_hdd_dirs++] = path;
+		cfg->hdd_dir.v[cfg->hdd_dir.n++] = path;
 	else
-		cfg->ssd_dirs[cfg->n_ssd_dirs++] = path;
+		cfg->ssd_dir.v[cfg->ssd_dir.n++] = path;
+}
+
+/* The record of <key>, live or not; NULL when none (index.c's lookup: its
+ * xxh3 bucket, then the chain).  Called with e->lock held. */
+static inline struct gs_obj *engine_find(struct gs_engine *e, const void *key,
+					 size_t klen)
+{
+	struct gs_obj *o = e->buckets[XXH3_64bits(key, klen) & (e->nbuckets - 1)];
+
+	while (o && (o->klen != klen || memcmp(o->key, key, klen)))
+		o = o->hnext;
+	return o;
+}
+
+/* The sequence number of the last journal append (0: no journal). */
+static inline uint64_t journal_last(const struct gs_engine *e)
+{
+	return e->journal ? e->journal->last : 0;
 }
 
 static inline void fill(char *p, uint64_t n, uint32_t seed)

@@ -26,7 +26,8 @@
 #include "engine_util.h"
 #include "journal.h"
 #include "log.h"
-#include "options.h"
+#include "layout.h"
+#include "index.h"
 
 static char tmp[] = JOURNAL_TEST_TMP;
 static char ssd[300], jpath[400], crash_copy[400];
@@ -49,15 +50,15 @@ static uint64_t cursor;			/* next free pool address */
 
 static inline void config(struct gs_config *cfg)
 {
-	options_config_defaults(cfg);
+	gs_config_init(cfg);
 	cfg->memory = 32 << 20;
 	cfg->sub_memory = 32 << 20;	/* a block for every slot class */
-	cfg->mlock = false;
+	cfg->no_mlock = true;
 	cfg->ram_head = 64 << 10;
 	cfg->max_object = 8 << 20;
 	cfg->ssd_size = 64 << 20;
-	cfg->ssd_dirs[0] = ssd;
-	cfg->n_ssd_dirs = 1;
+	cfg->ssd_dir.v[0] = ssd;
+	cfg->ssd_dir.n = 1;
 }
 
 /* Opens the engine (it opens and replays the journal); NULL with a

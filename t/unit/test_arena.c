@@ -25,8 +25,9 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
 #include "stats.h"
+#include "layout.h"
+#include "index.h"
 
 #define RAM_HEAD	4096u
 
@@ -34,12 +35,12 @@ static struct gs_config config(uint64_t block, uint64_t sub, bool no_evict)
 {
 	struct gs_config cfg;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.block = block;
 	cfg.memory = 2 * block > (1 << 20) ? 2 * block : 1 << 20;
 	cfg.sub_memory = sub;
 	cfg.ram_head = RAM_HEAD;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.no_evict = no_evict;
 	return cfg;
 }

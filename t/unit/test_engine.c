@@ -16,7 +16,6 @@
 #include "engine_util.h"
 #include "log.h"
 #include "mc_items.h"
-#include "options.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
@@ -423,16 +422,6 @@ static void eviction_round(void)
 	free(val);
 }
 
-/* The daemon words the engine's errors with its flags. */
-static void worded_errors(void)
-{
-	char err[256] = "`memory` must hold at least one `block`; `numa_node` 7; do not lock it: `mlock`; `other`";
-
-	options_word_error(err, sizeof(err));
-	CHECK(!strcmp(err, "--memory must hold at least one --block; --numa 7; do not lock it: --no-mlock; `other`"),
-	      "worded: %s", err);
-}
-
 int main(void)
 {
 	if (scratch_make(tmpdir) < 0)
@@ -442,7 +431,6 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
-	worded_errors();
 	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();

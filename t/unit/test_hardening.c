@@ -23,7 +23,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "mc_items.h"
-#include "options.h"
+#include "index.h"
 
 unsigned fault_malloc_n, fault_calloc_n, fault_realloc_n, fault_submit_n;
 int fault_submit_err;
@@ -170,7 +170,7 @@ static struct gs_engine *open_engine(struct gs_config *cfg, const char *name,
 
 	for (int i = 0; i < nssd; i++) {
 		snprintf(dirs[i], sizeof(dirs[i]), "%s/%s-%d", tmp, name, i);
-		cfg->ssd_dirs[cfg->n_ssd_dirs++] = dirs[i];
+		cfg->ssd_dir.v[cfg->ssd_dir.n++] = dirs[i];
 	}
 	if (gs_engine_open(&e, cfg, err, sizeof(err)) < 0) {
 		CHECK(0, "%s: open: %s", name, err);
@@ -181,10 +181,10 @@ static struct gs_engine *open_engine(struct gs_config *cfg, const char *name,
 
 static void small_config(struct gs_config *cfg)
 {
-	options_config_defaults(cfg);
+	gs_config_init(cfg);
 	cfg->memory = 16 << 20;
 	cfg->sub_memory = 4 << 20;
-	cfg->mlock = false;
+	cfg->no_mlock = true;
 	cfg->max_object = 8 << 20;
 	cfg->ssd_size = 64 << 20;
 }
@@ -201,9 +201,9 @@ static void incr_evicts_counter(void)
 	uint64_t v = 0;
 	int ret;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = cfg.sub_memory = cfg.block = cfg.ram_head = 4096;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	e = open_engine(&cfg, "incr", 0);
 	if (!e)
 		return;
@@ -236,14 +236,14 @@ static void stripe_too_small(void)
 	small_config(&cfg);
 	snprintf(d0, sizeof(d0), "%s/stripe-0", tmp);
 	snprintf(d1, sizeof(d1), "%s/stripe-1", tmp);
-	cfg.ssd_dirs[0] = d0;
-	cfg.ssd_dirs[1] = d1;
-	cfg.n_ssd_dirs = 2;
+	cfg.ssd_dir.v[0] = d0;
+	cfg.ssd_dir.v[1] = d1;
+	cfg.ssd_dir.n = 2;
 	cfg.stripe_unit = 32 << 10;
+	/* the daemon's wording of it (--stripe-unit): test_options */
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == -EINVAL &&
-	      strstr(err, "`stripe_unit`"), "32K stripe over two dirs: %s", err);
-	options_word_error(err, sizeof(err));	/* as the daemon says it */
-	CHECK(strstr(err, "--stripe-unit must be at least 64K"), "worded: %s", err);
+	      strstr(err, "`stripe_unit` must be at least 64K"),
+	      "32K stripe over two dirs: %s", err);
 	cfg.stripe_unit = 64 << 10;
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == 0, "64K: %s", err);
 	if (e) {
@@ -490,7 +490,7 @@ static void reclaim_churn(void)
 	cfg.io_streams = 2;
 	cfg.hdd_size = 128 << 20;
 	snprintf(hdd, sizeof(hdd), "%s/churn-hdd", tmp);
-	cfg.hdd_dirs[cfg.n_hdd_dirs++] = hdd;
+	cfg.hdd_dir.v[cfg.hdd_dir.n++] = hdd;
 	e = open_engine(&cfg, "churn", 1);
 	if (!e)
 		return;
@@ -683,7 +683,7 @@ static void sync_failure(void)
 	uint64_t n = 0;
 
 	small_config(&cfg);
-	cfg.sync_interval_ms = 5;
+	cfg.sync_interval = 5;
 	e = open_engine(&cfg, "syncfail", 1);
 	if (!e || !val) {
 		free(val);

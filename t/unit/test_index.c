@@ -21,7 +21,7 @@
 #include "engine_util.h"
 #include "journal.h"
 #include "log.h"
-#include "options.h"
+#include "index.h"
 
 static char tmpdir[] = "/var/tmp/goblin-test-index.XXXXXX";
 
@@ -65,16 +65,16 @@ static struct gs_engine *open_engine(struct gs_config *cfg, bool ssd,
 	struct gs_engine *e;
 	char err[256];
 
-	options_config_defaults(cfg);
+	gs_config_init(cfg);
 	cfg->memory = 64 << 20;
 	cfg->sub_memory = 32 << 20;
-	cfg->sync_interval_ms = sync_ms;
+	cfg->sync_interval = sync_ms;
 	cfg->fresh = true;
-	cfg->mlock = false;
+	cfg->no_mlock = true;
 	cfg->hash_power = 10;
 	if (ssd) {
 		snprintf(dir, sizeof(dir), "%s/ssd", tmpdir);
-		cfg->ssd_dirs[cfg->n_ssd_dirs++] = dir;
+		cfg->ssd_dir.v[cfg->ssd_dir.n++] = dir;
 		cfg->ssd_size = 64 << 20;
 	}
 	if (gs_engine_open(&e, cfg, err, sizeof(err)) < 0) {

@@ -12,6 +12,9 @@
 
 #define JOURNAL_TEST_TMP "/var/tmp/goblin-test-journal.XXXXXX"
 #include "journal_util.h"
+#include "pool.h"
+#include "layout.h"
+#include "index.h"
 
 /* ---- kill -9, then replay ---- */
 
@@ -351,7 +354,7 @@ static void syncs(void)
 	config(&cfg);
 	nwants = 0;
 	cfg.fresh = true;
-	cfg.sync_interval_ms = 20;
+	cfg.sync_interval = 20;
 	e = eopen_ok(&cfg, "sync");
 	w = want_new("s1", 100, 1);
 	put_want(e, w);
@@ -369,7 +372,7 @@ static void syncs(void)
 	CHECK(stats(e).syncs >= 2, "syncs %llu", (unsigned long long)stats(e).syncs);
 	eclose(&e);
 
-	cfg.sync_interval_ms = 0;
+	cfg.sync_interval = 0;
 	e = eopen_ok(&cfg, "no sync");
 	put_want(e, want_new("s2", 100, 2));
 	CHECK(journal_synced(e) == find_want("s2")->meta.cas, "unsynced journal_synced %llu",
@@ -379,7 +382,7 @@ static void syncs(void)
 	eclose(&e);
 
 	/* no pools, no journal */
-	cfg.n_ssd_dirs = 0;
+	cfg.ssd_dir.n = 0;
 	e = eopen_ok(&cfg, "no pools");
 	CHECK(!e->journal && journal_synced(e) == UINT64_MAX, "journal without pools");
 	put_want(e, want_new("s3", 100, 3));

@@ -7,6 +7,7 @@
  */
 #define JOURNAL_TEST_TMP "/var/tmp/goblin-test-journal-damage.XXXXXX"
 #include "journal_util.h"
+#include "pool.h"
 
 /* ---- damage: only a torn tail is cut ---- */
 

@@ -16,7 +16,6 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
 
 #define HEAD	(256u << 10)
 #define BLOCK	(2u << 20)
@@ -31,12 +30,12 @@ static struct gs_config config(int node, bool perverse)
 {
 	struct gs_config cfg;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = ARENA;
 	cfg.sub_memory = BLOCK;
-	cfg.mlock = false;
-	cfg.numa_node = node;
-	cfg.numa_perverse = perverse;
+	cfg.no_mlock = true;
+	cfg.numa = node;
+	cfg.perverse = perverse;
 	cfg.no_numa_promotion = true;	/* rounds run by hand */
 	return cfg;
 }

@@ -23,7 +23,7 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
-#include "options.h"
+#include "pool.h"
 
 
 static char tmp[] = "/var/tmp/goblin-test-pool.XXXXXX";
@@ -563,14 +563,14 @@ static int try_pool(const char *dir, char *err, size_t errlen)
 	struct gs_engine *e = NULL;
 	int ret;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = 16 << 20;
 	cfg.sub_memory = 4 << 20;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	cfg.max_object = 8 << 20;
 	cfg.ssd_size = 16 << 20;
-	cfg.ssd_dirs[0] = dir;
-	cfg.n_ssd_dirs = 1;
+	cfg.ssd_dir.v[0] = dir;
+	cfg.ssd_dir.n = 1;
 	ret = gs_engine_open(&e, &cfg, err, errlen);
 	gs_engine_close(&e);
 	return ret;

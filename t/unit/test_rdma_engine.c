@@ -24,7 +24,6 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
 #include "rdma_client.h"
 
 #define NOBJ	4

@@ -17,17 +17,17 @@
 #include "engine.h"
 #include "check.h"
 #include "log.h"
-#include "options.h"
+#include "region.h"
 
 
 static struct gs_config config(uint64_t memory, uint64_t sub)
 {
 	struct gs_config cfg;
 
-	options_config_defaults(&cfg);
+	gs_config_init(&cfg);
 	cfg.memory = memory;
 	cfg.sub_memory = sub;
-	cfg.mlock = false;
+	cfg.no_mlock = true;
 	return cfg;
 }
 

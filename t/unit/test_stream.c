@@ -18,8 +18,7 @@
 #include "check.h"
 #include "engine_util.h"
 #include "log.h"
-#include "options.h"
-#include "uring.h"			/* gs_stream_hold/release */
+#include "uring.h"
 
 #define HEAD	(256u << 10)		/* cfg.ram_head */
 #define PREFIX	(1u << 20)		/* cfg.ssd_prefix */

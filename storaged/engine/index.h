@@ -1,0 +1,62 @@
+/*
+ * The hash index (index.c): lookup, link, unlink, pins, CLOCK eviction.
+ */
+#ifndef GOBLIN_INDEX_H
+#define GOBLIN_INDEX_H
+
+#include "engine.h"
+#include "layout.h"
+
+/*
+ * What the index costs (stats index_bytes): per record, what glibc's
+ * malloc takes for a request of <n> bytes -- the request plus its size
+ * word, rounded to 16, at least 32 (engine_malloc_bytes); per engine, the
+ * bucket, CLOCK and head-CLOCK arrays at their capacity.
+ */
+uint64_t engine_malloc_bytes(uint64_t n);
+uint64_t engine_record_bytes(const struct gs_obj *obj);
+uint64_t engine_index_table_bytes(const struct gs_engine *e);
+
+/* Links <obj> if <cond> holds (<cas> for GS_IF_CAS and GS_IF_BASE),
+ * replacing an older record (then *<replaced>, when not NULL, is set).
+ * Called with e->lock held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */
+int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
+		uint64_t cas, bool *replaced);
+/* Links a recovered <obj> as it is (its CAS, mtime and space kept, nothing
+ * journaled), replacing any record of its key.  e->lock held; 0 or
+ * -ENOMEM. */
+int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj);
+/* Drops a reference; frees the record and its space at zero.
+ * Called with e->lock held. */
+static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
+{
+	if (--obj->refs == 0)
+		engine_free_record(e, obj);
+}
+/* Pins <obj> for a reader: its memory and extents stay valid, whatever
+ * happens to its key, until engine_unpin() (counted in `pins`; CLOCK,
+ * compaction and promotion pass a pinned object by).  Called with e->lock
+ * held. */
+static inline void engine_pin(struct gs_engine *e, struct gs_obj *obj)
+{
+	obj->refs++;
+	STAT_ADD(e, pins, 1);
+}
+/* Drops a pin engine_pin() took.  Called with e->lock held. */
+static inline void engine_unpin(struct gs_engine *e, struct gs_obj *obj)
+{
+	STAT_SUB(e, pins, 1);
+	engine_unref(e, obj);
+}
+/* Unlinks <obj> from the index if it is still there (a broken object).
+ * Takes e->lock. */
+void engine_drop(struct gs_engine *e, struct gs_obj *obj);
+/* Unlinks every object.  Called with e->lock held. */
+void engine_unlink_all(struct gs_engine *e);
+/* Evicts one object that holds room on tier <need> (GS_TIER_RAM: RAM other
+ * than a cached head), CLOCK order; with <only_expired>, dead ones only
+ * (any dead one).  Called with e->lock held; false when nothing could go. */
+bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
+		      bool only_expired);
+
+#endif /* GOBLIN_INDEX_H */

@@ -1,0 +1,43 @@
+/*
+ * Records and their space (layout.c): the tier split, chunks, allocation.
+ */
+#ifndef GOBLIN_LAYOUT_H
+#define GOBLIN_LAYOUT_H
+
+#include "engine-t.h"
+
+/* How engine_make_room() may free room: cached heads first (they are
+ * copies), then whole objects (CLOCK; with no_evict, expired ones only). */
+#define ROOM_DROP_HEADS	1u
+#define ROOM_EVICT	2u
+/* The one make-room policy: frees one thing for room on tier <need>, the
+ * ways <how> allows in that order (a cached head, then an object holding
+ * <need> bytes).  Every allocation that can make room loops on it until it
+ * succeeds or this fails.  Called with e->lock held; false when nothing
+ * could go. */
+bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how);
+/* Creates an unlinked record for <key> sized <size>, with no space yet
+ * (writers reserve each part as its bytes arrive).  No lock needed;
+ * returns 0, -E2BIG or -ENOMEM. */
+int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
+		      uint64_t size, struct gs_obj **objp);
+/* Allocates the space of part <i> of <obj> (-1: the RAM head, else chunk
+ * <i>), evicting for room; a no-op when it has its space.  Called with
+ * e->lock held; returns 0 or -ENOMEM. */
+int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i);
+/* engine_new_record() with every part reserved.  Called with e->lock held;
+ * returns 0 or -errno. */
+int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
+		   uint64_t size, struct gs_obj **objp);
+/* A zeroed record for <key> with room for <nchunks> chunks, refs 1; the
+ * caller fills meta and chunks (recovery).  NULL without memory. */
+struct gs_obj *engine_record_alloc(const void *key, size_t klen,
+				   uint32_t nchunks);
+/* Frees <obj> and the space it holds.  Called with e->lock held. */
+void engine_free_record(struct gs_engine *e, struct gs_obj *obj);
+/* Object byte offset where chunk <i> starts. */
+uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
+/* Bytes of one max_object that land on tier <t>, in whole 4K pages. */
+uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t);
+
+#endif /* GOBLIN_LAYOUT_H */

@@ -1,0 +1,32 @@
+/*
+ * The disk pools (pool.c): one per tier, its dirs striped.  Types in
+ * engine-t.h.
+ */
+#ifndef GOBLIN_POOL_H
+#define GOBLIN_POOL_H
+
+#include "engine-t.h"
+
+/* Opens (creating) a pool; its files keep their size and grow as space is
+ * handed out.  <fresh>: wipe what the dirs hold (only dirs whose marker is
+ * this pool's) and accept a pool of another format or stripe unit. */
+int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
+	      unsigned ndirs, uint64_t size, uint64_t stripe,
+	      uint64_t min_size, bool fresh, char *err, size_t errlen);
+void pool_close(struct pool *p);
+/* Allocates <len> contiguous bytes (rounded to align), from space the
+ * files hold if it can, else growing them (in smaller steps near the end
+ * of their file systems, never into <reserve>): 0 and <*addr>, or -ENOSPC
+ * (the pool is full, or its file system is). */
+int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
+/* Marks [<addr>, <addr>+<len>) allocated (recovery), growing the files to
+ * cover it if they do not: 0, -EINVAL when it is outside the pool,
+ * misaligned or already taken, or -ENOSPC when the files cannot grow. */
+int pool_claim(struct pool *p, uint64_t addr, uint64_t len);
+void pool_free(struct pool *p, uint64_t addr, uint64_t len);
+/* Splits [<addr>, <addr>+<len>) at stripe boundaries into <pieces> (at most
+ * <max>); returns how many, or -E2BIG. */
+int pool_pieces(const struct pool *p, uint64_t addr, uint32_t len,
+		  struct stripe_piece *pieces, int max);
+
+#endif /* GOBLIN_POOL_H */

@@ -1,0 +1,38 @@
+/*
+ * Read-ahead streams (stream.c): what read_into.c and gs_io_run() call.
+ */
+#ifndef GOBLIN_STREAM_H
+#define GOBLIN_STREAM_H
+
+#include "uring-t.h"
+
+/* ---- stream.c, for read_into.c ---- */
+
+/* Verifies a landed chunk (<res> is its read's result); on failure counts
+ * it and drops the object.  0, -EBADMSG or -EIO. */
+int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		const char *data, int res);
+/* Fills <order> with the disk chunks of [first, last) in the order to
+ * submit them (the first one, then with <lead_tail> the first HDD chunk,
+ * then offset order); returns how many. */
+uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
+		    bool lead_tail, uint32_t *order);
+
+/* ---- stream.c, for gs_io_run() ---- */
+
+/* Frees window buffers for the streams waiting for one by reclaiming
+ * stalled streams; returns whether any came free. */
+bool stream_reclaim_windows(struct gs_io *io);
+void stream_arm_stall_timer(struct gs_io *io);
+
+/* While streams wait for a window, a timer makes gs_io_run() look for
+ * stalled holders again, since no completion may ever come to do so. */
+static inline void stream_waiters_check(struct gs_io *io)
+{
+	if (io->timer_armed || list_empty(&io->stream_bufs.waiters) ||
+	    list_empty(&io->holders))
+		return;
+	stream_arm_stall_timer(io);
+}
+
+#endif /* GOBLIN_STREAM_H */

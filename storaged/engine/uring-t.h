@@ -1,0 +1,121 @@
+/*
+ * Per-thread I/O types: a thread's gs_io and its operations, for uring.c
+ * (the io_uring core, uring.h), stream.c (read-ahead streams, stream.h),
+ * read_into.c, writer.c (writers, admission, writer.h) and concat.c
+ * (append/prepend).  Not part of the API.
+ *
+ * A struct gs_io owns one io_uring with the pool files and a set of
+ * buffers registered.  The buffers are cut in two I/O buffer sets
+ * (struct iobufs): stream windows and writer chunk buffers.  A caller that
+ * finds its set empty queues an io_waiter on it; gs_io_run() fires the
+ * waiters when buffers come back.
+ *
+ *   bufmem: | stream_bufs: io_buffers*io_streams | writer_bufs: 2*io_buffers |
+ *
+ * The table is registered sparse and each buffer fills its slot the first
+ * time it is handed out (iobuf_get), so its memory is faulted in and pinned
+ * only once used: a gs_io that never touches the disk costs no buffer RAM,
+ * and a busy one what its peak concurrency took (the sets are stacks, the
+ * last buffer back goes out first).  A buffer the kernel would not
+ * register serves by plain reads and writes.
+ *
+ * An I/O operation (struct io_op) reads or writes one chunk, as one
+ * io_piece per stripe it spans; its done callback fires from gs_io_run()
+ * once every piece completed.
+ */
+#ifndef GOBLIN_URING_T_H
+#define GOBLIN_URING_T_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine-t.h"
+#include "list.h"
+
+#define SINK_LEN	(64u << 10)	/* where a failed writer's bytes go */
+#define URING_ENTRIES	256u		/* SQ size (a power of two, as the
+					 * kernel's) */
+
+/* Someone waiting for an I/O buffer set (or admission); initialised once
+ * with waiter_init(), on at most one list. */
+struct io_waiter {
+	struct list node;
+	gs_wake_fn fn;
+	void *arg;
+};
+
+/* A callback to fire from gs_io_run; embedded in its owner, so arming one
+ * never allocates (and never fails). */
+struct deferred {
+	struct list node;
+	gs_done_fn fn;
+	void *arg;
+	int res;
+};
+
+/* An I/O buffer set: a stack of registered-buffer indexes and the waiters
+ * for one. */
+struct iobufs {
+	int *free;
+	unsigned nfree, n, base;
+	struct list waiters;		/* of struct io_waiter */
+};
+
+struct io_op;
+typedef void (*op_done_fn)(struct io_op *op);
+
+struct io_piece {
+	struct io_op *op;
+	struct stripe_piece piece;
+	uint32_t done;
+	int stash_res;			/* its result, while on io->stash */
+	struct list stash_node;
+};
+
+struct io_op {
+	struct gs_io *io;
+	bool write;
+	int buf_idx;			/* registered buffer, or -1 */
+	char *buf;
+	uint32_t len;			/* aligned length */
+	uint32_t chunk;
+	enum gs_tier tier;
+	int pending;
+	int res;
+	op_done_fn done;
+	void *owner;
+	int npieces;
+	struct io_piece pieces[];
+};
+
+struct gs_io {
+	struct gs_engine *e;
+	struct io_uring uring;
+	int efd;
+	char *bufmem;
+	size_t bufmem_len;
+	uint8_t *buf_state;		/* per buffer: BUF_* */
+	struct iobufs stream_bufs, writer_bufs;
+	struct list deferred;		/* of struct deferred */
+	struct list stash;		/* of struct io_piece: completions to handle */
+	struct list holders;		/* of struct gs_stream holding a window */
+	struct list writer_holders;	/* of struct gs_writer holding a buffer */
+	struct list sync_waiters;	/* of struct gs_writer: stored, waiting
+					 * for --sync-interval's fdatasync */
+	bool timer_armed, timer_fired;
+	struct __kernel_timespec timer_ts;
+	struct io_uring_sqe *sqes[URING_ENTRIES];	/* the last handed out,
+					 * by sqes_out % URING_ENTRIES */
+	unsigned sqes_out;		/* SQEs handed out, ever (wraps) */
+	char *sink;			/* SINK_LEN bytes nobody reads */
+	unsigned inflight;
+	unsigned early_bufs;		/* streams' first chunks read before
+					 * they had a window (stream.c) */
+	struct list engine_node;	/* on e->io_list */
+};
+
+/* A buffer's state (gs_io.buf_state). */
+enum { BUF_UNUSED, BUF_REGISTERED, BUF_PLAIN };
+
+#endif /* GOBLIN_URING_T_H */
