@@ -67,11 +67,12 @@ $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
 # t/unit/test_rdma runs it over libfabric's tcp provider,
 # t/unit/test_rdma_verbs over verbs where a device is.
 DEB_PACKAGES      += libfabric-dev librdmacm-dev libibverbs-dev
-# The client side is not goblin-store's: t/lib/rdma_client.[ch], for the
-# tests and goblin-bench, which compile with $(RDMA_CLIENT_INC).
-RDMA_CLIENT_INC   := -It/lib
-RDMA_CLIENT_DEPS  := t/lib/rdma_client.c t/lib/rdma_client.h
-RDMA_PROTO_SRCS   := storaged/rdma/rdma_server.c t/lib/rdma_client.c
+# The client side is not goblin-store's: it is goblin-bench's
+# (bench/goblin-bench/rdma_client.[ch]), which the tests borrow; both
+# compile with $(RDMA_CLIENT_INC).
+RDMA_CLIENT_INC   := -Ibench/goblin-bench
+RDMA_CLIENT_DEPS  := bench/goblin-bench/rdma_client.c bench/goblin-bench/rdma_client.h
+RDMA_PROTO_SRCS   := storaged/rdma/rdma_server.c bench/goblin-bench/rdma_client.c
 RDMA_SRCS         := storaged/rdma/rdma_fabric.c $(RDMA_PROTO_SRCS)
 RDMA_LDLIBS       := -lfabric
 RDMA_VERBS_SRCS   := storaged/rdma/rdma_verbs.c $(RDMA_PROTO_SRCS)

@@ -1,5 +1,5 @@
 # goblin-bench: the load generator (bench/goblin-bench/).
-# --proto rdma links the RDMA client (t/lib/rdma_client.h) and both
+# --proto rdma links the RDMA client (rdma_client.[ch], here) and both
 # transports (storaged/rdma/rdma.h):
 # RDMA_SRCS and RDMA_VERBS_SRCS come from storaged/storaged.mk, included
 # after this file, so they are named here only in recipes (expanded when
@@ -10,10 +10,9 @@ DEB_PACKAGES += memcached nginx-core python3 libfabric-dev librdmacm-dev
 GOBLIN_BENCH_SRC := $(wildcard bench/goblin-bench/*.c) shared/size.c
 GOBLIN_BENCH_DEP := $(GOBLIN_BENCH_SRC) $(wildcard bench/goblin-bench/*.h) \
 	shared/size.h bench/goblin-bench/goblin-bench.mk \
-	$(wildcard storaged/rdma/rdma*.c) storaged/rdma/rdma.h storaged/storaged.mk \
-	t/lib/rdma_client.c t/lib/rdma_client.h
-GOBLIN_BENCH_LINK = $(GOBLIN_BENCH_SRC) \
-	$(sort $(RDMA_SRCS) $(RDMA_VERBS_SRCS)) -lm $(RDMA_LDLIBS) \
+	$(wildcard storaged/rdma/rdma*.c) storaged/rdma/rdma.h storaged/storaged.mk
+GOBLIN_BENCH_LINK = $(sort $(GOBLIN_BENCH_SRC) $(RDMA_SRCS) $(RDMA_VERBS_SRCS)) \
+	-lm $(RDMA_LDLIBS) \
 	$(RDMA_VERBS_LDLIBS)
 
 build/goblin-bench: $(GOBLIN_BENCH_DEP)

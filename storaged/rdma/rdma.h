@@ -16,7 +16,7 @@
  *   rdma_thread.c   the endpoint in goblin-store (--rdma): its thread
  *
  * The client side (tests, goblin-bench --proto rdma) is not goblin-store's:
- * t/lib/rdma_client.[ch].
+ * goblin-bench's bench/goblin-bench/rdma_client.[ch], which the tests borrow.
  *
  * Transport.  struct rdma_transport is a table of operations on opaque
  * devices (a fabric + domain + CM event queue; MRs belong to a device, so

@@ -4,8 +4,8 @@
  * time.  For the tests (t/unit/test_rdma*, t/daemon/rdma-get.c) and
  * goblin-bench --proto rdma; not in goblin-store.
  */
-#ifndef GOBLIN_T_RDMA_CLIENT_H
-#define GOBLIN_T_RDMA_CLIENT_H
+#ifndef GOBLIN_BENCH_RDMA_CLIENT_H
+#define GOBLIN_BENCH_RDMA_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,4 +38,4 @@ int rdma_client_get(struct rdma_client *c, const char *key,
 		    struct rdma_times *t, char *err, size_t errlen);
 void rdma_client_destroy(struct rdma_client **cp);
 
-#endif /* GOBLIN_T_RDMA_CLIENT_H */
+#endif /* GOBLIN_BENCH_RDMA_CLIENT_H */
