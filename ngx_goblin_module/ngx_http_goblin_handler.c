@@ -185,7 +185,7 @@ ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx)
 }
 
 
-/* Asks for bytes [<disk>, end) from disk, staged a window at a time. */
+/* Asks for bytes [<disk>, end) from disk, staged a grant at a time. */
 static void
 ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk)
 {
@@ -196,7 +196,7 @@ ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk)
     sqe.handle = ctx->handle;
     sqe.off = (uint64_t) disk;
     sqe.len = (uint64_t) (ctx->end - disk);
-    sqe.grant = (uint64_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
+    sqe.grant = (uint64_t) NGX_HTTP_GOBLIN_GRANT_BUFS
                  * ctx->map->ring.buf_size;
     ngx_http_goblin_submit(ctx, &sqe);
 
@@ -612,12 +612,12 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
  * passed earlier still wait for the client, new rx buffers are copied
  * aside BEFORE they are passed and go back to storaged at once: a slow
  * client holds at most the rx buffers of one pass, and heap copies up to
- * the READ's window.
+ * the READ's grant.
  */
 static void
 ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 {
-    off_t                      pending, accepted, window, more;
+    off_t                      pending, accepted, grant, more;
     ngx_int_t                  rc;
     ngx_chain_t               *cl, **ll;
     ngx_event_t               *wev;
@@ -666,15 +666,15 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
-    /* let the READ stage up to a window past what the client took */
+    /* let the READ stage up to a grant past what the client took */
 
     if (ctx->granted < ctx->end) {
-        window = (off_t) NGX_HTTP_GOBLIN_WINDOW_BUFS
+        grant = (off_t) NGX_HTTP_GOBLIN_GRANT_BUFS
                  * ctx->map->ring.buf_size;
         accepted = ctx->next - pending;
 
-        if (ctx->granted - accepted <= window / 2) {
-            more = ngx_min(ctx->end, accepted + window) - ctx->granted;
+        if (ctx->granted - accepted <= grant / 2) {
+            more = ngx_min(ctx->end, accepted + grant) - ctx->granted;
             ngx_http_goblin_submit_handle(ctx, RING_OP_MORE, 0, 0, more);
             ctx->granted += more;
         }

@@ -121,7 +121,7 @@ typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
 #define NGX_HTTP_GOBLIN_HEAP_BUF       -2  /* copied aside for a slow client */
 
 /* bytes a READ may stage ahead of what the client has taken, in buffers */
-#define NGX_HTTP_GOBLIN_WINDOW_BUFS    4
+#define NGX_HTTP_GOBLIN_GRANT_BUFS     4
 
 /* rx buffers passed on uncopied that clients may hold at once: 1/N of
  * them, so slow clients never hold what the others need */

@@ -50,7 +50,7 @@
 /* The RDMA endpoint (after GS_CONFIG_POLICY). */
 #define DAEMON_OPTIONS_RDMA(OPTION)					\
 	OPTION(rdma, STR, "", 0, 0,					\
-	       "serve memcache GETs over RDMA on ADDR:PORT ([ADDR]:PORT for IPv6), objects written into the client's window (none: off)") \
+	       "serve memcache GETs over RDMA on ADDR:PORT ([ADDR]:PORT for IPv6), objects written into the client's bulk buffer (none: off)") \
 	OPTION(rdma_transport, STR, "verbs", 0, 0,			\
 	       "--rdma's transport: verbs (rdma_cm + ibverbs RC QPs, needs an RDMA device) or tcp (emulated: libfabric's tcp provider)")
 

@@ -103,10 +103,10 @@
 	ACTION(rdma_connections, live, "RDMA connections open now")	\
 	ACTION(rdma_total_connections, conns, "RDMA connections accepted since start") \
 	ACTION(rdma_gets, gets, "RDMA get requests answered (hits, misses, bad keys, errors)") \
-	ACTION(rdma_get_hits, hits, "RDMA gets that found the object (VALUE, then its bytes written into the window)") \
+	ACTION(rdma_get_hits, hits, "RDMA gets that found the object (VALUE, then its bytes written into the bulk buffer)") \
 	ACTION(rdma_get_misses, misses, "RDMA gets of an absent key (END)")	\
-	ACTION(rdma_rounds, rounds, "window-sized rounds written (one per BULK_READY; an object larger than the client's window takes several)") \
-	ACTION(rdma_bytes_written, bytes, "object bytes RDMA-written into clients' windows, counted as each round completes") \
+	ACTION(rdma_rounds, rounds, "bulk-buffer-sized rounds written (one per BULK_READY; an object larger than the client's bulk buffer takes several)") \
+	ACTION(rdma_bytes_written, bytes, "object bytes RDMA-written into clients' bulk buffers, counted as each round completes") \
 	ACTION(rdma_closed, gone, "RDMA connections the client closed (mid-object too)") \
 	ACTION(rdma_aborted, aborted, "of rdma_closed, those closed mid-object (between VALUE and END)") \
 	ACTION(rdma_errors, errors, "RDMA failures on the server's side: connections dropped, objects unreadable midway (SERVER_ERROR), failed opens")
