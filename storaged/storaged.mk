@@ -79,8 +79,9 @@ RDMA_VERBS_SRCS   := storaged/rdma/rdma_verbs.c $(RDMA_PROTO_SRCS)
 RDMA_VERBS_LDLIBS := -lrdmacm -libverbs
 
 # The memcache front's call graph is the one storaged/mc/server.h draws,
-# without circles (t/check-mc-calls reads build/'s objects).
-.PHONY: check-mc-calls
-TEST_EXTRA += check-mc-calls
-check-mc-calls: build/goblin-store
-	t/check-mc-calls
+# without circles, and the nginx link's the one storaged/link/link_internal.h
+# draws (t/check-front-calls reads build/'s objects).
+.PHONY: check-front-calls
+TEST_EXTRA += check-front-calls
+check-front-calls: build/goblin-store
+	t/check-front-calls

@@ -150,7 +150,7 @@ void link_conn_event(struct link_conn *c)
 		link_conn_kill(c, NULL);
 		return;
 	}
-	link_drain_sq(c);
+	c->srv->up->drain_sq(c);
 }
 
 void link_conn_kill(struct link_conn *c, const char *why)
@@ -165,7 +165,7 @@ void link_conn_kill(struct link_conn *c, const char *why)
 		log_warn("nginx worker %d dropped: %s", (int)c->pid, why);
 		srv->st[ST_ring_protocol_errors]++;
 	}
-	pins = link_drop_handles(c);
+	pins = srv->up->drop_handles(c);
 	if (c->welcomed) {
 		srv->st[ST_ring_connections]--;
 		log_info("nginx worker %d detached, %u pin(s) released",
@@ -207,7 +207,7 @@ void link_conn_free(struct link_conn *c)
 	free(c->tx_daemon);
 	free(c->over);
 	free(c);
-	link_listen_resume(srv);	/* a descriptor came back */
+	srv->up->fd_back(srv);	/* a descriptor came back */
 }
 
 /* ---- who may attach ---- */

@@ -140,7 +140,27 @@ struct link_conn {
 };
 
 /* The socket, the thread and every worker (or, local, just the workers). */
+/*
+ * What a worker's connection (link_conn.c, the link's lowest file) needs
+ * from the files above it: its submissions served and its handles dropped
+ * (link_ops.c), listening again once a descriptor is back (link_server.c).
+ * link_server_new sets the one table; the calls go down the files, these
+ * come up through it.  Who calls whom (t/check-front-calls checks it
+ * against the objects; no circle):
+ *
+ *   link_server  ->  link_conn link_ops
+ *   link_ops     ->  link_conn link_direct
+ *   link_direct  ->  link_conn
+ *   link_conn    ->
+ */
+struct link_upcalls {
+	void (*drain_sq)(struct link_conn *c);
+	unsigned (*drop_handles)(struct link_conn *c);
+	void (*fd_back)(struct link_server *srv);
+};
+
 struct link_server {
+	const struct link_upcalls *up;
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct loop loop;		/* epoll, stop, listener, gs_io */

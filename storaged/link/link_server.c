@@ -416,12 +416,19 @@ uint32_t link_pins_bound(uint64_t head_slots)
 	       (uint32_t)quarter;
 }
 
+static const struct link_upcalls upcalls = {
+	.drain_sq = link_drain_sq,
+	.drop_handles = link_drop_handles,
+	.fd_back = link_listen_resume,
+};
+
 struct link_server *link_server_new(struct gs_engine *e, uint32_t max_pins)
 {
 	struct link_server *srv = calloc(1, sizeof(*srv));
 
 	if (!srv)
 		return NULL;
+	srv->up = &upcalls;
 	srv->e = e;
 	srv->lfd = srv->spare_fd = -1;
 	srv->loop = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1 };

@@ -20,7 +20,7 @@
  *   mc_items.c      memcache item semantics over the engine (mc_items.h)
  *   proto_parse.c   the command line parser, pure (proto_parse.h)
  *
- * Who calls whom (t/check-mc-calls checks it against the objects; no
+ * Who calls whom (t/check-front-calls checks it against the objects; no
  * cycles):
  *
  *   server        ->  conn conn_output proto_store proto_text

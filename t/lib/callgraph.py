@@ -1,5 +1,5 @@
 # A folder's file-level call graph, read from its objects, checked against
-# the graph its header documents (t/check-module-calls, t/check-mc-calls).
+# the graph its header documents (t/check-module-calls, t/check-front-calls).
 # File A calls file B when A's object takes a function B's object defines
 # (`nm -u`, `nm --defined-only`; data, such as a table of callbacks, is
 # shared, not called).  The documented graph is the header's
