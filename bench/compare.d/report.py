@@ -731,6 +731,8 @@ def network_rows(by_net):
         res["ratios"]["complete_p50_goblin_over_peer"],
         res["ratios"]["complete_p99_goblin_over_peer"])))
     rows += each("RAM", lambda p: human(p["ram"]["usage_bytes"]))
+    rows.append(row("RAM (cgroup) %s/goblin-store" % peer,
+                    lambda res: "%.3gx" % res["ratios"]["ram_peer_over_goblin"]))
     if "ram_split" in first["peers"][1]:
         rows.append(row("goblin-store RAM: heads / cached chunks / I/O buffers / index "
                         "/ rest of the cgroup", lambda res: " / ".join(
