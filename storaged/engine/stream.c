@@ -51,11 +51,10 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-/* Fills <order> with the disk chunks of [first, last) in submission order:
- * the first one (what the client waits for now: a head not in RAM, or
- * the bytes right after it), then with <lead_tail> the first HDD chunk
- * (the longest wait), then offset order.  A window of one buffer must not
- * lead: the chunk holding it could not be sent before the ones it jumped. */
+/* The first chunk is what the client waits for now (a head not in RAM, or
+ * the bytes after it); the first HDD chunk the longest wait.  A window of
+ * one buffer must not lead: its chunk could not be sent before the ones
+ * it jumped. */
 uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
 		    bool lead_tail, uint32_t *order)
 {
@@ -154,8 +153,7 @@ static void stream_refill(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl);
 static unsigned window_for(struct gs_stream *s, unsigned max);
 
-/* read_order() of [<first>, s->last) into s->order, less the chunks <s>
- * takes from the RAM chunk cache; returns how many. */
+/* read_order() of [<first>, s->last) less what RAM holds; how many. */
 static uint32_t stream_order(struct gs_stream *s, uint32_t first)
 {
 	uint32_t n = read_order(s->obj, first, s->last, s->window_max > 1,
@@ -617,7 +615,6 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 {
 	struct gs_engine *e = s->io->e;
 	uint32_t hc = head_chunks(s);
-	bool cached = false;
 
 	s->wake = wake;
 	s->arg = arg;
@@ -636,16 +633,12 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 		if (s->head_loading && c - s->first < hc)
 			continue;	/* read: the head is copied from it */
 		sl->ram = ramchunk_get(e, s->obj, c);
-		if (sl->ram) {
+		if (sl->ram)
 			sl->state = CH_READY;
-			cached = true;
-		}
 	}
 	pthread_mutex_unlock(&e->lock);
-	if (cached) {
-		s->norder = stream_order(s, s->first);
-		s->window_size = window_for(s, s->window_size);
-	}
+	s->norder = stream_order(s, s->first);	/* less what RAM holds */
+	s->window_size = window_for(s, s->window_size);
 	stream_refill(s);
 }
 
@@ -687,54 +680,61 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	return 0;
 }
 
-int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
+		      size_t *len)
 {
-	const struct gs_obj *obj = s->obj;
+	uint64_t p = s->pos + skip, cend;
+	const struct chunk *ch;
 	struct stream_slot *sl;
-	const struct chunk *c;
-	uint64_t cend;
 
-	if (!s->error && s->pos >= s->head_len)
+	if (!skip && !s->error && s->pos >= s->head_len)
 		stream_refill(s);
 	if (s->error)
 		return s->error;
-	if (s->pos >= s->end) {
+	if (p >= s->end) {
 		*len = 0;
 		return 0;
 	}
-	if (s->pos < s->head_len) {
-		*data = s->head + s->pos;
-		*len = (s->head_len < s->end ? s->head_len : s->end) - s->pos;
+	if (p < s->head_len) {
+		*data = s->head + p;
+		*len = (s->head_len < s->end ? s->head_len : s->end) - p;
 		return 0;
 	}
-	sl = &s->slots[s->cur - s->first];
-	c = &obj_chunks(obj)[s->cur];
+	ch = obj_chunks(s->obj) + s->cur;
+	for (sl = &s->slots[s->cur - s->first]; p >= sl->off + ch->len; sl++)
+		ch++;
 	if (sl->state != CH_READY)
 		return -EAGAIN;
-	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
-	if (sl->ram) {
-		*data = ramchunk_bytes(s->io->e, sl->ram, s->pos - sl->off,
-				       cend - s->pos, len);
-		return 0;
-	}
-	if (c->tier == GS_TIER_RAM)
-		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
+	cend = sl->off + ch->len < s->end ? sl->off + ch->len : s->end;
+	*len = cend - p;
+	if (sl->ram)
+		*data = ramchunk_bytes(s->io->e, sl->ram, p - sl->off, *len, len);
+	else if (ch->tier == GS_TIER_RAM)
+		*data = (const char *)s->io->e->region.base + ch->addr + (p - sl->off);
 	else
-		*data = slot_ptr(s, sl) + (s->pos - sl->off);
-	*len = cend - s->pos;
+		*data = slot_ptr(s, sl) + (p - sl->off);
 	return 0;
+}
+
+int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+{
+	return gs_stream_peek_at(s, 0, data, len);
 }
 
 void gs_stream_consume(struct gs_stream *s, size_t n)
 {
-	if (n && s->pos >= s->head_len && s->cur < s->last &&
-	    s->slots[s->cur - s->first].ram)
-		STAT_ADD(s->io->e, chunk_hit_bytes, n);
+	uint64_t lo = s->pos > s->head_len ? s->pos : s->head_len;
+
 	s->pos += n;
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];
+		uint64_t cend = sl->off + obj_chunks(s->obj)[s->cur].len;
+		uint64_t hi = s->pos < cend ? s->pos : cend;
 
-		if (s->pos < sl->off + obj_chunks(s->obj)[s->cur].len)
+		lo = lo > sl->off ? lo : sl->off;
+		if (sl->ram && hi > lo)		/* [lo, hi) came from RAM */
+			STAT_ADD(s->io->e, chunk_hit_bytes, hi - lo);
+		if (s->pos < cend)
 			break;
 		if (!s->keep)
 			put_slices(s, sl);

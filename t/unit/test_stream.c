@@ -398,6 +398,30 @@ static void ram_chunks(struct gs_engine *e, struct gs_io *io, char *val)
 	      (unsigned long long)(c.chunk_hits - b.chunk_hits),
 	      (unsigned long long)(c.disk_reads - b.disk_reads));
 
+	/* gathered without consuming (gs_stream_peek_at): the same bytes */
+	{
+		uint64_t skip = 0;
+		const void *p;
+		size_t n;
+
+		CHECK(gs_lookup(e, "cached", 6, &obj) == 0, "lookup");
+		CHECK(gs_stream_open(io, obj, 0, UINT64_MAX, on_wake, NULL, &s) == 0,
+		      "open");
+		gs_obj_put(e, &obj);
+		while ((ret = gs_stream_peek_at(s, skip, &p, &n)) == 0 && n) {
+			CHECK(!memcmp(p, val + skip, n), "gathered at %llu",
+			      (unsigned long long)skip);
+			skip += n;
+		}
+		CHECK(ret == 0 && skip == size && gs_stream_left(s) == size,
+		      "all of it gathered, none consumed: %d, %llu", ret,
+		      (unsigned long long)skip);
+		gs_stream_consume(s, size - 1);
+		CHECK(gs_stream_peek(s, &p, &n) == 0 && n == 1 &&
+		      *(const char *)p == val[size - 1], "the last byte");
+		gs_stream_close(&s);
+	}
+
 	/* replaced: the new bytes, the old ones' slots given back */
 	fill(val, size, 78);
 	CHECK(put(io, "cached", val, size) == 0, "put again");
