@@ -66,6 +66,7 @@
 	ACTION(head_admissions, "heads copied into RAM")			\
 	ACTION(head_evictions, "heads dropped from RAM for room (the objects stay)") \
 	ACTION(disk_evictions, "objects evicted for disk room")		\
+	ACTION(extent_splits, "extra runs a new object's chunks on a disk tier took because no free run of the pool held them whole (0: every object is one run per tier)") \
 	ACTION(recovered_objects, "objects recovered from the pools at start") \
 	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
 	ACTION(journal_bytes, "bytes in the index journal now")		\

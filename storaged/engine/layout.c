@@ -157,15 +157,77 @@ static int alloc_ram(struct gs_engine *e, uint64_t *off)
 	return 0;
 }
 
-static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
-		      uint64_t *addr)
+/*
+ * A run of <need> bytes on tier <t>'s pool: whole when a free run holds it,
+ * evicting for room as long as the free space would not; when it would, or
+ * nothing more can go, the largest free run there is, a multiple of <unit>
+ * (the caller takes the rest in further runs).  0 with <*addr> and <*got>,
+ * or -ENOMEM.
+ */
+static int take_run(struct gs_engine *e, enum gs_tier t, uint64_t need,
+		    uint64_t unit, uint64_t *addr, uint64_t *got)
 {
-	while (pool_alloc(&e->pools[t], len, addr) < 0)
-		if (!engine_make_room(e, t, ROOM_EVICT))
+	struct pool *p = &e->pools[t];
+
+	for (;;) {
+		if (pool_alloc(p, need, addr) == 0) {
+			*got = need;
+			return 0;
+		}
+		if (p->backed - p->used >= need &&
+		    pool_alloc_most(p, need, unit, addr, got) == 0)
+			break;
+		if (engine_make_room(e, t, ROOM_EVICT))
+			continue;
+		/* nothing more can go: what is free, or what the files grow by */
+		if (pool_alloc_most(p, need, unit, addr, got) == 0)
+			break;
+		*got = unit < need ? unit : need;
+		if (pool_alloc(p, *got, addr) < 0)
 			return -ENOMEM;
+		break;
+	}
+	if (*got < need)
+		STAT_ADD(e, extent_splits, 1);
 	return 0;
 }
 
+/*
+ * Reserves the run of chunk <i> on its disk tier: chunk <i> and the ones
+ * after it on the same tier, at once and contiguous (a tail is one extent
+ * per pool stripe, whoever else writes meanwhile), in as few runs as the
+ * pool allows when it is fragmented.  Chunk <k> of a run starts at the
+ * run's address plus the rounded lengths of the chunks before it.
+ */
+static int reserve_run(struct gs_engine *e, struct gs_obj *obj, uint32_t i)
+{
+	struct chunk *c = obj_chunks(obj);
+	enum gs_tier t = c[i].tier;
+	uint32_t align = e->pools[t].align, end = i;
+	uint64_t unit = round_up(tier_chunk(e, t), align);
+
+	while (end < obj->nchunks && c[end].tier == t &&
+	       c[end].addr == UINT64_MAX)
+		end++;
+	while (i < end) {
+		uint64_t need = 0, addr, got;
+		int ret;
+
+		for (uint32_t k = i; k < end; k++)
+			need += round_up(c[k].len, align);
+		ret = take_run(e, t, need, unit, &addr, &got);
+		if (ret < 0)
+			return ret;
+		for (; i < end && round_up(c[i].len, align) <= got; i++) {
+			c[i].addr = addr;
+			addr += round_up(c[i].len, align);
+			got -= round_up(c[i].len, align);
+		}
+		if (got)
+			pool_free(&e->pools[t], addr, got);
+	}
+	return 0;
+}
 int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
 {
 	while (region_alloc(&e->region, off) < 0)
@@ -243,10 +305,9 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 		return 0;
 	if (!journal_room_for(e, obj))
 		return -ENOMEM;
-	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
-		ret = alloc_ram(e, &addr);
-	else
-		ret = alloc_disk(e, c->tier, c->len, &addr);
+	if (c->tier != GS_TIER_RAM)
+		return reserve_run(e, obj, i);
+	ret = alloc_ram(e, &addr);	/* whole head slot: --memory */
 	if (ret == 0)
 		c->addr = addr;
 	return ret;

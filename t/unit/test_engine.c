@@ -422,6 +422,188 @@ static void eviction_round(void)
 	free(val);
 }
 
+/* How many runs <key>'s chunks on tier <t> make (chunk k+1 right after
+ * chunk k is one run); -1 when it is not there. */
+static int runs_of(struct gs_engine *e, const char *key, enum gs_tier t)
+{
+	struct gs_obj *obj;
+	int runs = -1;
+
+	pthread_mutex_lock(&e->lock);
+	obj = engine_find(e, key, strlen(key));
+	if (obj) {
+		const struct chunk *c = obj_chunks(obj);
+		uint64_t next = UINT64_MAX;
+
+		runs = 0;
+		for (uint32_t i = 0; i < obj->nchunks; i++) {
+			if (c[i].tier != t)
+				continue;
+			runs += c[i].addr != next;
+			next = c[i].addr + round_up(c[i].len, 4096);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	return runs;
+}
+
+/* Writers that interleave their bytes, chunk by chunk, still get one run
+ * per tier each: an object's HDD tail is one extent per pool stripe. */
+static void runs_round(const char *name, int nhdd)
+{
+	enum { NW = 4, SIZE = (9 << 20) + 12345, STEP = 64 << 10 };
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct gs_writer *w[NW];
+	struct waitres wr[NW] = { 0 };
+	uint64_t pos[NW] = { 0 };
+	char err[256], ssd[300], hdd[2][300], key[32];
+	char *val = malloc(SIZE);
+	bool all;
+
+	store_config(&cfg, 64 << 20, 8 << 20, 64 << 20, 256 << 20);
+	cfg.stripe_unit = 1 << 20;
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/%s-ssd", tmpdir, name);
+	for (int i = 0; i < nhdd; i++)
+		store_pool(&cfg, true, hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d",
+			   tmpdir, name, i);
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "%s: open: %s", name, err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	for (int k = 0; k < NW; k++) {
+		snprintf(key, sizeof(key), "w%d", k);
+		CHECK(gs_writer_open(io, key, strlen(key), SIZE, 0, 0,
+				     GS_WRITE_SET, &w[k]) == 0, "%s: open %d",
+		      name, k);
+	}
+	do {			/* 64K of each writer in turn */
+		all = true;
+		for (int k = 0; k < NW; k++) {
+			void *p;
+			size_t n;
+			int ret;
+
+			if (pos[k] == SIZE)
+				continue;
+			all = false;
+			ret = gs_writer_buf(w[k], &p, &n, on_wake, NULL);
+			if (ret == -EAGAIN) {
+				gs_io_run(io, false);
+				continue;
+			}
+			if (n > STEP)
+				n = STEP;
+			if (n > SIZE - pos[k])
+				n = SIZE - pos[k];
+			fill(val, SIZE, k + 1);
+			memcpy(p, val + pos[k], n);
+			gs_writer_advance(w[k], n);
+			pos[k] += n;
+		}
+	} while (!all);
+	for (int k = 0; k < NW; k++) {
+		CHECK(gs_writer_finish(&w[k], GS_IF_ANY, 0, on_stored,
+				       &wr[k]) == 0, "%s: finish %d", name, k);
+		CHECK(run_for(io, &wr[k].done, 10000) && wr[k].res == 0,
+		      "%s: stored %d: %d", name, k, wr[k].res);
+	}
+	for (int k = 0; k < NW; k++) {
+		snprintf(key, sizeof(key), "w%d", k);
+		CHECK(runs_of(e, key, GS_TIER_HDD) == 1 &&
+		      runs_of(e, key, GS_TIER_SSD) == 1,
+		      "%s: %s in %d HDD run(s), %d SSD run(s)", name, key,
+		      runs_of(e, key, GS_TIER_HDD), runs_of(e, key, GS_TIER_SSD));
+		fill(val, SIZE, k + 1);
+		CHECK(get_stream(e, io, key, val, SIZE, 0, UINT64_MAX) == 0,
+		      "%s: read %s", name, key);
+	}
+	gs_stats(e, &st);
+	CHECK(st.extent_splits == 0, "%s: %llu splits", name,
+	      (unsigned long long)st.extent_splits);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
+/* A pool too fragmented for a tail's run: the tail is split into as few
+ * runs as the holes allow (no eviction while the free space holds it), and
+ * every byte survives a restart. */
+static void split_round(void)
+{
+	enum { TAIL = 2 << 20, BIG = 6 << 20 };
+	uint64_t lead = (256 << 10) + (1 << 20);	/* head + prefix */
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], ssd[300], hdd[300], key[32];
+	char *val = malloc(lead + BIG);
+
+	store_config(&cfg, 64 << 20, 8 << 20, 64 << 20, 20 << 20);
+	cfg.max_object = 8 << 20;
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/split-ssd", tmpdir);
+	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/split-hdd", tmpdir);
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "split: open: %s", err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	for (int i = 0; i < 10; i++) {		/* the HDD pool full */
+		snprintf(key, sizeof(key), "f%d", i);
+		fill(val, lead + TAIL, i);
+		CHECK(put(io, key, val, lead + TAIL, GS_IF_ANY) == 0,
+		      "split: put %s", key);
+	}
+	for (int i = 0; i < 10; i += 2) {	/* five 2 MiB holes */
+		snprintf(key, sizeof(key), "f%d", i);
+		CHECK(gs_delete(e, key, strlen(key)) == 0, "split: del %s", key);
+	}
+	fill(val, lead + BIG, 99);
+	CHECK(put(io, "big", val, lead + BIG, GS_IF_ANY) == 0, "split: big");
+	gs_stats(e, &st);
+	CHECK(runs_of(e, "big", GS_TIER_HDD) == 3 && st.extent_splits == 2 &&
+	      st.evictions == 0, "split: %d runs, %llu splits, %llu evictions",
+	      runs_of(e, "big", GS_TIER_HDD),
+	      (unsigned long long)st.extent_splits,
+	      (unsigned long long)st.evictions);
+	CHECK(get_stream(e, io, "big", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: read big");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "split: reopen: %s", err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	gs_stats(e, &st);
+	CHECK(st.recovered_objects == 6, "split: %llu recovered",
+	      (unsigned long long)st.recovered_objects);
+	CHECK(get_stream(e, io, "big", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: big after restart");
+	for (int i = 1; i < 10; i += 2) {
+		snprintf(key, sizeof(key), "f%d", i);
+		fill(val, lead + TAIL, i);
+		CHECK(get_stream(e, io, key, val, lead + TAIL, 0, UINT64_MAX) == 0,
+		      "split: %s after restart", key);
+	}
+	/* a tail that no free space holds evicts, then is one run again */
+	fill(val, lead + BIG, 98);
+	CHECK(put(io, "big2", val, lead + BIG, GS_IF_ANY) == 0, "split: big2");
+	CHECK(get_stream(e, io, "big2", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: read big2");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
 int main(void)
 {
 	if (scratch_make(tmpdir) < 0)
@@ -431,6 +613,9 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
+	runs_round("runs", 1);
+	runs_round("runs-striped", 2);
+	split_round();
 	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();
