@@ -43,7 +43,8 @@ uint64_t engine_malloc_bytes(uint64_t n)
 
 uint64_t engine_record_bytes(const struct gs_obj *obj)
 {
-	return engine_malloc_bytes(engine_record_size(obj->klen, obj->nchunks));
+	return engine_malloc_bytes(engine_record_size(obj->klen, obj->nchunks,
+						  obj_nruns(obj)));
 }
 
 uint64_t engine_index_table_bytes(const struct gs_engine *e)

@@ -676,7 +676,8 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		return -EAGAIN;
 	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
 	if (c->tier == GS_TIER_RAM)
-		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
+		*data = (const char *)s->io->e->region.base +
+			chunk_addr(s->obj, s->cur) + (s->pos - sl->off);
 	else
 		*data = slot_ptr(s, sl) + (s->pos - sl->off);
 	*len = cend - s->pos;

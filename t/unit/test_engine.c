@@ -291,7 +291,7 @@ static void corrupt_round(const char *name, struct gs_engine *e,
 	fill(val, 2 << 20, 99);
 	CHECK(put(io, "victim", val, 2 << 20, GS_IF_ANY) == 0, "%s: victim", name);
 	if (gs_lookup(e, "victim", 6, &obj) == 0) {
-		addr = obj_chunks(obj)[1].addr;	/* one dir: file offset */
+		addr = chunk_addr(obj, 1);	/* one dir: file offset */
 		gs_obj_put(e, &obj);
 	}
 	snprintf(path, sizeof(path), "%s/extents", ssd_dir);
@@ -439,8 +439,8 @@ static int runs_of(struct gs_engine *e, const char *key, enum gs_tier t)
 		for (uint32_t i = 0; i < obj->nchunks; i++) {
 			if (c[i].tier != t)
 				continue;
-			runs += c[i].addr != next;
-			next = c[i].addr + round_up(c[i].len, 4096);
+			runs += chunk_addr(obj, i) != next;
+			next = chunk_addr(obj, i) + round_up(c[i].len, 4096);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
