@@ -200,6 +200,23 @@ struct obj_disk {
 	struct chunk chunks[];
 };
 
+/* ---- measurements (measure.c) ---- */
+
+/* Samples in buckets four to an octave (2^(i/4)): two windows of
+ * MEASURE_WINDOW_NS, the older one dropped when a new one starts. */
+#define MEASURE_BUCKETS	128
+#define MEASURE_WINDOW_NS	(1000ull * 1000000)
+
+struct measure_hist {
+	uint64_t epoch[2];		/* mono_ns() / MEASURE_WINDOW_NS of each */
+	uint64_t win[2][MEASURE_BUCKETS];	/* window of epoch E: [E & 1] */
+};
+
+struct measure {
+	struct measure_hist io[GS_TIERS];	/* read completion, ns */
+	struct measure_hist rate;		/* delivery, bytes/s */
+};
+
 struct gs_engine {
 	struct gs_config cfg;
 	char *dirs_copy[2 * GS_MAX_DIRS];
@@ -220,6 +237,7 @@ struct gs_engine {
 	int nfiles;
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */
 	struct gs_stats st;
+	struct measure measure;
 	pthread_mutex_t io_lock;	/* guards io_list */
 	struct list io_list;		/* of struct gs_io, by engine_node */
 };

@@ -11,6 +11,7 @@
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
+#include "measure.h"
 #include "pool.h"
 #include "region.h"
 
@@ -193,5 +194,6 @@ void gs_stats(struct gs_engine *e, struct gs_stats *st)
 	st->hdd_used_bytes = e->pools[GS_TIER_HDD].used;
 	st->index_table_bytes = engine_index_table_bytes(e);
 	st->index_bytes = st->index_record_bytes + st->index_table_bytes;
+	measure_stats(e, st);
 	pthread_mutex_unlock(&e->lock);
 }

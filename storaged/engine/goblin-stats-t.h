@@ -50,6 +50,11 @@
 	ACTION(readahead_chunks, "disk chunks read ahead of the sender")	\
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
 	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
+	ACTION(delivery_stalls, "times a consumer waited over 10 ms for a chunk after its first byte") \
+	ACTION(delivery_rate, "bytes/s the fastest tenth of streams' consumers drained at, over the last one to two seconds") \
+	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds, microseconds") \
+	ACTION(ssd_read_p99_us, "the same for SSD chunk reads, microseconds") \
+	ACTION(prefix_next_bytes, "the SSD prefix a new object gets now: delivery_rate x hdd_read_p99_us less the head, within --ssd-prefix") \
 	ACTION(early_reads, "first chunks read for a request still waiting for a read-ahead window") \
 	ACTION(disk_reads, "disk chunk reads completed")			\
 	ACTION(disk_read_bytes, "bytes read from the pools")		\
