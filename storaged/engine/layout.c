@@ -13,12 +13,17 @@
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
+#include "measure.h"
 #include "pool.h"
 #include "region.h"
 
-static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
+/* An object's tiers: [0, ram limit + <prefix>) on the SSD and the rest on
+ * the HDD when there are both; each new object's prefix is its own
+ * (engine_new_prefix()), its chunks say where its bytes are after. */
+static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off,
+			    uint64_t prefix)
 {
-	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
+	uint64_t ssd_end = engine_ram_limit(e) + prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD])
 		return off < ssd_end ? GS_TIER_SSD : GS_TIER_HDD;
@@ -39,9 +44,10 @@ static uint64_t tier_chunk(const struct gs_engine *e, enum gs_tier t)
 }
 
 /* Where the tier holding <off> ends (exclusive). */
-static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size)
+static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size,
+			 uint64_t prefix)
 {
-	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
+	uint64_t ssd_end = engine_ram_limit(e) + prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD] &&
 	    off < ssd_end && ssd_end < size)
@@ -57,20 +63,20 @@ static bool home_on_disk(const struct gs_engine *e, uint64_t size)
 	       (e->has_pool[GS_TIER_SSD] || e->has_pool[GS_TIER_HDD]);
 }
 
-/* Fills <chunks> (when not NULL) for an object of <size>; returns count,
- * and in <*nruns> how many runs they make: one per disk tier, one per RAM
- * chunk.  An on-disk object's chunks cover it from byte 0; otherwise they
- * follow the head. */
+/* Fills <chunks> (when not NULL) for an object of <size> and SSD prefix
+ * <prefix>; returns count, and in <*nruns> how many runs they make: one per
+ * disk tier, one per RAM chunk.  An on-disk object's chunks cover it from
+ * byte 0; otherwise they follow the head. */
 static uint32_t layout(const struct gs_engine *e, uint64_t size,
-		       struct chunk *chunks, uint32_t *nruns)
+		       uint64_t prefix, struct chunk *chunks, uint32_t *nruns)
 {
 	uint64_t off = home_on_disk(e, size) ? 0 : engine_head_len(e, size);
 	uint32_t n = 0, runs = 0;
 	int last = -1;
 
 	while (off < size) {
-		enum gs_tier t = tier_at(e, off);
-		uint64_t end = tier_end(e, off, size);
+		enum gs_tier t = tier_at(e, off, prefix);
+		uint64_t end = tier_end(e, off, size, prefix);
 		uint64_t len = tier_chunk(e, t);
 
 		if (len > end - off)
@@ -108,16 +114,25 @@ uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 	return off;
 }
 
-/* Bytes of one max_object that land on tier <t>. */
+uint64_t engine_new_prefix(const struct gs_engine *e)
+{
+	if (!e->has_pool[GS_TIER_SSD] || !e->has_pool[GS_TIER_HDD])
+		return 0;
+	return e->cfg.fixed_prefix ? e->cfg.ssd_prefix : measure_prefix(e);
+}
+
+/* Bytes of one max_object that land on tier <t>: with the largest prefix
+ * on the SSD, with none on the HDD. */
 uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 {
 	uint64_t size = e->cfg.max_object, sum = 0;
-	uint32_t nruns, n = layout(e, size, NULL, &nruns);
+	uint64_t prefix = t == GS_TIER_SSD ? e->cfg.ssd_prefix : 0;
+	uint32_t nruns, n = layout(e, size, prefix, NULL, &nruns);
 	struct chunk *c = calloc(n ? n : 1, sizeof(*c));
 
 	if (!c)
 		return 0;
-	layout(e, size, c, &nruns);
+	layout(e, size, prefix, c, &nruns);
 	for (uint32_t i = 0; i < n; i++)
 		if (c[i].tier == t)
 			sum += round_up(c[i].len, 4096);
@@ -312,18 +327,19 @@ struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 		      uint64_t size, struct gs_obj **objp)
 {
+	uint64_t prefix = engine_new_prefix(e);
 	uint32_t n, nruns;
 	struct gs_obj *obj;
 
 	if (gs_check_size(e, size) < 0)
 		return -E2BIG;
-	n = layout(e, size, NULL, &nruns);
+	n = layout(e, size, prefix, NULL, &nruns);
 	if (nruns >= GS_MAX_RUNS)
 		return -E2BIG;
 	obj = engine_record_alloc(key, klen, n, nruns);
 	if (!obj)
 		return -ENOMEM;
-	layout(e, size, obj_chunks(obj), &nruns);
+	layout(e, size, prefix, obj_chunks(obj), &nruns);
 	obj->on_disk = home_on_disk(e, size);
 	obj->meta.size = size;
 	if (!obj->on_disk)

@@ -42,7 +42,13 @@ struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj);
 /* Object byte offset where chunk <i> starts. */
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
-/* Bytes of one max_object that land on tier <t>, in whole 4K pages. */
+/* The SSD prefix a new object gets: --ssd-prefix with --fixed-prefix,
+ * else what the measured HDD latency and delivery rate call for
+ * (measure_prefix(), at most --ssd-prefix); 0 without both pools.  An
+ * object keeps the prefix it was made with: its chunks hold it. */
+uint64_t engine_new_prefix(const struct gs_engine *e);
+/* Bytes of one max_object that land on tier <t>, in whole 4K pages: the
+ * most any prefix puts there. */
 uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t);
 
 #endif /* GOBLIN_LAYOUT_H */

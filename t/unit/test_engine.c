@@ -16,6 +16,7 @@
 #include "engine_util.h"
 #include "log.h"
 #include "mc_items.h"
+#include "measure.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
@@ -604,6 +605,131 @@ static void split_round(void)
 	free(val);
 }
 
+/* The SSD bytes past the head of <key>, -1 when it is not there. */
+static int64_t prefix_of(struct gs_engine *e, const char *key)
+{
+	struct gs_obj *obj;
+	int64_t p = -1;
+
+	if (gs_lookup(e, key, strlen(key), &obj) == 0) {
+		p = (int64_t)gs_obj_tier_bytes(obj, GS_TIER_SSD) -
+		    (int64_t)engine_ram_limit(e);
+		gs_obj_put(e, &obj);
+	}
+	return p;
+}
+
+/* What measure_prefix() should say for the rate and latency measured
+ * now: rate x HDD p99 - head, up to a whole SSD chunk, within the cap. */
+static uint64_t formula(struct gs_engine *e)
+{
+	uint64_t need = measure_delivery_rate(e) / 1000 *
+			(measure_io_ns(e, GS_TIER_HDD, 99) / 1000) / 1000;
+	uint64_t head = engine_ram_limit(e);
+
+	if (need <= head)
+		return 0;
+	need = round_up(need - head, GS_SSD_CHUNK);
+	return need < e->cfg.ssd_prefix ? need : e->cfg.ssd_prefix;
+}
+
+/* Feeds <e> HDD reads of <lat_ns> and consumers draining at <rate> B/s. */
+static void feed(struct gs_engine *e, uint64_t lat_ns, uint64_t rate, int n)
+{
+	for (int i = 0; i < n; i++) {
+		measure_io(e, GS_TIER_HDD, lat_ns);
+		measure_delivery(e, rate, 1000000000);
+	}
+}
+
+/* Each new object's prefix follows rate x (HDD latency) - head within
+ * --ssd-prefix, measured (here: fed) as it is made; objects keep theirs,
+ * every byte reads back; --fixed-prefix keeps --ssd-prefix. */
+static void prefix_round(void)
+{
+	enum { SIZE = 4 << 20 };
+	static const struct {
+		const char *key;
+		uint64_t rate;		/* B/s, fed before the put */
+		int n;			/* samples: more than the last's */
+	} steps[] = {
+		{ "unmeasured", 0, 0 },
+		{ "slow", 10000000, 20 },	/* 50 KB in 5 ms: the head */
+		{ "mid", 100000000, 400 },	/* ~500 KB - head */
+		{ "fast", 1000000000, 8000 },	/* 5 MB: the cap */
+	};
+	uint64_t want[4], sum = 0;
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], ssd[300], hdd[300];
+	char *val = malloc(SIZE);
+
+	store_config(&cfg, 64 << 20, 8 << 20, 128 << 20, 256 << 20);
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/prefix-ssd", tmpdir);
+	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/prefix-hdd", tmpdir);
+	for (int fixed = 0; fixed < 2; fixed++) {
+		cfg.fixed_prefix = fixed;
+		cfg.fresh = true;
+		if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+			CHECK(0, "prefix: open: %s", err);
+			break;
+		}
+		gs_io_create(e, &io);
+		for (int i = 0; i < 4; i++) {
+			feed(e, 5000000, steps[i].rate, steps[i].n);
+			want[i] = fixed || !i ? cfg.ssd_prefix : formula(e);
+			CHECK(measure_prefix(e) == want[i],
+			      "prefix %d: %s: measure_prefix %llu, want %llu",
+			      fixed, steps[i].key,
+			      (unsigned long long)measure_prefix(e),
+			      (unsigned long long)want[i]);
+			fill(val, SIZE, i + 7);
+			CHECK(put(io, steps[i].key, val, SIZE, GS_IF_ANY) == 0,
+			      "prefix: put %s", steps[i].key);
+		}
+		CHECK(fixed || (want[1] == 0 && want[2] > 0 &&
+				want[2] < cfg.ssd_prefix &&
+				want[3] == cfg.ssd_prefix),
+		      "prefix: formula gave %llu %llu %llu",
+		      (unsigned long long)want[1], (unsigned long long)want[2],
+		      (unsigned long long)want[3]);
+		sum = 0;
+		for (int i = 0; i < 4; i++) {
+			fill(val, SIZE, i + 7);
+			CHECK(prefix_of(e, steps[i].key) == (int64_t)want[i],
+			      "prefix %d: %s holds %lld on the SSD past the head, want %llu",
+			      fixed, steps[i].key,
+			      (long long)prefix_of(e, steps[i].key),
+			      (unsigned long long)want[i]);
+			CHECK(runs_of(e, steps[i].key, GS_TIER_HDD) == 1,
+			      "prefix: %s runs", steps[i].key);
+			CHECK(get_stream(e, io, steps[i].key, val, SIZE, 0,
+					 UINT64_MAX) == 0,
+			      "prefix: read %s", steps[i].key);
+			sum += want[i];
+		}
+		gs_stats(e, &st);
+		CHECK(st.prefix_bytes == sum &&
+		      st.prefix_objects_0 == (fixed ? 0 : 1) &&
+		      st.prefix_objects_le_1m + st.prefix_objects_le_512k +
+		      st.prefix_objects_le_256k == (fixed ? 4 : 3) &&
+		      st.prefix_objects_le_1m == (fixed ? 4u : 2u +
+						  (want[2] > 512 << 10)) &&
+		      st.prefix_objects_gt_1m == 0,
+		      "prefix %d: stats %llu bytes, 0:%llu 256k:%llu 512k:%llu 1m:%llu",
+		      fixed, (unsigned long long)st.prefix_bytes,
+		      (unsigned long long)st.prefix_objects_0,
+		      (unsigned long long)st.prefix_objects_le_256k,
+		      (unsigned long long)st.prefix_objects_le_512k,
+		      (unsigned long long)st.prefix_objects_le_1m);
+		gs_io_destroy(&io);
+		gs_engine_close(&e);
+	}
+	free(val);
+}
+
 int main(void)
 {
 	if (scratch_make(tmpdir) < 0)
@@ -616,6 +742,7 @@ int main(void)
 	runs_round("runs", 1);
 	runs_round("runs-striped", 2);
 	split_round();
+	prefix_round();
 	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();
