@@ -122,11 +122,12 @@ uint64_t engine_new_prefix(const struct gs_engine *e)
 }
 
 /* Bytes of one max_object that land on tier <t>: with the largest prefix
- * on the SSD, with none on the HDD. */
+ * on the SSD, with the least (none, unless fixed) on the HDD. */
 uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 {
 	uint64_t size = e->cfg.max_object, sum = 0;
-	uint64_t prefix = t == GS_TIER_SSD ? e->cfg.ssd_prefix : 0;
+	uint64_t prefix = t == GS_TIER_SSD || e->cfg.fixed_prefix ?
+			  e->cfg.ssd_prefix : 0;
 	uint32_t nruns, n = layout(e, size, prefix, NULL, &nruns);
 	struct chunk *c = calloc(n ? n : 1, sizeof(*c));
 
