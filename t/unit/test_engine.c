@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "check.h"
 #include "engine_util.h"
+#include "index.h"
 #include "log.h"
 #include "mc_items.h"
 #include "measure.h"
@@ -575,6 +576,27 @@ static void split_round(void)
 	      (unsigned long long)st.evictions);
 	CHECK(get_stream(e, io, "big", val, lead + BIG, 0, UINT64_MAX) == 0,
 	      "split: read big");
+	{	/* the cut record, grown by its runs, leaves as it came */
+		struct gs_obj *obj;
+		uint64_t rec = 0, before = st.index_record_bytes;
+
+		if (gs_lookup(e, "big", 3, &obj) == 0) {
+			CHECK(obj_nruns(obj) == 4, "split: %u runs",
+			      obj_nruns(obj));
+			rec = engine_record_bytes(obj);
+			gs_obj_put(e, &obj);
+		}
+		CHECK(gs_delete(e, "big", 3) == 0, "split: delete big");
+		gs_stats(e, &st);
+		CHECK(rec && st.index_record_bytes == before - rec &&
+		      st.hdd_used_bytes == 5 * (uint64_t)TAIL,
+		      "split: delete gave back %llu of %llu record bytes, HDD %llu",
+		      (unsigned long long)(before - st.index_record_bytes),
+		      (unsigned long long)rec,
+		      (unsigned long long)st.hdd_used_bytes);
+		CHECK(put(io, "big", val, lead + BIG, GS_IF_ANY) == 0 &&
+		      runs_of(e, "big", GS_TIER_HDD) == 3, "split: big again");
+	}
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 
@@ -600,6 +622,19 @@ static void split_round(void)
 	CHECK(put(io, "big2", val, lead + BIG, GS_IF_ANY) == 0, "split: big2");
 	CHECK(get_stream(e, io, "big2", val, lead + BIG, 0, UINT64_MAX) == 0,
 	      "split: read big2");
+	/* a record that grew as its run was cut is counted as it is */
+	gs_delete(e, "big", 3);
+	gs_delete(e, "big2", 4);
+	for (int i = 1; i < 10; i += 2) {
+		snprintf(key, sizeof(key), "f%d", i);
+		gs_delete(e, key, strlen(key));	/* unless big2 evicted it */
+	}
+	gs_stats(e, &st);
+	CHECK(st.curr_items == 0 && st.index_record_bytes == 0 &&
+	      st.hdd_used_bytes == 0, "split: after flush %llu items, %llu record bytes, %llu HDD bytes",
+	      (unsigned long long)st.curr_items,
+	      (unsigned long long)st.index_record_bytes,
+	      (unsigned long long)st.hdd_used_bytes);
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 	free(val);
