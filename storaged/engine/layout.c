@@ -15,6 +15,7 @@
 #include "layout.h"
 #include "measure.h"
 #include "pool.h"
+#include "ramchunk.h"
 #include "region.h"
 
 /* An object's tiers: [0, ram limit + <prefix>) on the SSD and the rest on
@@ -144,6 +145,7 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
 	engine_head_forget(e, obj);
+	ramchunk_free_all(e, obj);
 	if (obj->has_head && region_is_arena(&e->region, obj->meta.head_off))
 		arena_free(e, obj);
 	else if (obj->has_head)
@@ -167,6 +169,8 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 
 bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how)
 {
+	if ((how & (ROOM_DROP_CHUNKS | ROOM_DROP_HEADS)) && ramchunk_drop_one(e))
+		return true;
 	if ((how & ROOM_DROP_HEADS) && engine_head_drop_one(e))
 		return true;
 	return (how & ROOM_EVICT) &&
@@ -287,10 +291,10 @@ static int reserve_run(struct gs_engine *e, struct gs_obj **objp, uint32_t i)
 	return 0;
 }
 
-int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
+int engine_head_alloc(struct gs_engine *e, unsigned how, uint64_t *off)
 {
 	while (region_alloc(&e->region, off) < 0)
-		if (!engine_make_room(e, GS_TIER_RAM, drop ? ROOM_DROP_HEADS : 0))
+		if (!how || !engine_make_room(e, GS_TIER_RAM, how))
 			return -ENOMEM;
 	return 0;
 }

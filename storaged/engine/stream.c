@@ -19,6 +19,7 @@
 #include "index.h"
 #include "layout.h"
 #include "log.h"
+#include "ramchunk.h"
 #include "stream.h"
 #include "uring.h"
 
@@ -98,6 +99,7 @@ enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
 
 struct stream_slot {
 	uint8_t state;
+	const struct ramchunk *ram;	/* cached in RAM: read from there */
 	bool head_copied;		/* its bytes of the head are in head_slot */
 	bool early;			/* read into s->early, not the window */
 	int8_t win;			/* window buffer holding it, -1 none */
@@ -122,6 +124,7 @@ struct gs_stream {
 	uint64_t head_slot;		/* head_loading: where the head goes */
 	uint32_t head_chunks;		/* head_loading: chunks still to copy */
 	bool head_loading;		/* bringing the object's head into RAM */
+	bool read_again;		/* ramchunk_read(): push colder ones out */
 	uint64_t pos, end;
 	uint32_t first, last, cur;
 	uint32_t *order;
@@ -150,6 +153,19 @@ struct gs_stream {
 static void stream_refill(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl);
 static unsigned window_for(struct gs_stream *s, unsigned max);
+
+/* read_order() of [<first>, s->last) into s->order, less the chunks <s>
+ * takes from the RAM chunk cache; returns how many. */
+static uint32_t stream_order(struct gs_stream *s, uint32_t first)
+{
+	uint32_t n = read_order(s->obj, first, s->last, s->window_max > 1,
+				s->order), k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (!s->slots[s->order[i] - s->first].ram)
+			s->order[k++] = s->order[i];
+	return k;
+}
 
 /* Gives the window buffers of <s> back to io->stream_bufs. */
 static void window_put(struct gs_stream *s)
@@ -278,7 +294,7 @@ static void stream_reclaim(struct gs_stream *s)
 	for (uint32_t c = s->cur; c < s->last; c++) {
 		struct stream_slot *sl = &s->slots[c - s->first];
 
-		if (obj_chunks(s->obj)[c].tier == GS_TIER_RAM)
+		if (obj_chunks(s->obj)[c].tier == GS_TIER_RAM || sl->ram)
 			continue;
 		put_slices(s, sl);
 		if (sl->early)
@@ -286,8 +302,7 @@ static void stream_reclaim(struct gs_stream *s)
 		sl->early = false;
 		sl->state = CH_IDLE;
 	}
-	s->norder = read_order(s->obj, s->cur, s->last, s->window_max > 1,
-			       s->order);
+	s->norder = stream_order(s, s->cur);
 	s->next_submit = 0;
 	window_put(s);
 	s->window_size = window_for(s, s->window_max);
@@ -398,8 +413,11 @@ static void stream_read_done(struct io_op *op)
 	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
 	if (res < 0 && !s->error)
 		s->error = res;
-	if (res == 0)
+	if (res == 0) {
 		head_load_chunk(s, op->chunk, op->buf);
+		ramchunk_offer(s->io->e, s->obj, op->chunk, op->buf,
+			       s->read_again);
+	}
 	sl->state = CH_READY;
 	if (op->chunk == s->cur)
 		s->stall_since = mono_ns();
@@ -599,16 +617,35 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 {
 	struct gs_engine *e = s->io->e;
 	uint32_t hc = head_chunks(s);
+	bool cached = false;
 
 	s->wake = wake;
 	s->arg = arg;
+
 	pthread_mutex_lock(&e->lock);
 	engine_pin(e, s->obj);
 	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
 		s->head_loading = true;
 		s->head_chunks = hc;
 	}
+	s->read_again = ramchunk_read(e, s->obj);
+	/* pinned: what is cached now stays until the stream is closed */
+	for (uint32_t c = s->first; s->obj->on_disk && c < s->last; c++) {
+		struct stream_slot *sl = &s->slots[c - s->first];
+
+		if (s->head_loading && c - s->first < hc)
+			continue;	/* read: the head is copied from it */
+		sl->ram = ramchunk_get(e, s->obj, c);
+		if (sl->ram) {
+			sl->state = CH_READY;
+			cached = true;
+		}
+	}
 	pthread_mutex_unlock(&e->lock);
+	if (cached) {
+		s->norder = stream_order(s, s->first);
+		s->window_size = window_for(s, s->window_size);
+	}
 	stream_refill(s);
 }
 
@@ -675,6 +712,11 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 	if (sl->state != CH_READY)
 		return -EAGAIN;
 	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
+	if (sl->ram) {
+		*data = ramchunk_bytes(s->io->e, sl->ram, s->pos - sl->off,
+				       cend - s->pos, len);
+		return 0;
+	}
 	if (c->tier == GS_TIER_RAM)
 		*data = (const char *)s->io->e->region.base +
 			chunk_addr(s->obj, s->cur) + (s->pos - sl->off);
@@ -686,6 +728,9 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 
 void gs_stream_consume(struct gs_stream *s, size_t n)
 {
+	if (n && s->pos >= s->head_len && s->cur < s->last &&
+	    s->slots[s->cur - s->first].ram)
+		STAT_ADD(s->io->e, chunk_hit_bytes, n);
 	s->pos += n;
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];

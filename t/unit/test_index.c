@@ -37,7 +37,7 @@ static uint64_t malloc_chunk(uint64_t n)
 static uint64_t record(size_t klen, uint32_t nchunks, uint32_t nruns)
 {
 	return malloc_chunk((offsetof(struct gs_obj, key) + klen + 7) / 8 * 8 +
-			    (nchunks ? 8 + nchunks * 16 + nruns * 8 : 0));
+			    (nchunks ? 16 + nchunks * 16 + nruns * 8 : 0));
 }
 
 /* The record of <key> costs what the formula says, and what glibc holds. */
