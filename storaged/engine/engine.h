@@ -69,6 +69,13 @@ static inline uint64_t chunk_addr(const struct gs_obj *obj, uint32_t i)
 	return addr;
 }
 
+/* The bytes of RAM chunk <i> of <obj> (an engine without pools). */
+static inline void *chunk_ram(const struct gs_engine *e,
+			      const struct gs_obj *obj, uint32_t i)
+{
+	return (char *)e->region.base + chunk_addr(obj, i);
+}
+
 /* Bytes one malloc'd record of a <klen>-byte key, <nchunks> chunks and
  * <nruns> runs asks for: the record and key, rounded to 8, then, with
  * chunks, struct obj_disk, the chunks and the run addresses. */

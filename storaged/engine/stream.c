@@ -718,8 +718,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		return 0;
 	}
 	if (c->tier == GS_TIER_RAM)
-		*data = (const char *)s->io->e->region.base +
-			chunk_addr(s->obj, s->cur) + (s->pos - sl->off);
+		*data = (const char *)chunk_ram(s->io->e, s->obj, s->cur) + (s->pos - sl->off);
 	else
 		*data = slot_ptr(s, sl) + (s->pos - sl->off);
 	*len = cend - s->pos;

@@ -428,8 +428,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		return writer_sink(w, p, len, part_end);
 	}
 	if (c->tier == GS_TIER_RAM) {
-		*p = (char *)io->e->region.base + chunk_addr(obj, w->cur) +
-		     (w->pos - w->cur_off);
+		*p = (char *)chunk_ram(io->e, obj, w->cur) + (w->pos - w->cur_off);
 		*len = part_end - w->pos;
 		return 0;
 	}
