@@ -153,12 +153,21 @@ struct stripe_piece {
 
 /* ---- the index ---- */
 
+/*
+ * A chunk of an object's bytes on one tier.  Its space is part of a run:
+ * chunks that lie back to back on one tier's pool, each but the last a
+ * whole tier chunk.  A record holds one address per run (the writer
+ * reserves an object's chunks on a tier as one run, a fragmented pool
+ * splits it); chunk_addr() derives a chunk's own.  A RAM chunk (an engine
+ * without pools) is a run of its own: its head slot.
+ */
 struct chunk {
-	uint64_t addr;			/* logical address in its tier's pool */
 	uint64_t sum;			/* xxh3 of the data bytes */
 	uint32_t len;			/* data bytes */
-	uint8_t tier;
+	uint32_t run : 24;		/* its run: runs go in chunk order */
+	uint32_t tier : 8;
 };
+#define GS_MAX_RUNS	(1u << 24)
 
 /*
  * A record.  An object past the RAM limit on an engine with pools lives
@@ -184,7 +193,8 @@ struct gs_obj {				/* gs_obj is its public name */
 };
 
 /* What a record with chunks (every on-disk object) holds after its key:
- * its place in the head cache, then its chunk extents. */
+ * its place in the head cache, then its chunks, then the address of each
+ * of their runs (uint64_t, UINT64_MAX until reserved; obj_runs()). */
 struct obj_disk {
 	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
 	uint16_t seen_epoch;		/* head CLOCK lap of the last head miss */

@@ -42,13 +42,49 @@ static inline struct chunk *obj_chunks(const struct gs_obj *obj)
 	return obj_disk(obj)->chunks;
 }
 
-/* Bytes one malloc'd record of a <klen>-byte key and <nchunks> chunks
- * asks for: the record and key, rounded to 8, then, with chunks, struct
- * obj_disk and the extents. */
-static inline uint64_t engine_record_size(size_t klen, uint32_t nchunks)
+/* How many runs <obj>'s chunks make: the last chunk's run, plus one. */
+static inline uint32_t obj_nruns(const struct gs_obj *obj)
+{
+	return obj->nchunks ? obj_chunks(obj)[obj->nchunks - 1].run + 1 : 0;
+}
+
+/* The address of each run of <obj>'s chunks, in chunk order. */
+static inline uint64_t *obj_runs(const struct gs_obj *obj)
+{
+	return (uint64_t *)(obj_chunks(obj) + obj->nchunks);
+}
+
+/* Chunk <i>'s address on its tier's pool (a RAM chunk: its head slot's
+ * offset in the region): its run's, past the chunks before it in the run;
+ * UINT64_MAX while the run has no space. */
+static inline uint64_t chunk_addr(const struct gs_obj *obj, uint32_t i)
+{
+	const struct chunk *c = obj_chunks(obj);
+	uint64_t addr = obj_runs(obj)[c[i].run];
+
+	if (addr == UINT64_MAX)
+		return addr;
+	for (uint32_t k = i; k > 0 && c[k - 1].run == c[i].run; k--)
+		addr += c[k - 1].len;
+	return addr;
+}
+
+/* The bytes of RAM chunk <i> of <obj> (an engine without pools). */
+static inline void *chunk_ram(const struct gs_engine *e,
+			      const struct gs_obj *obj, uint32_t i)
+{
+	return (char *)e->region.base + chunk_addr(obj, i);
+}
+
+/* Bytes one malloc'd record of a <klen>-byte key, <nchunks> chunks and
+ * <nruns> runs asks for: the record and key, rounded to 8, then, with
+ * chunks, struct obj_disk, the chunks and the run addresses. */
+static inline uint64_t engine_record_size(size_t klen, uint32_t nchunks,
+					  uint32_t nruns)
 {
 	return obj_key_end(klen) + (nchunks ? sizeof(struct obj_disk) +
-				     (uint64_t)nchunks * sizeof(struct chunk) : 0);
+				     (uint64_t)nchunks * sizeof(struct chunk) +
+				     (uint64_t)nruns * sizeof(uint64_t) : 0);
 }
 
 /* <obj>'s head in the RAM region of <e>; NULL when it has none. */

@@ -42,7 +42,9 @@
 	ACTION(ram_head, SIZE, "256K", 0, 0,				\
 	       "bytes of an object's start that RAM caches; objects up to this size are RAM-only (multiple of 4K)")		\
 	ACTION(ssd_prefix, SIZE, "1M", 0, 0,				\
-	       "bytes after the head kept on the SSD pool when there is an HDD pool") \
+	       "most bytes after the head kept on the SSD pool when there is an HDD pool: each new object's prefix is what the HDD's measured latency at the measured delivery rate needs, up to this") \
+	ACTION(fixed_prefix, BOOL, "false", 0, 0,			\
+	       "every object's prefix is --ssd-prefix, not sized from the measured HDD latency and delivery rate") \
 	ACTION(ssd_dir, DIRS, "", 0, 0,					\
 	       "SSD pool directory; repeat to stripe (none: no SSD tier)")	\
 	ACTION(hdd_dir, DIRS, "", 0, 0,					\

@@ -55,6 +55,12 @@
 	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds, microseconds") \
 	ACTION(ssd_read_p99_us, "the same for SSD chunk reads, microseconds") \
 	ACTION(prefix_next_bytes, "the SSD prefix a new object gets now: delivery_rate x hdd_read_p99_us less the head, within --ssd-prefix") \
+	ACTION(prefix_bytes, "SSD prefix bytes (past the head) of the objects stored with an HDD tail, summed: over the prefix_objects_* counts, their mean prefix") \
+	ACTION(prefix_objects_0, "objects stored with an HDD tail and no SSD prefix: the head alone hides the HDD's latency") \
+	ACTION(prefix_objects_le_256k, "objects stored with an HDD tail and an SSD prefix of 256 KiB") \
+	ACTION(prefix_objects_le_512k, "objects stored with an HDD tail and an SSD prefix of 512 KiB") \
+	ACTION(prefix_objects_le_1m, "objects stored with an HDD tail and an SSD prefix of 768 KiB or 1 MiB") \
+	ACTION(prefix_objects_gt_1m, "objects stored with an HDD tail and an SSD prefix over 1 MiB") \
 	ACTION(early_reads, "first chunks read for a request still waiting for a read-ahead window") \
 	ACTION(disk_reads, "disk chunk reads completed")			\
 	ACTION(disk_read_bytes, "bytes read from the pools")		\
@@ -77,6 +83,7 @@
 	ACTION(chunk_admissions, "chunks copied into RAM after a read") \
 	ACTION(chunk_evictions, "cached chunks dropped from RAM for room (for a head, or a hotter chunk; the objects stay)") \
 	ACTION(disk_evictions, "objects evicted for disk room")		\
+	ACTION(extent_splits, "extra runs a new object's chunks on a disk tier took because no free run of the pool held them whole (0: every object is one run per tier)") \
 	ACTION(recovered_objects, "objects recovered from the pools at start") \
 	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\
 	ACTION(journal_bytes, "bytes in the index journal now")		\

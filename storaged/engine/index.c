@@ -44,7 +44,8 @@ uint64_t engine_malloc_bytes(uint64_t n)
 
 uint64_t engine_record_bytes(const struct gs_obj *obj)
 {
-	return engine_malloc_bytes(engine_record_size(obj->klen, obj->nchunks));
+	return engine_malloc_bytes(engine_record_size(obj->klen, obj->nchunks,
+						  obj_nruns(obj)));
 }
 
 uint64_t engine_index_table_bytes(const struct gs_engine *e)
@@ -288,6 +289,28 @@ int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj)
 	return 0;
 }
 
+/* Counts the SSD prefix of a stored object with an HDD tail (the prefix
+ * it was made with, engine_new_prefix()): prefix_bytes and its bucket. */
+static void prefix_count(struct gs_engine *e, const struct gs_obj *obj)
+{
+	uint64_t p;
+
+	if (!obj->on_disk || !gs_obj_tier_bytes(obj, GS_TIER_HDD))
+		return;
+	p = gs_obj_tier_bytes(obj, GS_TIER_SSD) - engine_ram_limit(e);
+	STAT_ADD(e, prefix_bytes, p);
+	if (p == 0)
+		STAT_ADD(e, prefix_objects_0, 1);
+	else if (p <= 256 << 10)
+		STAT_ADD(e, prefix_objects_le_256k, 1);
+	else if (p <= 512 << 10)
+		STAT_ADD(e, prefix_objects_le_512k, 1);
+	else if (p <= 1 << 20)
+		STAT_ADD(e, prefix_objects_le_1m, 1);
+	else
+		STAT_ADD(e, prefix_objects_gt_1m, 1);
+}
+
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced)
 {
@@ -320,6 +343,7 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		unlink_obj(e, old);
 	link_obj(e, obj);
 	STAT_ADD(e, total_items, 1);
+	prefix_count(e, obj);
 	return 0;
 }
 

@@ -138,7 +138,7 @@ static void put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
 	memcpy(key, obj->key, obj->klen);
 	for (uint32_t i = 0; i < obj->nchunks; i++)
 		c[i] = (struct jchunk){
-			.addr = obj_chunks(obj)[i].addr,
+			.addr = chunk_addr(obj, i),
 			.sum = obj_chunks(obj)[i].sum,
 			.len = obj_chunks(obj)[i].len,
 			.tier = obj_chunks(obj)[i].tier,

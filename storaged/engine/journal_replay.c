@@ -455,16 +455,33 @@ static bool layout_ok(const struct gs_engine *e, const struct rent *x)
 	return total == p->size;
 }
 
-/* Claims <obj>'s extents: 0, or -EINVAL with <obj> freed. */
+/* Whether journaled chunk <i> goes on in the run of chunk <i> - 1: the
+ * same tier, right after it, which is a whole tier chunk. */
+static bool same_run(const struct jchunk *c, uint32_t i)
+{
+	uint32_t whole = c[i].tier == GS_TIER_SSD ? GS_SSD_CHUNK : GS_HDD_CHUNK;
+
+	return i > 0 && c[i].tier == c[i - 1].tier && c[i - 1].len == whole &&
+	       c[i].addr == c[i - 1].addr + c[i - 1].len;
+}
+
+/* Claims <obj>'s runs: 0, or -EINVAL with <obj> freed. */
 static int claim(struct gs_engine *e, struct gs_obj *obj)
 {
-	for (uint32_t i = 0; i < obj->nchunks; i++) {
-		struct chunk *c = &obj_chunks(obj)[i];
+	const struct chunk *c = obj_chunks(obj);
+	uint64_t *runs = obj_runs(obj);
 
-		if (pool_claim(&e->pools[c->tier], c->addr, c->len) == 0)
+	for (uint32_t i = 0; i < obj->nchunks;) {
+		uint32_t r = c[i].run;
+		enum gs_tier t = c[i].tier;
+		uint64_t len = 0;
+
+		for (; i < obj->nchunks && c[i].run == r; i++)
+			len += c[i].len;
+		if (pool_claim(&e->pools[t], runs[r], len) == 0)
 			continue;
-		for (uint32_t k = i; k < obj->nchunks; k++)
-			obj_chunks(obj)[k].addr = UINT64_MAX;	/* not ours */
+		for (uint32_t k = r; k < obj_nruns(obj); k++)
+			runs[k] = UINT64_MAX;	/* not ours */
 		engine_free_record(e, obj);
 		return -EINVAL;
 	}
@@ -478,12 +495,15 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	const struct jput *p = put_body(x->put);
 	const struct jchunk *c = put_chunks(x->put);
 	struct gs_obj *obj;
+	uint32_t nruns = 0;
 
 	if (p->nchunks ? !layout_ok(e, x) : p->size > engine_ram_limit(e)) {
 		drop(r, p->nchunks ? DROP_LAYOUT : DROP_RAM, x);
 		return NULL;
 	}
-	obj = engine_record_alloc(x->key, x->klen, p->nchunks);
+	for (uint32_t i = 0; i < p->nchunks; i++)
+		nruns += !same_run(c, i);
+	obj = engine_record_alloc(x->key, x->klen, p->nchunks, nruns);
 	if (!obj) {
 		drop(r, DROP_MEM, x);
 		return NULL;
@@ -493,11 +513,15 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	obj->meta.exptime = gs_exptime(x->exptime);
 	obj->meta.cas = p->cas;
 	obj->meta.mtime = p->mtime;
-	for (uint32_t i = 0; i < p->nchunks; i++) {
+	for (uint32_t i = 0, run = 0; i < p->nchunks; i++) {
+		if (i > 0 && !same_run(c, i))
+			run++;
 		obj_chunks(obj)[i] = (struct chunk){
-			.addr = c[i].addr, .sum = c[i].sum,
-			.len = c[i].len, .tier = c[i].tier,
+			.sum = c[i].sum, .len = c[i].len, .tier = c[i].tier,
+			.run = run,
 		};
+		if (!same_run(c, i))
+			obj_runs(obj)[run] = c[i].addr;
 	}
 	if (p->nchunks) {
 		obj->on_disk = true;
@@ -508,7 +532,7 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 		return obj;
 	}
 	obj->meta.head_len = p->size;
-	if (engine_reserve_part(e, obj, -1) < 0) {
+	if (engine_reserve_part(e, &obj, -1) < 0) {
 		engine_free_record(e, obj);
 		drop(r, DROP_RAM, x);
 		return NULL;

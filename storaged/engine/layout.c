@@ -13,13 +13,18 @@
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
+#include "measure.h"
 #include "pool.h"
 #include "ramchunk.h"
 #include "region.h"
 
-static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
+/* An object's tiers: [0, ram limit + <prefix>) on the SSD and the rest on
+ * the HDD when there are both; each new object's prefix is its own
+ * (engine_new_prefix()), its chunks say where its bytes are after. */
+static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off,
+			    uint64_t prefix)
 {
-	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
+	uint64_t ssd_end = engine_ram_limit(e) + prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD])
 		return off < ssd_end ? GS_TIER_SSD : GS_TIER_HDD;
@@ -40,9 +45,10 @@ static uint64_t tier_chunk(const struct gs_engine *e, enum gs_tier t)
 }
 
 /* Where the tier holding <off> ends (exclusive). */
-static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size)
+static uint64_t tier_end(const struct gs_engine *e, uint64_t off, uint64_t size,
+			 uint64_t prefix)
 {
-	uint64_t ssd_end = engine_ram_limit(e) + e->cfg.ssd_prefix;
+	uint64_t ssd_end = engine_ram_limit(e) + prefix;
 
 	if (e->has_pool[GS_TIER_SSD] && e->has_pool[GS_TIER_HDD] &&
 	    off < ssd_end && ssd_end < size)
@@ -58,27 +64,34 @@ static bool home_on_disk(const struct gs_engine *e, uint64_t size)
 	       (e->has_pool[GS_TIER_SSD] || e->has_pool[GS_TIER_HDD]);
 }
 
-/* Fills <chunks> (when not NULL) for an object of <size>; returns count.
- * An on-disk object's chunks cover it from byte 0; otherwise they follow
- * the head. */
+/* Fills <chunks> (when not NULL) for an object of <size> and SSD prefix
+ * <prefix>; returns count, and in <*nruns> how many runs they make: one per
+ * disk tier, one per RAM chunk.  An on-disk object's chunks cover it from
+ * byte 0; otherwise they follow the head. */
 static uint32_t layout(const struct gs_engine *e, uint64_t size,
-		       struct chunk *chunks)
+		       uint64_t prefix, struct chunk *chunks, uint32_t *nruns)
 {
 	uint64_t off = home_on_disk(e, size) ? 0 : engine_head_len(e, size);
-	uint32_t n = 0;
+	uint32_t n = 0, runs = 0;
+	int last = -1;
 
 	while (off < size) {
-		enum gs_tier t = tier_at(e, off);
-		uint64_t end = tier_end(e, off, size);
+		enum gs_tier t = tier_at(e, off, prefix);
+		uint64_t end = tier_end(e, off, size, prefix);
 		uint64_t len = tier_chunk(e, t);
 
 		if (len > end - off)
 			len = end - off;
+		if ((int)t != last || t == GS_TIER_RAM)
+			runs++;
+		last = t;
 		if (chunks)
-			chunks[n] = (struct chunk){ .len = len, .tier = t };
+			chunks[n] = (struct chunk){ .len = len, .tier = t,
+						    .run = runs - 1 };
 		n++;
 		off += len;
 	}
+	*nruns = runs;
 	return n;
 }
 
@@ -102,16 +115,26 @@ uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 	return off;
 }
 
-/* Bytes of one max_object that land on tier <t>. */
+uint64_t engine_new_prefix(const struct gs_engine *e)
+{
+	if (!e->has_pool[GS_TIER_SSD] || !e->has_pool[GS_TIER_HDD])
+		return 0;
+	return e->cfg.fixed_prefix ? e->cfg.ssd_prefix : measure_prefix(e);
+}
+
+/* Bytes of one max_object that land on tier <t>: with the largest prefix
+ * on the SSD, with the least (none, unless fixed) on the HDD. */
 uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 {
 	uint64_t size = e->cfg.max_object, sum = 0;
-	uint32_t n = layout(e, size, NULL);
+	uint64_t prefix = t == GS_TIER_SSD || e->cfg.fixed_prefix ?
+			  e->cfg.ssd_prefix : 0;
+	uint32_t nruns, n = layout(e, size, prefix, NULL, &nruns);
 	struct chunk *c = calloc(n ? n : 1, sizeof(*c));
 
 	if (!c)
 		return 0;
-	layout(e, size, c);
+	layout(e, size, prefix, c, &nruns);
 	for (uint32_t i = 0; i < n; i++)
 		if (c[i].tier == t)
 			sum += round_up(c[i].len, 4096);
@@ -127,15 +150,19 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 		arena_free(e, obj);
 	else if (obj->has_head)
 		region_free(&e->region, obj->meta.head_off);
-	for (uint32_t i = 0; i < obj->nchunks; i++) {
-		struct chunk *c = &obj_chunks(obj)[i];
+	for (uint32_t i = 0; i < obj->nchunks;) {
+		const struct chunk *c = obj_chunks(obj);
+		uint64_t addr = obj_runs(obj)[c[i].run], len = 0;
+		enum gs_tier t = c[i].tier;
 
-		if (c->addr == UINT64_MAX)
+		for (uint32_t r = c[i].run; i < obj->nchunks && c[i].run == r; i++)
+			len += c[i].len;
+		if (addr == UINT64_MAX)
 			continue;
-		if (c->tier == GS_TIER_RAM)
-			region_free(&e->region, c->addr);
+		if (t == GS_TIER_RAM)
+			region_free(&e->region, addr);
 		else
-			pool_free(&e->pools[c->tier], c->addr, c->len);
+			pool_free(&e->pools[t], addr, len);
 	}
 	free(obj);
 }
@@ -161,12 +188,106 @@ static int alloc_ram(struct gs_engine *e, uint64_t *off)
 	return 0;
 }
 
-static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
-		      uint64_t *addr)
+/*
+ * A run of <need> bytes on tier <t>'s pool: whole when a free run holds it,
+ * evicting for room as long as the free space would not; when it would, or
+ * nothing more can go, the largest free run there is, a multiple of <unit>
+ * (the caller takes the rest in further runs).  0 with <*addr> and <*got>,
+ * or -ENOMEM.
+ */
+static int take_run(struct gs_engine *e, enum gs_tier t, uint64_t need,
+		    uint64_t unit, uint64_t *addr, uint64_t *got)
 {
-	while (pool_alloc(&e->pools[t], len, addr) < 0)
-		if (!engine_make_room(e, t, ROOM_EVICT))
+	struct pool *p = &e->pools[t];
+
+	for (;;) {
+		if (pool_alloc(p, need, addr) == 0) {
+			*got = need;
+			return 0;
+		}
+		if (p->backed - p->used >= need &&
+		    pool_alloc_most(p, need, unit, addr, got) == 0)
+			break;
+		if (engine_make_room(e, t, ROOM_EVICT))
+			continue;
+		/* nothing more can go: what is free, or what the files grow by */
+		if (pool_alloc_most(p, need, unit, addr, got) == 0)
+			break;
+		*got = unit < need ? unit : need;
+		if (pool_alloc(p, *got, addr) < 0)
 			return -ENOMEM;
+		break;
+	}
+	if (*got < need)
+		STAT_ADD(e, extent_splits, 1);
+	return 0;
+}
+
+/* Cuts <*objp>'s run of chunk <k> before <k>: chunk <k> and those after it
+ * in the run become a run of their own, with no space yet (the record
+ * grows by one address; <*objp> may move).  0 or -ENOMEM. */
+static int cut_run(struct gs_obj **objp, uint32_t k)
+{
+	struct gs_obj *obj = *objp;
+	uint32_t nr = obj_nruns(obj), r = obj_chunks(obj)[k].run;
+	uint64_t *runs;
+
+	if (nr >= GS_MAX_RUNS)
+		return -ENOMEM;
+	obj = realloc(obj, engine_record_size(obj->klen, obj->nchunks, nr + 1));
+	if (!obj)
+		return -ENOMEM;
+	*objp = obj;
+	runs = obj_runs(obj);
+	memmove(runs + r + 2, runs + r + 1, (nr - r - 1) * sizeof(*runs));
+	runs[r + 1] = UINT64_MAX;
+	for (uint32_t j = k; j < obj->nchunks; j++)
+		obj_chunks(obj)[j].run++;
+	return 0;
+}
+
+/*
+ * Reserves the run of chunk <i> on its disk tier, which has no space yet:
+ * chunk <i> and the ones after it on the same tier, at once and contiguous
+ * (a tail is one extent per pool stripe, whoever else writes meanwhile).
+ * When the pool is fragmented it is cut into as few runs as the pool's
+ * free runs allow.  <*objp> may move (a cut run grows the record).
+ */
+static int reserve_run(struct gs_engine *e, struct gs_obj **objp, uint32_t i)
+{
+	enum gs_tier t = obj_chunks(*objp)[i].tier;
+	uint32_t align = e->pools[t].align, end = i;
+	uint64_t unit = round_up(tier_chunk(e, t), align);
+
+	while (end < (*objp)->nchunks &&
+	       obj_chunks(*objp)[end].run == obj_chunks(*objp)[i].run)
+		end++;
+	while (i < end) {
+		const struct chunk *c = obj_chunks(*objp);
+		uint64_t need = 0, use = 0, addr, got;
+		uint32_t k = i;
+		int ret;
+
+		/* a chunk's address is its run's plus the chunks before it:
+		 * whole chunks the alignment does not divide are runs alone */
+		for (uint32_t j = i; j < end; j++)
+			if (j == i || unit == tier_chunk(e, t))
+				need += round_up(c[j].len, align);
+		ret = take_run(e, t, need, unit, &addr, &got);
+		if (ret < 0)
+			return ret;
+		while (k < end && use + round_up(c[k].len, align) <= got &&
+		       (k == i || unit == tier_chunk(e, t)))
+			use += round_up(c[k++].len, align);
+		if (got > use)
+			pool_free(&e->pools[t], addr + use, got - use);
+		if (k < end && cut_run(objp, k) < 0) {
+			pool_free(&e->pools[t], addr, use);
+			return -ENOMEM;
+		}
+		obj_runs(*objp)[obj_chunks(*objp)[i].run] = addr;
+		i = k;
+	}
 	return 0;
 }
 
@@ -184,46 +305,57 @@ int gs_check_size(const struct gs_engine *e, uint64_t size)
 }
 
 struct gs_obj *engine_record_alloc(const void *key, size_t klen,
-				   uint32_t nchunks)
+				   uint32_t nchunks, uint32_t nruns)
 {
-	struct gs_obj *obj = calloc(1, engine_record_size(klen, nchunks));
+	struct gs_obj *obj;
 
+	if (nchunks && (!nruns || nruns > nchunks))
+		return NULL;
+	obj = calloc(1, engine_record_size(klen, nchunks, nruns));
 	if (!obj)
 		return NULL;
 	memcpy(obj->key, key, klen);
 	obj->klen = klen;
 	obj->refs = 1;
 	obj->nchunks = nchunks;
-	if (nchunks)
-		obj_disk(obj)->head_pos = UINT32_MAX;
+	if (!nchunks)
+		return obj;
+	obj_disk(obj)->head_pos = UINT32_MAX;
+	/* chunk k is run min(k, nruns - 1) until the caller says */
+	for (uint32_t k = 0; k < nchunks; k++)
+		obj_chunks(obj)[k].run = k < nruns ? k : nruns - 1;
+	for (uint32_t r = 0; r < nruns; r++)
+		obj_runs(obj)[r] = UINT64_MAX;
 	return obj;
 }
 
 int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 		      uint64_t size, struct gs_obj **objp)
 {
-	uint32_t n;
+	uint64_t prefix = engine_new_prefix(e);
+	uint32_t n, nruns;
 	struct gs_obj *obj;
 
 	if (gs_check_size(e, size) < 0)
 		return -E2BIG;
-	n = layout(e, size, NULL);
-	obj = engine_record_alloc(key, klen, n);
+	n = layout(e, size, prefix, NULL, &nruns);
+	if (nruns >= GS_MAX_RUNS)
+		return -E2BIG;
+	obj = engine_record_alloc(key, klen, n, nruns);
 	if (!obj)
 		return -ENOMEM;
-	layout(e, size, obj_chunks(obj));
+	layout(e, size, prefix, obj_chunks(obj), &nruns);
 	obj->on_disk = home_on_disk(e, size);
 	obj->meta.size = size;
 	if (!obj->on_disk)
 		obj->meta.head_len = engine_head_len(e, size);
-	for (uint32_t i = 0; i < n; i++)
-		obj_chunks(obj)[i].addr = UINT64_MAX;
 	*objp = obj;
 	return 0;
 }
 
-int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
+int engine_reserve_part(struct gs_engine *e, struct gs_obj **objp, int64_t i)
 {
+	struct gs_obj *obj = *objp;
 	struct chunk *c;
 	uint64_t addr;
 	int ret;
@@ -243,16 +375,15 @@ int engine_reserve_part(struct gs_engine *e, struct gs_obj *obj, int64_t i)
 		return ret;
 	}
 	c = &obj_chunks(obj)[i];
-	if (c->addr != UINT64_MAX)
+	if (obj_runs(obj)[c->run] != UINT64_MAX)
 		return 0;
 	if (!journal_room_for(e, obj))
 		return -ENOMEM;
-	if (c->tier == GS_TIER_RAM)	/* whole head slot: --memory */
-		ret = alloc_ram(e, &addr);
-	else
-		ret = alloc_disk(e, c->tier, c->len, &addr);
+	if (c->tier != GS_TIER_RAM)
+		return reserve_run(e, objp, i);
+	ret = alloc_ram(e, &addr);	/* whole head slot: --memory */
 	if (ret == 0)
-		c->addr = addr;
+		obj_runs(obj)[c->run] = addr;
 	return ret;
 }
 
@@ -265,7 +396,7 @@ int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
 	if (ret < 0)
 		return ret;
 	for (int64_t i = -1; ret == 0 && i < (int64_t)obj->nchunks; i++)
-		ret = engine_reserve_part(e, obj, i);
+		ret = engine_reserve_part(e, &obj, i);
 	if (ret < 0) {
 		engine_free_record(e, obj);
 		return ret;

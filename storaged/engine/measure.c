@@ -107,7 +107,7 @@ uint64_t measure_prefix(const struct gs_engine *e)
 	uint64_t lat = measure_io_ns(e, GS_TIER_HDD, 99);
 	uint64_t max = e->cfg.ssd_prefix, head = engine_ram_limit(e), need;
 
-	if (!rate || !lat)
+	if (!rate || !lat || e->cfg.fixed_prefix)
 		return max;
 	/* rate x lat / 1e9 without overflow for rates to 2^32 B/s, lat to ~4 s */
 	need = rate / 1000 * (lat / 1000) / 1000;

@@ -38,9 +38,9 @@ static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 		for (uint32_t i = 0; ram[c] && i < ram[c]->nslots; i++)
 			fn(&ram[c]->off[i], arg);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (obj_chunks(obj)[c].tier == GS_TIER_RAM &&
-		    obj_chunks(obj)[c].addr != UINT64_MAX)
-			fn(&obj_chunks(obj)[c].addr, arg);
+		if (obj_chunks(obj)[c].tier == GS_TIER_RAM &&	/* a run alone */
+		    chunk_addr(obj, c) != UINT64_MAX)
+			fn(&obj_runs(obj)[obj_chunks(obj)[c].run], arg);
 }
 
 struct owner_arg {

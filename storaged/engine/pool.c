@@ -627,6 +627,45 @@ int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr)
 	return 0;
 }
 
+int pool_alloc_most(struct pool *p, uint64_t len, uint64_t unit,
+		    uint64_t *addr, uint64_t *got)
+{
+	uint64_t want = round_up(len, p->align) / p->align;
+	uint64_t step = round_up(unit, p->align) / p->align;
+	uint64_t lim = p->backed / p->align, best = 0, best_at = 0, run = 0;
+
+	if (!want || !step)
+		return -ENOSPC;
+	for (uint64_t u = 0; u < lim && best < want;) {
+		uint64_t w = p->usedmap[u / 64], n = 1;
+
+		if (u % 64 == 0 && u + 64 <= lim && (w == ~0ull || w == 0))
+			n = 64;			/* a whole word at once */
+		if (w >> (u % 64) & 1) {
+			run = 0;
+		} else {
+			run += n;
+			if (run > best) {
+				best = run;
+				best_at = u + n - run;
+			}
+		}
+		u += n;
+	}
+	if (best > want)
+		best = want;
+	if (best < want)
+		best -= best % step;
+	if (!best)
+		return -ENOSPC;
+	mark(p, best_at, best, true);
+	p->cursor = best_at + best;
+	p->used += best * p->align;
+	*addr = best_at * p->align;
+	*got = best * p->align;
+	return 0;
+}
+
 int pool_claim(struct pool *p, uint64_t addr, uint64_t len)
 {
 	uint64_t n = round_up(len, p->align) / p->align;

@@ -19,6 +19,13 @@ void pool_close(struct pool *p);
  * of their file systems, never into <reserve>): 0 and <*addr>, or -ENOSPC
  * (the pool is full, or its file system is). */
 int pool_alloc(struct pool *p, uint64_t len, uint64_t *addr);
+/* When no <len> bytes are contiguous: allocates the largest free run of
+ * the space the files hold, cut to a multiple of <unit> (<len> itself when
+ * it is that long), for a caller that splits its extent into as few runs
+ * as it can: 0 with <*addr> and <*got> (0 < <*got> <= <len>), or -ENOSPC
+ * when no free run holds one <unit>. */
+int pool_alloc_most(struct pool *p, uint64_t len, uint64_t unit,
+		    uint64_t *addr, uint64_t *got);
 /* Marks [<addr>, <addr>+<len>) allocated (recovery), growing the files to
  * cover it if they do not: 0, -EINVAL when it is outside the pool,
  * misaligned or already taken, or -ENOSPC when the files cannot grow. */

@@ -88,7 +88,7 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	for (uint32_t c = 0; c < obj->nchunks; c++)
 		if (obj_chunks(obj)[c].tier == GS_TIER_RAM)
 			memcpy((char *)buf + engine_chunk_start(obj, c),
-			       (char *)io->e->region.base + obj_chunks(obj)[c].addr,
+			       chunk_ram(io->e, obj, c),
 			       obj_chunks(obj)[c].len);
 	if (--r->pending == 0)
 		defer(io, &r->def, read_into_deferred, r, 0);

@@ -710,15 +710,11 @@ int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
 	if (sl->ram)
 		*data = ramchunk_bytes(s->io->e, sl->ram, p - sl->off, *len, len);
 	else if (ch->tier == GS_TIER_RAM)
-		*data = (const char *)s->io->e->region.base + ch->addr + (p - sl->off);
+		*data = (const char *)chunk_ram(s->io->e, s->obj,
+				(uint32_t)(ch - obj_chunks(s->obj))) + (p - sl->off);
 	else
 		*data = slot_ptr(s, sl) + (p - sl->off);
 	return 0;
-}
-
-int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
-{
-	return gs_stream_peek_at(s, 0, data, len);
 }
 
 void gs_stream_consume(struct gs_stream *s, size_t n)

@@ -208,11 +208,12 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	struct stripe_piece pieces[GS_MAX_PIECES];
 	uint32_t len = round_up(c->len, p->align);
 	struct io_op *op;
-	int n = pool_pieces(p, c->addr, len, pieces, GS_MAX_PIECES);
+	uint64_t addr = chunk_addr(obj, ci);
+	int n = pool_pieces(p, addr, len, pieces, GS_MAX_PIECES);
 
 	if (n < 0) {
 		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
-			 ci, (unsigned long long)c->addr, len, strerror(-n));
+			 ci, (unsigned long long)addr, len, strerror(-n));
 		return n;
 	}
 	op = calloc(1, sizeof(*op) + n * sizeof(struct io_piece));

@@ -375,7 +375,7 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	ret = engine_reserve_part(e, w->obj, i);
+	ret = engine_reserve_part(e, &w->obj, i);	/* it may move */
 	/* an on-disk object's head is cached as it is written when a slot
 	 * is free or holds a cached chunk; writes never drop heads for it */
 	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
@@ -420,14 +420,15 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	c = &obj_chunks(obj)[w->cur];
 	part_end = w->cur_off + c->len;
 	/* disk space is reserved once a chunk's bytes are all in */
-	if (c->tier == GS_TIER_RAM && c->addr == UINT64_MAX && !w->error)
-		writer_reserve(w, w->cur);
+	if (c->tier == GS_TIER_RAM && chunk_addr(obj, w->cur) == UINT64_MAX &&
+	    !w->error)
+		writer_reserve(w, w->cur);	/* a head slot: the record stays */
 	if (w->cur_buf < 0 && w->error) {
 		writer_drop_spill(w);
 		return writer_sink(w, p, len, part_end);
 	}
 	if (c->tier == GS_TIER_RAM) {
-		*p = (char *)io->e->region.base + c->addr + (w->pos - w->cur_off);
+		*p = (char *)chunk_ram(io->e, obj, w->cur) + (w->pos - w->cur_off);
 		*len = part_end - w->pos;
 		return 0;
 	}
@@ -497,8 +498,11 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	if (c->tier == GS_TIER_RAM || w->cur_buf < 0)
 		return;			/* in place, or in the sink */
 	buf = iobuf_ptr(w->io, w->cur_buf);
-	if (!w->error)
+	if (!w->error) {
 		writer_reserve(w, w->cur - 1);
+		obj = w->obj;			/* the record may have moved */
+		c = &obj_chunks(obj)[w->cur - 1];
+	}
 	if (w->head_caching && w->cur_off - c->len < engine_ram_limit(w->io->e))
 		head_copy(w, buf, w->cur_off - c->len, c->len);
 	alen = round_up(c->len, tier_align(w->io->e, c->tier));

@@ -40,7 +40,11 @@ struct want {
 	uint32_t seed;			/* value of a RAM-only object */
 	struct gs_meta meta;		/* size, flags, exptime, cas, mtime */
 	uint32_t nchunks;
-	struct chunk chunks[40];
+	struct want_chunk {		/* a chunk and its own address */
+		uint64_t addr, sum;
+		uint32_t len;
+		uint8_t tier;
+	} chunks[40];
 };
 
 #define MAX_WANTS 128
@@ -166,7 +170,7 @@ static inline void disk_layout(struct want *w, uint64_t size, uint32_t align)
 	w->meta.size = size;
 	w->nchunks = 0;
 	for (uint64_t off = 0; off < size; off += GS_SSD_CHUNK) {
-		struct chunk *c = &w->chunks[w->nchunks++];
+		struct want_chunk *c = &w->chunks[w->nchunks++];
 
 		c->len = size - off < GS_SSD_CHUNK ? size - off : GS_SSD_CHUNK;
 		c->tier = GS_TIER_SSD;
@@ -179,16 +183,24 @@ static inline void disk_layout(struct want *w, uint64_t size, uint32_t align)
 /* Journals a PUT of <w> as the engine would (e->lock held, new CAS). */
 static inline void put_want(struct gs_engine *e, struct want *w)
 {
-	struct gs_obj *obj = engine_record_alloc(w->key, w->klen, w->nchunks);
+	/* a run per chunk: the journal holds chunks, whatever their runs */
+	struct gs_obj *obj = engine_record_alloc(w->key, w->klen, w->nchunks,
+						 w->nchunks);
 	int ret = 0;
 
 	pthread_mutex_lock(&e->lock);
 	w->meta.cas = ++e->next_cas;
 	obj->meta = w->meta;
-	memcpy(obj_chunks(obj), w->chunks, w->nchunks * sizeof(struct chunk));
+	for (uint32_t k = 0; k < w->nchunks; k++) {
+		obj_chunks(obj)[k] = (struct chunk){
+			.sum = w->chunks[k].sum, .len = w->chunks[k].len,
+			.tier = w->chunks[k].tier, .run = k,
+		};
+		obj_runs(obj)[k] = w->chunks[k].addr;
+	}
 	if (!w->nchunks && w->meta.size) {
 		obj->meta.head_len = w->meta.size;
-		ret = engine_reserve_part(e, obj, -1);
+		ret = engine_reserve_part(e, &obj, -1);
 		if (ret == 0)
 			fill(obj_head_ptr(e, obj), w->meta.size, w->seed);
 	}
@@ -219,7 +231,7 @@ static inline void del_key(struct gs_engine *e, const char *key)
 static inline void touch_key(struct gs_engine *e, const char *key, uint64_t cas,
 		      int64_t exptime)
 {
-	struct gs_obj *obj = engine_record_alloc(key, strlen(key), 0);
+	struct gs_obj *obj = engine_record_alloc(key, strlen(key), 0, 0);
 	int ret;
 
 	obj->meta.cas = cas;
@@ -258,9 +270,11 @@ static inline void check_obj(const struct gs_engine *e,
 	CHECK(obj->nchunks == w->nchunks && obj->on_disk == (w->nchunks > 0),
 	      "%s: %.*s: %u chunks", what, k, w->key, obj->nchunks);
 	for (uint32_t i = 0; i < obj->nchunks && i < w->nchunks; i++) {
-		const struct chunk *c = &obj_chunks(obj)[i], *y = &w->chunks[i];
+		const struct chunk *c = &obj_chunks(obj)[i];
+		const struct want_chunk *y = &w->chunks[i];
 
-		CHECK(c->addr == y->addr && c->sum == y->sum && c->len == y->len &&
+		CHECK(chunk_addr(obj, i) == y->addr && c->sum == y->sum &&
+		      c->len == y->len &&
 		      c->tier == y->tier, "%s: %.*s: chunk %u", what, k, w->key, i);
 	}
 	if (w->nchunks) {

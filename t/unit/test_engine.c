@@ -14,8 +14,10 @@
 #include "engine.h"
 #include "check.h"
 #include "engine_util.h"
+#include "index.h"
 #include "log.h"
 #include "mc_items.h"
+#include "measure.h"
 
 
 static char tmpdir[] = "/var/tmp/goblin-test-engine.XXXXXX";
@@ -291,7 +293,7 @@ static void corrupt_round(const char *name, struct gs_engine *e,
 	fill(val, 2 << 20, 99);
 	CHECK(put(io, "victim", val, 2 << 20, GS_IF_ANY) == 0, "%s: victim", name);
 	if (gs_lookup(e, "victim", 6, &obj) == 0) {
-		addr = obj_chunks(obj)[1].addr;	/* one dir: file offset */
+		addr = chunk_addr(obj, 1);	/* one dir: file offset */
 		gs_obj_put(e, &obj);
 	}
 	snprintf(path, sizeof(path), "%s/extents", ssd_dir);
@@ -422,6 +424,347 @@ static void eviction_round(void)
 	free(val);
 }
 
+/* How many runs <key>'s chunks on tier <t> make (chunk k+1 right after
+ * chunk k is one run); -1 when it is not there. */
+static int runs_of(struct gs_engine *e, const char *key, enum gs_tier t)
+{
+	struct gs_obj *obj;
+	int runs = -1;
+
+	pthread_mutex_lock(&e->lock);
+	obj = engine_find(e, key, strlen(key));
+	if (obj) {
+		const struct chunk *c = obj_chunks(obj);
+		uint64_t next = UINT64_MAX;
+
+		runs = 0;
+		for (uint32_t i = 0; i < obj->nchunks; i++) {
+			if (c[i].tier != t)
+				continue;
+			runs += chunk_addr(obj, i) != next;
+			next = chunk_addr(obj, i) + round_up(c[i].len, 4096);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	return runs;
+}
+
+/* Writers that interleave their bytes, chunk by chunk, still get one run
+ * per tier each: an object's HDD tail is one extent per pool stripe. */
+static void runs_round(const char *name, int nhdd)
+{
+	enum { NW = 4, SIZE = (9 << 20) + 12345, STEP = 64 << 10 };
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct gs_writer *w[NW];
+	struct waitres wr[NW] = { 0 };
+	uint64_t pos[NW] = { 0 };
+	char err[256], ssd[300], hdd[2][300], key[32];
+	char *val = malloc(SIZE);
+	bool all;
+
+	store_config(&cfg, 64 << 20, 8 << 20, 64 << 20, 256 << 20);
+	cfg.stripe_unit = 1 << 20;
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/%s-ssd", tmpdir, name);
+	for (int i = 0; i < nhdd; i++)
+		store_pool(&cfg, true, hdd[i], sizeof(hdd[i]), "%s/%s-hdd%d",
+			   tmpdir, name, i);
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "%s: open: %s", name, err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	for (int k = 0; k < NW; k++) {
+		snprintf(key, sizeof(key), "w%d", k);
+		CHECK(gs_writer_open(io, key, strlen(key), SIZE, 0, 0,
+				     GS_WRITE_SET, &w[k]) == 0, "%s: open %d",
+		      name, k);
+	}
+	do {			/* 64K of each writer in turn */
+		all = true;
+		for (int k = 0; k < NW; k++) {
+			void *p;
+			size_t n;
+			int ret;
+
+			if (pos[k] == SIZE)
+				continue;
+			all = false;
+			ret = gs_writer_buf(w[k], &p, &n, on_wake, NULL);
+			if (ret == -EAGAIN) {
+				gs_io_run(io, false);
+				continue;
+			}
+			if (n > STEP)
+				n = STEP;
+			if (n > SIZE - pos[k])
+				n = SIZE - pos[k];
+			fill(val, SIZE, k + 1);
+			memcpy(p, val + pos[k], n);
+			gs_writer_advance(w[k], n);
+			pos[k] += n;
+		}
+	} while (!all);
+	for (int k = 0; k < NW; k++) {
+		CHECK(gs_writer_finish(&w[k], GS_IF_ANY, 0, on_stored,
+				       &wr[k]) == 0, "%s: finish %d", name, k);
+		CHECK(run_for(io, &wr[k].done, 10000) && wr[k].res == 0,
+		      "%s: stored %d: %d", name, k, wr[k].res);
+	}
+	for (int k = 0; k < NW; k++) {
+		snprintf(key, sizeof(key), "w%d", k);
+		CHECK(runs_of(e, key, GS_TIER_HDD) == 1 &&
+		      runs_of(e, key, GS_TIER_SSD) == 1,
+		      "%s: %s in %d HDD run(s), %d SSD run(s)", name, key,
+		      runs_of(e, key, GS_TIER_HDD), runs_of(e, key, GS_TIER_SSD));
+		fill(val, SIZE, k + 1);
+		CHECK(get_stream(e, io, key, val, SIZE, 0, UINT64_MAX) == 0,
+		      "%s: read %s", name, key);
+	}
+	gs_stats(e, &st);
+	CHECK(st.extent_splits == 0, "%s: %llu splits", name,
+	      (unsigned long long)st.extent_splits);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
+/* A pool too fragmented for a tail's run: the tail is split into as few
+ * runs as the holes allow (no eviction while the free space holds it), and
+ * every byte survives a restart. */
+static void split_round(void)
+{
+	enum { TAIL = 2 << 20, BIG = 6 << 20 };
+	uint64_t lead = (256 << 10) + (1 << 20);	/* head + prefix */
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], ssd[300], hdd[300], key[32];
+	char *val = malloc(lead + BIG);
+
+	store_config(&cfg, 64 << 20, 8 << 20, 64 << 20, 20 << 20);
+	cfg.max_object = 8 << 20;
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/split-ssd", tmpdir);
+	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/split-hdd", tmpdir);
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "split: open: %s", err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	for (int i = 0; i < 10; i++) {		/* the HDD pool full */
+		snprintf(key, sizeof(key), "f%d", i);
+		fill(val, lead + TAIL, i);
+		CHECK(put(io, key, val, lead + TAIL, GS_IF_ANY) == 0,
+		      "split: put %s", key);
+	}
+	for (int i = 0; i < 10; i += 2) {	/* five 2 MiB holes */
+		snprintf(key, sizeof(key), "f%d", i);
+		CHECK(gs_delete(e, key, strlen(key)) == 0, "split: del %s", key);
+	}
+	fill(val, lead + BIG, 99);
+	CHECK(put(io, "big", val, lead + BIG, GS_IF_ANY) == 0, "split: big");
+	gs_stats(e, &st);
+	CHECK(runs_of(e, "big", GS_TIER_HDD) == 3 && st.extent_splits == 2 &&
+	      st.evictions == 0, "split: %d runs, %llu splits, %llu evictions",
+	      runs_of(e, "big", GS_TIER_HDD),
+	      (unsigned long long)st.extent_splits,
+	      (unsigned long long)st.evictions);
+	CHECK(get_stream(e, io, "big", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: read big");
+	{	/* the cut record, grown by its runs, leaves as it came */
+		struct gs_obj *obj;
+		uint64_t rec = 0, before = st.index_record_bytes;
+
+		if (gs_lookup(e, "big", 3, &obj) == 0) {
+			CHECK(obj_nruns(obj) == 4, "split: %u runs",
+			      obj_nruns(obj));
+			rec = engine_record_bytes(obj);
+			gs_obj_put(e, &obj);
+		}
+		CHECK(gs_delete(e, "big", 3) == 0, "split: delete big");
+		gs_stats(e, &st);
+		CHECK(rec && st.index_record_bytes == before - rec &&
+		      st.hdd_used_bytes == 5 * (uint64_t)TAIL,
+		      "split: delete gave back %llu of %llu record bytes, HDD %llu",
+		      (unsigned long long)(before - st.index_record_bytes),
+		      (unsigned long long)rec,
+		      (unsigned long long)st.hdd_used_bytes);
+		CHECK(put(io, "big", val, lead + BIG, GS_IF_ANY) == 0 &&
+		      runs_of(e, "big", GS_TIER_HDD) == 3, "split: big again");
+	}
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		CHECK(0, "split: reopen: %s", err);
+		free(val);
+		return;
+	}
+	gs_io_create(e, &io);
+	gs_stats(e, &st);
+	CHECK(st.recovered_objects == 6, "split: %llu recovered",
+	      (unsigned long long)st.recovered_objects);
+	CHECK(get_stream(e, io, "big", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: big after restart");
+	for (int i = 1; i < 10; i += 2) {
+		snprintf(key, sizeof(key), "f%d", i);
+		fill(val, lead + TAIL, i);
+		CHECK(get_stream(e, io, key, val, lead + TAIL, 0, UINT64_MAX) == 0,
+		      "split: %s after restart", key);
+	}
+	/* a tail that no free space holds evicts, then is one run again */
+	fill(val, lead + BIG, 98);
+	CHECK(put(io, "big2", val, lead + BIG, GS_IF_ANY) == 0, "split: big2");
+	CHECK(get_stream(e, io, "big2", val, lead + BIG, 0, UINT64_MAX) == 0,
+	      "split: read big2");
+	/* a record that grew as its run was cut is counted as it is */
+	gs_delete(e, "big", 3);
+	gs_delete(e, "big2", 4);
+	for (int i = 1; i < 10; i += 2) {
+		snprintf(key, sizeof(key), "f%d", i);
+		gs_delete(e, key, strlen(key));	/* unless big2 evicted it */
+	}
+	gs_stats(e, &st);
+	CHECK(st.curr_items == 0 && st.index_record_bytes == 0 &&
+	      st.hdd_used_bytes == 0, "split: after flush %llu items, %llu record bytes, %llu HDD bytes",
+	      (unsigned long long)st.curr_items,
+	      (unsigned long long)st.index_record_bytes,
+	      (unsigned long long)st.hdd_used_bytes);
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(val);
+}
+
+/* The SSD bytes past the head of <key>, -1 when it is not there. */
+static int64_t prefix_of(struct gs_engine *e, const char *key)
+{
+	struct gs_obj *obj;
+	int64_t p = -1;
+
+	if (gs_lookup(e, key, strlen(key), &obj) == 0) {
+		p = (int64_t)gs_obj_tier_bytes(obj, GS_TIER_SSD) -
+		    (int64_t)engine_ram_limit(e);
+		gs_obj_put(e, &obj);
+	}
+	return p;
+}
+
+/* What measure_prefix() should say for the rate and latency measured
+ * now: rate x HDD p99 - head, up to a whole SSD chunk, within the cap. */
+static uint64_t formula(struct gs_engine *e)
+{
+	uint64_t need = measure_delivery_rate(e) / 1000 *
+			(measure_io_ns(e, GS_TIER_HDD, 99) / 1000) / 1000;
+	uint64_t head = engine_ram_limit(e);
+
+	if (need <= head)
+		return 0;
+	need = round_up(need - head, GS_SSD_CHUNK);
+	return need < e->cfg.ssd_prefix ? need : e->cfg.ssd_prefix;
+}
+
+/* Feeds <e> HDD reads of <lat_ns> and consumers draining at <rate> B/s. */
+static void feed(struct gs_engine *e, uint64_t lat_ns, uint64_t rate, int n)
+{
+	for (int i = 0; i < n; i++) {
+		measure_io(e, GS_TIER_HDD, lat_ns);
+		measure_delivery(e, rate, 1000000000);
+	}
+}
+
+/* Each new object's prefix follows rate x (HDD latency) - head within
+ * --ssd-prefix, measured (here: fed) as it is made; objects keep theirs,
+ * every byte reads back; --fixed-prefix keeps --ssd-prefix. */
+static void prefix_round(void)
+{
+	enum { SIZE = 4 << 20 };
+	static const struct {
+		const char *key;
+		uint64_t rate;		/* B/s, fed before the put */
+		int n;			/* samples: more than the last's */
+	} steps[] = {
+		{ "unmeasured", 0, 0 },
+		{ "slow", 10000000, 20 },	/* 50 KB in 5 ms: the head */
+		{ "mid", 100000000, 400 },	/* ~500 KB - head */
+		{ "fast", 1000000000, 8000 },	/* 5 MB: the cap */
+	};
+	uint64_t want[4], sum = 0;
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	char err[256], ssd[300], hdd[300];
+	char *val = malloc(SIZE);
+
+	store_config(&cfg, 64 << 20, 8 << 20, 128 << 20, 256 << 20);
+	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/prefix-ssd", tmpdir);
+	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/prefix-hdd", tmpdir);
+	for (int fixed = 0; fixed < 2; fixed++) {
+		cfg.fixed_prefix = fixed;
+		cfg.fresh = true;
+		if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+			CHECK(0, "prefix: open: %s", err);
+			break;
+		}
+		gs_io_create(e, &io);
+		for (int i = 0; i < 4; i++) {
+			feed(e, 5000000, steps[i].rate, steps[i].n);
+			want[i] = fixed || !i ? cfg.ssd_prefix : formula(e);
+			CHECK(measure_prefix(e) == want[i],
+			      "prefix %d: %s: measure_prefix %llu, want %llu",
+			      fixed, steps[i].key,
+			      (unsigned long long)measure_prefix(e),
+			      (unsigned long long)want[i]);
+			fill(val, SIZE, i + 7);
+			CHECK(put(io, steps[i].key, val, SIZE, GS_IF_ANY) == 0,
+			      "prefix: put %s", steps[i].key);
+		}
+		CHECK(fixed || (want[1] == 0 && want[2] > 0 &&
+				want[2] < cfg.ssd_prefix &&
+				want[3] == cfg.ssd_prefix),
+		      "prefix: formula gave %llu %llu %llu",
+		      (unsigned long long)want[1], (unsigned long long)want[2],
+		      (unsigned long long)want[3]);
+		sum = 0;
+		for (int i = 0; i < 4; i++) {
+			fill(val, SIZE, i + 7);
+			CHECK(prefix_of(e, steps[i].key) == (int64_t)want[i],
+			      "prefix %d: %s holds %lld on the SSD past the head, want %llu",
+			      fixed, steps[i].key,
+			      (long long)prefix_of(e, steps[i].key),
+			      (unsigned long long)want[i]);
+			CHECK(runs_of(e, steps[i].key, GS_TIER_HDD) == 1,
+			      "prefix: %s runs", steps[i].key);
+			CHECK(get_stream(e, io, steps[i].key, val, SIZE, 0,
+					 UINT64_MAX) == 0,
+			      "prefix: read %s", steps[i].key);
+			sum += want[i];
+		}
+		gs_stats(e, &st);
+		CHECK(st.prefix_bytes == sum &&
+		      st.prefix_objects_0 == (fixed ? 0 : 1) &&
+		      st.prefix_objects_le_1m + st.prefix_objects_le_512k +
+		      st.prefix_objects_le_256k == (fixed ? 4 : 3) &&
+		      st.prefix_objects_le_1m == (fixed ? 4u : 2u +
+						  (want[2] > 512 << 10)) &&
+		      st.prefix_objects_gt_1m == 0,
+		      "prefix %d: stats %llu bytes, 0:%llu 256k:%llu 512k:%llu 1m:%llu",
+		      fixed, (unsigned long long)st.prefix_bytes,
+		      (unsigned long long)st.prefix_objects_0,
+		      (unsigned long long)st.prefix_objects_le_256k,
+		      (unsigned long long)st.prefix_objects_le_512k,
+		      (unsigned long long)st.prefix_objects_le_1m);
+		gs_io_destroy(&io);
+		gs_engine_close(&e);
+	}
+	free(val);
+}
+
 int main(void)
 {
 	if (scratch_make(tmpdir) < 0)
@@ -431,6 +774,10 @@ int main(void)
 	layout_round("tiered", 1, 1);
 	layout_round("striped", 2, 2);
 	eviction_round();
+	runs_round("runs", 1);
+	runs_round("runs-striped", 2);
+	split_round();
+	prefix_round();
 	if (scratch_remove(tmpdir) < 0)
 		failures++;
 	return check_result();

@@ -411,12 +411,13 @@ static void hundred_k(void)
 		struct gs_obj *obj;
 
 		snprintf(key, sizeof(key), "object-%06d", i);
-		obj = engine_record_alloc(key, strlen(key), 2);
+		obj = engine_record_alloc(key, strlen(key), 2, 2);
 		for (int k = 0; k < 2; k++) {
 			obj_chunks(obj)[k] = (struct chunk){ .len = 4096, .sum = i,
-							 .tier = GS_TIER_SSD };
+							 .tier = GS_TIER_SSD,
+							 .run = k };
 			ret |= pool_alloc(&e->pools[GS_TIER_SSD], 4096,
-					  &obj_chunks(obj)[k].addr);
+					  &obj_runs(obj)[k]);
 		}
 		obj->on_disk = true;
 		obj->meta.size = 8192;

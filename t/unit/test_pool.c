@@ -667,6 +667,42 @@ static void pool_dirs(void)
 	close(target_fd);
 }
 
+/* pool_alloc_most: the largest free run, cut to whole units, or the whole
+ * length when a run holds it; nothing when no hole holds a unit. */
+static void most(void)
+{
+	char d[300], err[256];
+	const char *dirs[1] = { d };
+	struct pool p;
+	uint64_t a[8], x, got;
+
+	snprintf(d, sizeof(d), "%s/most", tmp);
+	CHECK(pool_open(&p, GS_TIER_HDD, dirs, 1, 8 << 20, 1 << 20, 0, false,
+			err, sizeof(err)) == 0, "%s", err);
+	for (int i = 0; i < 8; i++)
+		CHECK(pool_alloc(&p, 1 << 20, &a[i]) == 0, "fill %d", i);
+	CHECK(pool_alloc(&p, 4096, &x) == -ENOSPC, "full");
+	pool_free(&p, a[1], 1 << 20);		/* holes of 1, 2.5 and 0.5 MiB */
+	pool_free(&p, a[3], 2 << 20);
+	pool_free(&p, a[5], 512 << 10);
+	pool_free(&p, a[7], 512 << 10);
+	CHECK(pool_alloc(&p, 3 << 20, &x) == -ENOSPC, "no 3 MiB run");
+	CHECK(pool_alloc_most(&p, 3 << 20, 1 << 20, &x, &got) == 0 &&
+	      x == a[3] && got == 2 << 20, "largest: %llu at %llu",
+	      (unsigned long long)got, (unsigned long long)x);
+	CHECK(pool_alloc_most(&p, 3 << 20, 1 << 20, &x, &got) == 0 &&
+	      x == a[1] && got == 1 << 20, "next: %llu at %llu",
+	      (unsigned long long)got, (unsigned long long)x);
+	CHECK(pool_alloc_most(&p, 3 << 20, 1 << 20, &x, &got) == -ENOSPC,
+	      "half-unit holes only: %llu", (unsigned long long)got);
+	CHECK(pool_alloc_most(&p, 300000, 1 << 20, &x, &got) == 0 &&
+	      got == round_up(300000, p.align), "whole when it fits: %llu",
+	      (unsigned long long)got);
+	CHECK(p.used == (8ull << 20) - (1 << 20) + round_up(300000, p.align),
+	      "used %llu", (unsigned long long)p.used);
+	pool_close(&p);
+}
+
 int main(void)
 {
 	char cmd[400];
@@ -675,6 +711,7 @@ int main(void)
 	if (!mkdtemp(tmp))
 		return 1;
 	extents();
+	most();
 	stripes();
 	large();
 	too_small();
