@@ -51,8 +51,8 @@
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
 	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
 	ACTION(delivery_stalls, "times a consumer waited over 10 ms for a chunk after its first byte") \
-	ACTION(delivery_rate, "bytes/s the fastest tenth of streams' consumers drained at, over the last one to two seconds") \
-	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds, microseconds") \
+	ACTION(delivery_rate, "bytes/s the fastest tenth of streams' consumers drained at, over the last one to two seconds that had any (an idle store keeps the last)") \
+	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds that had any, microseconds") \
 	ACTION(ssd_read_p99_us, "the same for SSD chunk reads, microseconds") \
 	ACTION(prefix_next_bytes, "the SSD prefix a new object gets now: delivery_rate x hdd_read_p99_us less the head, within --ssd-prefix") \
 	ACTION(prefix_bytes, "SSD prefix bytes (past the head) of the objects stored with an HDD tail, summed: over the prefix_objects_* counts, their mean prefix") \

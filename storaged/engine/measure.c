@@ -45,16 +45,17 @@ static void hist_add(struct measure_hist *h, uint64_t v)
 	__atomic_fetch_add(&h->win[w][bucket_of(v)], 1, RELAXED);
 }
 
-/* The value at percentile <pct> of the windows still recent; 0: none. */
+/* The value at percentile <pct> of the last one or two windows that had
+ * samples (an idle store keeps what it last saw); 0: none ever. */
 static uint64_t hist_pct(const struct measure_hist *h, unsigned pct)
 {
-	uint64_t now = mono_ns() / MEASURE_WINDOW_NS;
+	uint64_t ep[2] = { __atomic_load_n(&h->epoch[0], RELAXED),
+			   __atomic_load_n(&h->epoch[1], RELAXED) };
+	uint64_t newest = ep[0] > ep[1] ? ep[0] : ep[1];
 	uint64_t n[MEASURE_BUCKETS] = { 0 }, total = 0, want, seen = 0;
 
 	for (unsigned w = 0; w < 2; w++) {
-		uint64_t ep = __atomic_load_n(&h->epoch[w], RELAXED);
-
-		if (ep + 1 < now || ep > now)
+		if (ep[w] + 1 < newest)
 			continue;
 		for (unsigned i = 0; i < MEASURE_BUCKETS; i++)
 			n[i] += __atomic_load_n(&h->win[w][i], RELAXED);

@@ -1,7 +1,8 @@
 /*
  * What the engine measures to size itself (measure.c): each tier's read
  * completion times and the rate streams' consumers drain at, over the last
- * second or two, and the SSD prefix a new object needs from them.  Every
+ * second or two that had any (an idle store keeps what it last saw), and
+ * the SSD prefix a new object needs from them.  Every
  * call is lock-free (relaxed atomics): a sample lost to a race shifts a
  * percentile by one count.  Types in engine-t.h (struct measure).
  */

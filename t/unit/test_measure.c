@@ -86,6 +86,23 @@ int main(void)
 	CHECK(e->st.delivery_stalls == 2, "stalls %llu",
 	      (unsigned long long)e->st.delivery_stalls);
 
+	/* idle for long: the last windows' samples still count; the first
+	 * new sample starts afresh */
+	for (int w = 0; w < 2; w++)
+		if (e->measure.io[GS_TIER_HDD].epoch[w])
+			e->measure.io[GS_TIER_HDD].epoch[w] -= 1000;
+	CHECK(near(measure_io_ns(e, GS_TIER_HDD, 99), 40000000),
+	      "kept while idle: %llu",
+	      (unsigned long long)measure_io_ns(e, GS_TIER_HDD, 99));
+	measure_io(e, GS_TIER_HDD, 1000000);
+	CHECK(near(measure_io_ns(e, GS_TIER_HDD, 99), 1000000),
+	      "a new sample after idle: only it, %llu",
+	      (unsigned long long)measure_io_ns(e, GS_TIER_HDD, 99));
+	for (int i = 0; i < 98; i++)
+		measure_io(e, GS_TIER_HDD, 5000000);
+	for (int i = 0; i < 2; i++)
+		measure_io(e, GS_TIER_HDD, 40000000);
+
 	measure_stats(e, &st);
 	CHECK(near(st.hdd_read_p99_us, 40000), "stat p99 %llu",
 	      (unsigned long long)st.hdd_read_p99_us);
