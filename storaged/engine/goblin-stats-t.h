@@ -36,7 +36,8 @@
 	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
 	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
 	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK and the head CLOCK, at their capacity") \
-	ACTION(io_buffer_bytes, "bytes of I/O buffers registered (each gs_io's, on first use)") \
+	ACTION(io_buffer_bytes, "bytes of I/O buffers resident now (each gs_io's: faulted in on first use, given back after 1 s unused)") \
+	ACTION(io_buffer_returns, "I/O buffers given back after 1 s unused (unregistered, their pages dropped)") \
 	ACTION(get_hits, "lookups that found an object")			\
 	ACTION(get_misses, "lookups that found nothing")			\
 	ACTION(get_expired, "lookups that found an expired object")	\
