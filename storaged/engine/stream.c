@@ -2,13 +2,27 @@
  * Reads: streams that read an object's disk chunks ahead of the sender
  * (tail first); whole-object reads into caller memory are in read_into.c.
  *
- * A stream takes its whole read-ahead window (up to io_buffers buffers of
- * io->stream_bufs, cut into SSD-chunk slices) at once and recycles it until
- * it closes, so streams can't deadlock on each other; while others wait for
- * a window, gs_io_run() takes it back from a stream whose consumer left its
- * landed bytes unread for READAHEAD_STALL_MS (they are read, and checked,
- * again when it returns).  A stream opened with gs_stream_open_into() reads
- * into its caller's buffers instead: it never waits and is never reclaimed.
+ * A stream's read-ahead window is buffers of io->stream_bufs, cut into
+ * SSD-chunk slices, sized to what it must cover: the bytes in flight a
+ * consumer needs are its drain rate times the device's latency.  It starts
+ * with what its first chunk and the next take (more when the measured
+ * delivery rate x read latency asks for it), all at once, so a stream that
+ * holds buffers can always go on and streams can't deadlock on each other.
+ * It grows by one free buffer (never waiting, never while others wait for
+ * a window), up to io_buffers, each time its consumer catches up with the
+ * disk (asks for a chunk not landed yet), and shrinks by one, down to what
+ * it started from at least, when the socket is the limit (the chunk after
+ * the one its consumer starts on landed already) or others wait: the
+ * buffer goes back once its slices are free.  While others wait for a
+ * window, gs_io_run() takes the whole window back from a stream whose
+ * consumer left its landed bytes unread for READAHEAD_STALL_MS (they are
+ * read, and checked, again when it returns).  A stream opened with
+ * gs_stream_open_into() reads into its caller's buffers instead: it never
+ * waits, never grows or shrinks and is never reclaimed.
+ *
+ * Each stream reports its consumer's drain rate (bytes over the time it
+ * never waited for the disk, in spans of DRAIN_SAMPLE bytes or more) and
+ * each wait after its first byte to measure.h.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,12 +33,16 @@
 #include "index.h"
 #include "layout.h"
 #include "log.h"
+#include "measure.h"
 #include "stream.h"
 #include "uring.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
 #define CALLER_BUFS_MAX	GS_IO_BUFFERS_MAX /* stream_slot.win fits */
+#define DRAIN_SAMPLE	(1u << 20)	/* the least a drain-rate sample spans,
+					 * so the socket buffer's first fill at
+					 * memory speed weighs little */
 
 /* ---- checks shared by streams and read_into ---- */
 
@@ -107,11 +125,13 @@ struct stream_slot {
 };
 
 /* A buffer of a stream's window: registered (one of io->stream_bufs) or
- * given by the caller of gs_stream_open_into(). */
+ * given by the caller of gs_stream_open_into(); mem NULL: not held. */
 struct stream_buf {
 	char *mem;
 	int idx;			/* registered buffer, -1 the caller's */
 	uint8_t free_slices;		/* bit set = free */
+	bool draining;			/* shrinking: no new chunk goes in, it
+					 * goes back once free */
 };
 
 struct gs_stream {
@@ -127,16 +147,25 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	struct stream_buf *window;	/* held until close or reclaim */
+	struct stream_buf *window;	/* window_cap entries, window_size held */
 	char *early;			/* the first chunk, read while waiting */
 	size_t early_len;		/*   for a window (early_start) */
-	unsigned window_size, window_max;
+	unsigned window_size;		/* buffers held */
+	unsigned window_want;		/* buffers it should hold */
+	unsigned window_min;		/* the least it shrinks to */
+	unsigned window_cap;		/* what its chunks span, <= window_max */
+	unsigned window_max;
 	bool have_window;
 	bool caller_bufs;		/* the window is the caller's, for good */
 	bool keep;			/* consumed chunks keep their slices */
 	uint32_t rel;			/*   until gs_stream_release() */
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
+	uint64_t start;			/* where it was opened */
+	uint64_t wait_since;		/* ns: its consumer waits since, or 0 */
+	uint64_t drain_since;		/* ns: drain_bytes handed out since */
+	uint64_t drain_last;		/*   (the last at drain_last) */
+	uint64_t drain_bytes;		/*   without a wait for the disk */
 	unsigned inflight;
 	int error;
 	bool closed;
@@ -149,21 +178,30 @@ struct gs_stream {
 
 static void stream_refill(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl);
-static unsigned window_for(struct gs_stream *s, unsigned max);
+static void window_plan(struct gs_stream *s);
+
+/* Gives window buffer <i> of <s> back to io->stream_bufs. */
+static void window_put_one(struct gs_stream *s, unsigned i)
+{
+	struct gs_io *io = s->io;
+
+	iobuf_put(&io->stream_bufs, s->window[i].idx);
+	s->window[i] = (struct stream_buf){ NULL, -1, 0, false };
+	s->window_size--;
+	if (!list_empty(&io->stream_bufs.waiters))
+		kick(io);
+}
 
 /* Gives the window buffers of <s> back to io->stream_bufs. */
 static void window_put(struct gs_stream *s)
 {
-	struct gs_io *io = s->io;
-
 	if (!s->have_window || s->caller_bufs)
 		return;
-	for (unsigned i = 0; i < s->window_size; i++)
-		iobuf_put(&io->stream_bufs, s->window[i].idx);
+	for (unsigned i = 0; i < s->window_cap; i++)
+		if (s->window[i].mem)
+			window_put_one(s, i);
 	s->have_window = false;
 	list_del(&s->hold);
-	if (!list_empty(&io->stream_bufs.waiters))
-		kick(io);
 }
 
 /* Ends a head load that did not complete. */
@@ -290,7 +328,7 @@ static void stream_reclaim(struct gs_stream *s)
 			       s->order);
 	s->next_submit = 0;
 	window_put(s);
-	s->window_size = window_for(s, s->window_max);
+	window_plan(s);
 	STAT_ADD(s->io->e, readahead_reclaims, 1);
 }
 
@@ -304,7 +342,7 @@ bool stream_reclaim_windows(struct gs_io *io)
 	uint64_t now = mono_ns();
 
 	for (n = head->next; n != head; n = n->next)
-		need += list_entry(n, struct gs_stream, waiter.node)->window_size;
+		need += list_entry(n, struct gs_stream, waiter.node)->window_want;
 	for (n = io->holders.prev;
 	     n != &io->holders && io->stream_bufs.nfree < need; n = prev) {
 		struct gs_stream *h = list_entry(n, struct gs_stream, hold);
@@ -328,20 +366,70 @@ static bool take_window(struct gs_stream *s)
 
 	if (s->have_window)
 		return true;
-	if (bs->nfree < s->window_size) {
+	if (bs->nfree < s->window_want) {
 		waiter_add(&bs->waiters, &s->waiter, stream_retry, s);
 		stream_waiters_check(io);	/* the timer finds stalled holders */
 		return false;
 	}
-	for (unsigned i = 0; i < s->window_size; i++) {
+	for (unsigned i = 0; i < s->window_want; i++) {
 		int idx = iobuf_get(io, bs);
 
 		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
-						    ALL_SLICES };
+						    ALL_SLICES, false };
 	}
+	s->window_size = s->window_want;
 	s->have_window = true;
 	list_add_tail(&io->holders, &s->hold);
 	return true;
+}
+
+/* Brings the window of <s> to window_want: a draining buffer kept first,
+ * then free ones taken, only while nobody waits for a window (a stream
+ * never waits to grow); draining buffers given back once free. */
+static void window_fit(struct gs_stream *s)
+{
+	struct gs_io *io = s->io;
+	struct iobufs *bs = &io->stream_bufs;
+	unsigned usable = 0;
+
+	if (s->caller_bufs || !s->have_window)
+		return;
+	for (unsigned i = 0; i < s->window_cap; i++)
+		if (s->window[i].mem && !s->window[i].draining)
+			usable++;
+	for (unsigned i = 0; i < s->window_cap && usable < s->window_want; i++)
+		if (s->window[i].mem && s->window[i].draining) {
+			s->window[i].draining = false;
+			usable++;
+		}
+	for (unsigned i = 0; i < s->window_cap && usable < s->window_want &&
+			     bs->nfree && list_empty(&bs->waiters); i++) {
+		int idx;
+
+		if (s->window[i].mem)
+			continue;
+		idx = iobuf_get(io, bs);
+		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
+						    ALL_SLICES, false };
+		s->window_size++;
+		usable++;
+	}
+	/* the buffers to give back: the freest first */
+	while (usable > s->window_want) {
+		int best = -1;
+
+		for (unsigned i = 0; i < s->window_cap; i++)
+			if (s->window[i].mem && !s->window[i].draining &&
+			    (best < 0 || __builtin_popcount(s->window[i].free_slices) >=
+					 __builtin_popcount(s->window[best].free_slices)))
+				best = i;
+		s->window[best].draining = true;
+		usable--;
+	}
+	for (unsigned i = 0; i < s->window_cap; i++)
+		if (s->window[i].mem && s->window[i].draining &&
+		    s->window[i].free_slices == ALL_SLICES)
+			window_put_one(s, i);
 }
 
 static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
@@ -355,11 +443,12 @@ static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
 /* Finds <n> adjacent free slices in one window buffer for chunk <c>. */
 static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
 {
-	for (unsigned i = 0; i < s->window_size; i++)
+	for (unsigned i = 0; i < s->window_cap; i++)
 		for (unsigned k = 0; k + n <= SLICES; k++) {
 			uint8_t bits = ((1u << n) - 1) << k;
 
-			if ((s->window[i].free_slices & bits) != bits)
+			if (!s->window[i].mem || s->window[i].draining ||
+			    (s->window[i].free_slices & bits) != bits)
 				continue;
 			s->window[i].free_slices &= ~bits;
 			sl->win = i;
@@ -494,6 +583,46 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	return n < max ? n : max;
 }
 
+/* Slices that cover what the consumer drains, at the measured delivery
+ * rate, while a read of tier <t> completes (p99); 0 until measured. */
+static unsigned latency_slices(const struct gs_stream *s, enum gs_tier t)
+{
+	struct gs_engine *e = s->io->e;
+	uint64_t rate = measure_delivery_rate(e);
+	uint64_t lat = measure_io_ns(e, t, 99);
+	uint64_t bytes = rate / 1000 * (lat / 1000) / 1000;
+
+	bytes = bytes < (uint64_t)GS_IO_BUFFERS_MAX * GS_IO_BUFFER ? bytes :
+		(uint64_t)GS_IO_BUFFERS_MAX * GS_IO_BUFFER;
+	return (unsigned)((bytes + SLICE - 1) / SLICE);
+}
+
+/*
+ * Sizes the window <s> (re)starts with for the chunks in <s->order>: its
+ * first chunk and room for the next one (the lead, or the one to read
+ * while the first is sent), or what covers a read's latency at the
+ * delivery rate when that is more; two buffers at least when an HDD chunk
+ * leads, within what the chunks span.
+ */
+static void window_plan(struct gs_stream *s)
+{
+	unsigned span = window_for(s, s->window_cap), first = 0, ahead = 0;
+	unsigned lat, n;
+
+	s->window_min = span < 2 ? span : order_leads(s->order, s->norder) ? 2 : 1;
+	if (s->norder) {
+		first = chunk_slices(s, s->order[0]);
+		if (s->norder > 1) {
+			ahead = chunk_slices(s, s->order[1]);
+			lat = latency_slices(s, obj_chunks(s->obj)[s->order[1]].tier);
+			ahead = lat > ahead ? lat : ahead;
+		}
+	}
+	n = (first + ahead + SLICES - 1) / SLICES;
+	n = n > s->window_min ? n : s->window_min;
+	s->window_want = n < span ? n : span;
+}
+
 /* Finds the chunks [s->first, s->last) that hold bytes of [s->pos, s->end)
  * past the head. */
 static void stream_span(struct gs_stream *s)
@@ -534,6 +663,7 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->obj = obj;			/* pinned once it can't fail */
 	s->head = gs_obj_head(io->e, obj, &s->head_len);
 	s->pos = off < end ? off : end;
+	s->start = s->pos;
 	s->end = end;
 	s->window_max = window_max;
 	list_init(&s->hold);
@@ -559,11 +689,12 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		}
 		s->norder = read_order(obj, s->first, s->last, window_max > 1,
 				       s->order);
-		s->window_size = window_for(s, window_max);
-		s->window = calloc(s->window_size ? s->window_size : 1,
+		s->window_cap = window_for(s, window_max);
+		s->window = calloc(s->window_cap ? s->window_cap : 1,
 				   sizeof(*s->window));
 		if (!s->window)
 			goto out_free;
+		window_plan(s);
 	}
 	*sp = s;
 	return 0;
@@ -643,11 +774,83 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->caller_bufs = true;
 	s->have_window = true;
 	s->released = released;
+	s->window_size = s->window_want = s->window_cap;
 	for (unsigned i = 0; i < s->window_size; i++)
-		s->window[i] = (struct stream_buf){ bufs[i], -1, ALL_SLICES };
+		s->window[i] = (struct stream_buf){ bufs[i], -1, ALL_SLICES, false };
 	stream_start(s, wake, arg);
 	*sp = s;
 	return 0;
+}
+
+/* Reports the span <s> drained since drain_since when it holds
+ * DRAIN_SAMPLE bytes; <end> (a wait for the disk, the close) ends the span
+ * even when shorter, dropping it. */
+static void drain_report(struct gs_stream *s, bool end)
+{
+	if (!s->drain_since)
+		return;
+	if (s->drain_bytes >= DRAIN_SAMPLE) {
+		measure_delivery(s->io->e, s->drain_bytes,
+				 s->drain_last - s->drain_since);
+		s->drain_bytes = 0;
+		s->drain_since = s->drain_last;
+	}
+	if (end) {
+		s->drain_bytes = 0;
+		s->drain_since = 0;
+	}
+}
+
+/* The consumer of <s> finds its chunk not landed: past its first byte,
+ * a wait (measure_wait once it ends) and a sign the window is short of
+ * what the disk's latency needs at its rate, so it grows by a buffer. */
+static void stream_wait(struct gs_stream *s)
+{
+	if (s->wait_since || s->pos == s->start)
+		return;
+	s->wait_since = mono_ns();
+	drain_report(s, true);
+	if (!s->have_window || s->caller_bufs || s->window_want >= s->window_cap)
+		return;
+	s->window_want++;
+	window_fit(s);
+	stream_refill(s);
+}
+
+/* The consumer of <s> can read on: ends its wait, starts a drain span. */
+static void stream_ready(struct gs_stream *s)
+{
+	uint64_t now;
+
+	if (s->drain_since && !s->wait_since)
+		return;
+	now = mono_ns();
+	if (s->wait_since)
+		measure_wait(s->io->e, now - s->wait_since);
+	s->wait_since = 0;
+	s->drain_since = s->drain_last = now;
+}
+
+/* <s> moved on to a new chunk: it shrinks by a buffer when the socket is
+ * the limit (the chunk after this one landed already) or others wait for
+ * a window, and gives back what drained. */
+static void window_advance(struct gs_stream *s)
+{
+	const struct stream_slot *sl, *next;
+	bool ahead = false;
+
+	if (s->caller_bufs || !s->have_window)
+		return;
+	if (s->cur + 1 < s->last) {
+		sl = &s->slots[s->cur - s->first];
+		next = sl + 1;
+		ahead = sl->state == CH_READY && next->state == CH_READY &&
+			next->win >= 0;
+	}
+	if ((ahead || !list_empty(&s->io->stream_bufs.waiters)) &&
+	    s->window_want > s->window_min)
+		s->window_want--;
+	window_fit(s);
 }
 
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
@@ -666,14 +869,18 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		return 0;
 	}
 	if (s->pos < s->head_len) {
+		stream_ready(s);
 		*data = s->head + s->pos;
 		*len = (s->head_len < s->end ? s->head_len : s->end) - s->pos;
 		return 0;
 	}
 	sl = &s->slots[s->cur - s->first];
 	c = &obj_chunks(obj)[s->cur];
-	if (sl->state != CH_READY)
+	if (sl->state != CH_READY) {
+		stream_wait(s);
 		return -EAGAIN;
+	}
+	stream_ready(s);
 	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
 	if (c->tier == GS_TIER_RAM)
 		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
@@ -685,6 +892,8 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 
 void gs_stream_consume(struct gs_stream *s, size_t n)
 {
+	uint32_t was = s->cur;
+
 	s->pos += n;
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];
@@ -700,6 +909,11 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		s->cur++;
 	}
 	s->stall_since = mono_ns();
+	s->drain_bytes += n;
+	s->drain_last = s->stall_since;
+	drain_report(s, false);
+	if (s->cur != was)
+		window_advance(s);
 	stream_refill(s);
 }
 
@@ -749,6 +963,9 @@ void gs_stream_close(struct gs_stream **sp)
 		return;
 	*sp = NULL;
 	s->closed = true;
+	if (s->wait_since)
+		measure_wait(s->io->e, mono_ns() - s->wait_since);
+	drain_report(s, true);
 	waiter_del(&s->waiter);
 	if (!s->inflight)
 		stream_end(s);
