@@ -6,14 +6,15 @@
  * SSD-chunk slices, sized to what it must cover: the bytes in flight a
  * consumer needs are its drain rate times the device's latency.  It starts
  * with what its first chunk and the next take (more when the measured
- * delivery rate x read latency asks for it), all at once, so a stream that
- * holds buffers can always go on and streams can't deadlock on each other.
- * It grows by one free buffer (never waiting, never while others wait for
- * a window), up to io_buffers, each time its consumer catches up with the
- * disk (asks for a chunk not landed yet), and shrinks by one, down to what
- * it started from at least, when the socket is the limit (the chunk after
- * the one its consumer starts on landed already) or others wait: the
- * buffer goes back once its slices are free.  While others wait for a
+ * delivery rate x median read time asks for it), all at once, so a stream
+ * that holds buffers can always go on and streams can't deadlock on each
+ * other.  It grows by one free buffer (never waiting, never while others
+ * wait for a window), up to io_buffers, each time its consumer catches up
+ * with the disk (asks for a chunk not landed yet), and shrinks by one,
+ * down to one buffer (two when an HDD chunk leads), when the socket is
+ * the limit (the chunk after the one its consumer starts on landed
+ * already) or others wait: the buffer goes back once its slices are free
+ * (window.c keeps the buffers and slices).  While others wait for a
  * window, gs_io_run() takes the whole window back from a stream whose
  * consumer left its landed bytes unread for READAHEAD_STALL_MS (they are
  * read, and checked, again when it returns).  A stream opened with
@@ -21,98 +22,28 @@
  * waits, never grows or shrinks and is never reclaimed.
  *
  * Each stream reports its consumer's drain rate (bytes over the time it
- * never waited for the disk, in spans of DRAIN_SAMPLE bytes or more) and
- * each wait after its first byte to measure.h.
+ * never waited for the disk) and each wait after its first byte to
+ * measure.h (window.c's struct drain).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "heads.h"
 #include "index.h"
 #include "layout.h"
 #include "log.h"
-#include "measure.h"
 #include "stream.h"
 #include "uring.h"
+#include "window.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
 #define CALLER_BUFS_MAX	GS_IO_BUFFERS_MAX /* stream_slot.win fits */
-#define DRAIN_SAMPLE	(1u << 20)	/* the least a drain-rate sample spans,
-					 * so the socket buffer's first fill at
-					 * memory speed weighs little */
-
-/* ---- checks shared by streams and read_into ---- */
-
-/* Verifies a landed chunk; on failure counts it and drops the object. */
-int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
-		const char *data, int res)
-{
-	struct gs_engine *e = io->e;
-	const struct chunk *c = &obj_chunks(obj)[ci];
-
-	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
-		STAT_ADD(e, checksum_errors, 1);
-		log_warn("checksum mismatch in chunk %u of \"%.*s\": object dropped",
-			 ci, obj->klen, obj->key);
-		res = -EBADMSG;
-	}
-	if (res < 0) {
-		engine_drop(e, obj);
-		return res;
-	}
-	STAT_ADD(e, disk_reads, 1);
-	STAT_ADD(e, disk_read_bytes, c->len);
-	return 0;
-}
-
-/* Fills <order> with the disk chunks of [first, last) in submission order:
- * the first one (what the client waits for now: a head not in RAM, or
- * the bytes right after it), then with <lead_tail> the first HDD chunk
- * (the longest wait), then offset order.  A window of one buffer must not
- * lead: the chunk holding it could not be sent before the ones it jumped. */
-uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
-		    bool lead_tail, uint32_t *order)
-{
-	uint32_t n = 0, lead = UINT32_MAX, c;
-
-	for (c = first; c < last && obj_chunks(obj)[c].tier == GS_TIER_RAM; c++)
-		;
-	if (c < last)
-		order[n++] = c;
-	for (c++; lead_tail && c < last; c++)
-		if (obj_chunks(obj)[c].tier == GS_TIER_HDD) {
-			lead = c;
-			break;
-		}
-	if (lead != UINT32_MAX)
-		order[n++] = lead;
-	for (c = n ? order[0] + 1 : last; c < last; c++)
-		if (c != lead && obj_chunks(obj)[c].tier != GS_TIER_RAM)
-			order[n++] = c;
-	return n;
-}
-
-/* Whether <order> jumps ahead anywhere (an HDD chunk leads). */
-static bool order_leads(const uint32_t *order, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++)
-		if (order[i] < order[i - 1])
-			return true;
-	return false;
-}
 
 /* ---- streams ---- */
 
 enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
-
-/* A window buffer is cut into slices of one SSD chunk: an SSD chunk takes
- * one, an HDD chunk (up to a whole buffer) takes as many as it spans. */
-#define SLICE		GS_SSD_CHUNK
-#define SLICES		(GS_IO_BUFFER / SLICE)
-#define ALL_SLICES	((1u << SLICES) - 1)
 
 struct stream_slot {
 	uint8_t state;
@@ -122,16 +53,6 @@ struct stream_slot {
 	uint8_t slices;			/* its slices in that buffer */
 	uint32_t boff;			/* where it starts in that buffer */
 	uint64_t off;			/* object offset of the chunk */
-};
-
-/* A buffer of a stream's window: registered (one of io->stream_bufs) or
- * given by the caller of gs_stream_open_into(); mem NULL: not held. */
-struct stream_buf {
-	char *mem;
-	int idx;			/* registered buffer, -1 the caller's */
-	uint8_t free_slices;		/* bit set = free */
-	bool draining;			/* shrinking: no new chunk goes in, it
-					 * goes back once free */
 };
 
 struct gs_stream {
@@ -147,13 +68,10 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	struct stream_buf *window;	/* window_cap entries, window_size held */
+	struct window win;		/* taken at once, held until close or
+					 * reclaim, grown and shrunk meanwhile */
 	char *early;			/* the first chunk, read while waiting */
 	size_t early_len;		/*   for a window (early_start) */
-	unsigned window_size;		/* buffers held */
-	unsigned window_want;		/* buffers it should hold */
-	unsigned window_min;		/* the least it shrinks to */
-	unsigned window_cap;		/* what its chunks span, <= window_max */
 	unsigned window_max;
 	bool have_window;
 	bool caller_bufs;		/* the window is the caller's, for good */
@@ -162,10 +80,7 @@ struct gs_stream {
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
 	uint64_t start;			/* where it was opened */
-	uint64_t wait_since;		/* ns: its consumer waits since, or 0 */
-	uint64_t drain_since;		/* ns: drain_bytes handed out since */
-	uint64_t drain_last;		/*   (the last at drain_last) */
-	uint64_t drain_bytes;		/*   without a wait for the disk */
+	struct drain drain;		/* what its consumer drained, waited */
 	unsigned inflight;
 	int error;
 	bool closed;
@@ -177,29 +92,19 @@ struct gs_stream {
 };
 
 static void stream_refill(struct gs_stream *s);
-static void put_slices(struct gs_stream *s, struct stream_slot *sl);
-static void window_plan(struct gs_stream *s);
+static void stream_plan(struct gs_stream *s);
 
-/* Gives window buffer <i> of <s> back to io->stream_bufs. */
-static void window_put_one(struct gs_stream *s, unsigned i)
+static void put_slices(struct gs_stream *s, struct stream_slot *sl)
 {
-	struct gs_io *io = s->io;
-
-	iobuf_put(&io->stream_bufs, s->window[i].idx);
-	s->window[i] = (struct stream_buf){ NULL, -1, 0, false };
-	s->window_size--;
-	if (!list_empty(&io->stream_bufs.waiters))
-		kick(io);
+	window_unplace(&s->win, &sl->win, sl->slices);
 }
 
 /* Gives the window buffers of <s> back to io->stream_bufs. */
-static void window_put(struct gs_stream *s)
+static void stream_put_window(struct gs_stream *s)
 {
 	if (!s->have_window || s->caller_bufs)
 		return;
-	for (unsigned i = 0; i < s->window_cap; i++)
-		if (s->window[i].mem)
-			window_put_one(s, i);
+	window_put(s->io, &s->win);
 	s->have_window = false;
 	list_del(&s->hold);
 }
@@ -256,12 +161,12 @@ static void stream_free(struct gs_stream *s)
 
 	early_put(s);
 	head_load_cancel(s);
-	window_put(s);
+	stream_put_window(s);
 	waiter_del(&s->waiter);
 	gs_obj_put(io->e, &s->obj);
 	free(s->order);
 	free(s->slots);
-	free(s->window);
+	window_free(&s->win);
 	free(s);
 }
 
@@ -327,8 +232,8 @@ static void stream_reclaim(struct gs_stream *s)
 	s->norder = read_order(s->obj, s->cur, s->last, s->window_max > 1,
 			       s->order);
 	s->next_submit = 0;
-	window_put(s);
-	window_plan(s);
+	stream_put_window(s);
+	stream_plan(s);
 	STAT_ADD(s->io->e, readahead_reclaims, 1);
 }
 
@@ -342,7 +247,7 @@ bool stream_reclaim_windows(struct gs_io *io)
 	uint64_t now = mono_ns();
 
 	for (n = head->next; n != head; n = n->next)
-		need += list_entry(n, struct gs_stream, waiter.node)->window_want;
+		need += list_entry(n, struct gs_stream, waiter.node)->win.want;
 	for (n = io->holders.prev;
 	     n != &io->holders && io->stream_bufs.nfree < need; n = prev) {
 		struct gs_stream *h = list_entry(n, struct gs_stream, hold);
@@ -362,74 +267,17 @@ void stream_arm_stall_timer(struct gs_io *io)
 static bool take_window(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
-	struct iobufs *bs = &io->stream_bufs;
 
 	if (s->have_window)
 		return true;
-	if (bs->nfree < s->window_want) {
-		waiter_add(&bs->waiters, &s->waiter, stream_retry, s);
+	if (!window_take(io, &s->win)) {
+		waiter_add(&io->stream_bufs.waiters, &s->waiter, stream_retry, s);
 		stream_waiters_check(io);	/* the timer finds stalled holders */
 		return false;
 	}
-	for (unsigned i = 0; i < s->window_want; i++) {
-		int idx = iobuf_get(io, bs);
-
-		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
-						    ALL_SLICES, false };
-	}
-	s->window_size = s->window_want;
 	s->have_window = true;
 	list_add_tail(&io->holders, &s->hold);
 	return true;
-}
-
-/* Brings the window of <s> to window_want: a draining buffer kept first,
- * then free ones taken, only while nobody waits for a window (a stream
- * never waits to grow); draining buffers given back once free. */
-static void window_fit(struct gs_stream *s)
-{
-	struct gs_io *io = s->io;
-	struct iobufs *bs = &io->stream_bufs;
-	unsigned usable = 0;
-
-	if (s->caller_bufs || !s->have_window)
-		return;
-	for (unsigned i = 0; i < s->window_cap; i++)
-		if (s->window[i].mem && !s->window[i].draining)
-			usable++;
-	for (unsigned i = 0; i < s->window_cap && usable < s->window_want; i++)
-		if (s->window[i].mem && s->window[i].draining) {
-			s->window[i].draining = false;
-			usable++;
-		}
-	for (unsigned i = 0; i < s->window_cap && usable < s->window_want &&
-			     bs->nfree && list_empty(&bs->waiters); i++) {
-		int idx;
-
-		if (s->window[i].mem)
-			continue;
-		idx = iobuf_get(io, bs);
-		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
-						    ALL_SLICES, false };
-		s->window_size++;
-		usable++;
-	}
-	/* the buffers to give back: the freest first */
-	while (usable > s->window_want) {
-		int best = -1;
-
-		for (unsigned i = 0; i < s->window_cap; i++)
-			if (s->window[i].mem && !s->window[i].draining &&
-			    (best < 0 || __builtin_popcount(s->window[i].free_slices) >=
-					 __builtin_popcount(s->window[best].free_slices)))
-				best = i;
-		s->window[best].draining = true;
-		usable--;
-	}
-	for (unsigned i = 0; i < s->window_cap; i++)
-		if (s->window[i].mem && s->window[i].draining &&
-		    s->window[i].free_slices == ALL_SLICES)
-			window_put_one(s, i);
 }
 
 static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
@@ -440,36 +288,9 @@ static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
 	return (alen + SLICE - 1) / SLICE;
 }
 
-/* Finds <n> adjacent free slices in one window buffer for chunk <c>. */
-static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
-{
-	for (unsigned i = 0; i < s->window_cap; i++)
-		for (unsigned k = 0; k + n <= SLICES; k++) {
-			uint8_t bits = ((1u << n) - 1) << k;
-
-			if (!s->window[i].mem || s->window[i].draining ||
-			    (s->window[i].free_slices & bits) != bits)
-				continue;
-			s->window[i].free_slices &= ~bits;
-			sl->win = i;
-			sl->slices = bits;
-			sl->boff = k * SLICE;
-			return true;
-		}
-	return false;
-}
-
-static void put_slices(struct gs_stream *s, struct stream_slot *sl)
-{
-	if (sl->win < 0)
-		return;
-	s->window[sl->win].free_slices |= sl->slices;
-	sl->win = -1;
-}
-
 static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
 {
-	return sl->early ? s->early : s->window[sl->win].mem + sl->boff;
+	return sl->early ? s->early : s->win.buf[sl->win].mem + sl->boff;
 }
 
 static void stream_read_done(struct io_op *op)
@@ -548,10 +369,11 @@ static void stream_refill(struct gs_stream *s)
 		struct stream_slot *sl = &s->slots[c - s->first];
 		int ret;
 
-		if (!take_slices(s, sl, chunk_slices(s, c)))
+		if (!window_place(&s->win, chunk_slices(s, c), &sl->win,
+				  &sl->slices, &sl->boff))
 			break;
 		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
-			       s->window[sl->win].idx, stream_read_done, s);
+			       s->win.buf[sl->win].idx, stream_read_done, s);
 		if (ret < 0) {
 			put_slices(s, sl);
 			s->error = -EIO;
@@ -583,44 +405,17 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	return n < max ? n : max;
 }
 
-/* Slices that cover what the consumer drains, at the measured delivery
- * rate, while a read of tier <t> completes (p99); 0 until measured. */
-static unsigned latency_slices(const struct gs_stream *s, enum gs_tier t)
+/* Sizes the window <s> (re)starts with for the chunks in <s->order>:
+ * its first chunk and the next (window_plan). */
+static void stream_plan(struct gs_stream *s)
 {
-	struct gs_engine *e = s->io->e;
-	uint64_t rate = measure_delivery_rate(e);
-	uint64_t lat = measure_io_ns(e, t, 99);
-	uint64_t bytes = rate / 1000 * (lat / 1000) / 1000;
+	unsigned first = s->norder ? chunk_slices(s, s->order[0]) : 0;
+	unsigned next = s->norder > 1 ? chunk_slices(s, s->order[1]) : 0;
+	enum gs_tier t = s->norder > 1 ? obj_chunks(s->obj)[s->order[1]].tier :
+			 GS_TIER_SSD;
 
-	bytes = bytes < (uint64_t)GS_IO_BUFFERS_MAX * GS_IO_BUFFER ? bytes :
-		(uint64_t)GS_IO_BUFFERS_MAX * GS_IO_BUFFER;
-	return (unsigned)((bytes + SLICE - 1) / SLICE);
-}
-
-/*
- * Sizes the window <s> (re)starts with for the chunks in <s->order>: its
- * first chunk and room for the next one (the lead, or the one to read
- * while the first is sent), or what covers a read's latency at the
- * delivery rate when that is more; two buffers at least when an HDD chunk
- * leads, within what the chunks span.
- */
-static void window_plan(struct gs_stream *s)
-{
-	unsigned span = window_for(s, s->window_cap), first = 0, ahead = 0;
-	unsigned lat, n;
-
-	s->window_min = span < 2 ? span : order_leads(s->order, s->norder) ? 2 : 1;
-	if (s->norder) {
-		first = chunk_slices(s, s->order[0]);
-		if (s->norder > 1) {
-			ahead = chunk_slices(s, s->order[1]);
-			lat = latency_slices(s, obj_chunks(s->obj)[s->order[1]].tier);
-			ahead = lat > ahead ? lat : ahead;
-		}
-	}
-	n = (first + ahead + SLICES - 1) / SLICES;
-	n = n > s->window_min ? n : s->window_min;
-	s->window_want = n < span ? n : span;
+	window_plan(s->io->e, &s->win, window_for(s, s->win.cap), first, next,
+		    t, order_leads(s->order, s->norder));
 }
 
 /* Finds the chunks [s->first, s->last) that hold bytes of [s->pos, s->end)
@@ -689,12 +484,9 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		}
 		s->norder = read_order(obj, s->first, s->last, window_max > 1,
 				       s->order);
-		s->window_cap = window_for(s, window_max);
-		s->window = calloc(s->window_cap ? s->window_cap : 1,
-				   sizeof(*s->window));
-		if (!s->window)
+		if (window_init(&s->win, window_for(s, window_max)) < 0)
 			goto out_free;
-		window_plan(s);
+		stream_plan(s);
 	}
 	*sp = s;
 	return 0;
@@ -774,31 +566,10 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->caller_bufs = true;
 	s->have_window = true;
 	s->released = released;
-	s->window_size = s->window_want = s->window_cap;
-	for (unsigned i = 0; i < s->window_size; i++)
-		s->window[i] = (struct stream_buf){ bufs[i], -1, ALL_SLICES, false };
+	window_give(&s->win, bufs, s->win.cap);
 	stream_start(s, wake, arg);
 	*sp = s;
 	return 0;
-}
-
-/* Reports the span <s> drained since drain_since when it holds
- * DRAIN_SAMPLE bytes; <end> (a wait for the disk, the close) ends the span
- * even when shorter, dropping it. */
-static void drain_report(struct gs_stream *s, bool end)
-{
-	if (!s->drain_since)
-		return;
-	if (s->drain_bytes >= DRAIN_SAMPLE) {
-		measure_delivery(s->io->e, s->drain_bytes,
-				 s->drain_last - s->drain_since);
-		s->drain_bytes = 0;
-		s->drain_since = s->drain_last;
-	}
-	if (end) {
-		s->drain_bytes = 0;
-		s->drain_since = 0;
-	}
 }
 
 /* The consumer of <s> finds its chunk not landed: past its first byte,
@@ -806,35 +577,19 @@ static void drain_report(struct gs_stream *s, bool end)
  * what the disk's latency needs at its rate, so it grows by a buffer. */
 static void stream_wait(struct gs_stream *s)
 {
-	if (s->wait_since || s->pos == s->start)
+	if (s->pos == s->start || !drain_wait(s->io->e, &s->drain))
 		return;
-	s->wait_since = mono_ns();
-	drain_report(s, true);
-	if (!s->have_window || s->caller_bufs || s->window_want >= s->window_cap)
+	if (!s->have_window || s->caller_bufs || s->win.want >= s->win.cap)
 		return;
-	s->window_want++;
-	window_fit(s);
+	s->win.want++;
+	window_fit(s->io, &s->win);
 	stream_refill(s);
-}
-
-/* The consumer of <s> can read on: ends its wait, starts a drain span. */
-static void stream_ready(struct gs_stream *s)
-{
-	uint64_t now;
-
-	if (s->drain_since && !s->wait_since)
-		return;
-	now = mono_ns();
-	if (s->wait_since)
-		measure_wait(s->io->e, now - s->wait_since);
-	s->wait_since = 0;
-	s->drain_since = s->drain_last = now;
 }
 
 /* <s> moved on to a new chunk: it shrinks by a buffer when the socket is
  * the limit (the chunk after this one landed already) or others wait for
  * a window, and gives back what drained. */
-static void window_advance(struct gs_stream *s)
+static void stream_next_chunk(struct gs_stream *s)
 {
 	const struct stream_slot *sl, *next;
 	bool ahead = false;
@@ -848,9 +603,9 @@ static void window_advance(struct gs_stream *s)
 			next->win >= 0;
 	}
 	if ((ahead || !list_empty(&s->io->stream_bufs.waiters)) &&
-	    s->window_want > s->window_min)
-		s->window_want--;
-	window_fit(s);
+	    s->win.want > s->win.min)
+		s->win.want--;
+	window_fit(s->io, &s->win);
 }
 
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
@@ -869,7 +624,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		return 0;
 	}
 	if (s->pos < s->head_len) {
-		stream_ready(s);
+		drain_ready(s->io->e, &s->drain);
 		*data = s->head + s->pos;
 		*len = (s->head_len < s->end ? s->head_len : s->end) - s->pos;
 		return 0;
@@ -880,7 +635,7 @@ int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
 		stream_wait(s);
 		return -EAGAIN;
 	}
-	stream_ready(s);
+	drain_ready(s->io->e, &s->drain);
 	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
 	if (c->tier == GS_TIER_RAM)
 		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
@@ -909,11 +664,9 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		s->cur++;
 	}
 	s->stall_since = mono_ns();
-	s->drain_bytes += n;
-	s->drain_last = s->stall_since;
-	drain_report(s, false);
+	drain_took(s->io->e, &s->drain, n, s->stall_since);
 	if (s->cur != was)
-		window_advance(s);
+		stream_next_chunk(s);
 	stream_refill(s);
 }
 
@@ -947,7 +700,7 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 
 unsigned gs_stream_bufs_used(const struct gs_stream *s)
 {
-	return s->caller_bufs ? s->window_size : 0;
+	return s->caller_bufs ? s->win.size : 0;
 }
 
 uint64_t gs_stream_left(const struct gs_stream *s)
@@ -963,9 +716,7 @@ void gs_stream_close(struct gs_stream **sp)
 		return;
 	*sp = NULL;
 	s->closed = true;
-	if (s->wait_since)
-		measure_wait(s->io->e, mono_ns() - s->wait_since);
-	drain_report(s, true);
+	drain_end(s->io->e, &s->drain);
 	waiter_del(&s->waiter);
 	if (!s->inflight)
 		stream_end(s);
