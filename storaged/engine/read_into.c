@@ -74,6 +74,25 @@ bool order_leads(const uint32_t *order, uint32_t n)
 	return false;
 }
 
+void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
+		uint32_t *first, uint32_t *last)
+{
+	uint64_t coff = engine_chunk_start(obj, 0);
+
+	*first = UINT32_MAX;
+	for (uint32_t c = 0; c < obj->nchunks; c++) {
+		uint64_t cend = coff + obj_chunks(obj)[c].len;
+
+		if (*first == UINT32_MAX && cend > start)
+			*first = c;
+		if (cend >= end) {
+			*last = c + 1;
+			break;
+		}
+		coff = cend;
+	}
+}
+
 struct read_into {
 	struct deferred def;
 	struct gs_io *io;

@@ -10,8 +10,9 @@
  * that holds buffers can always go on and streams can't deadlock on each
  * other.  It grows by one free buffer (never waiting, never while others
  * wait for a window), up to io_buffers, each time its consumer catches up
- * with the disk (asks for a chunk not landed yet), and shrinks by one,
- * down to one buffer (two when an HDD chunk leads), when the socket is
+ * with the disk (asks for a chunk not landed yet) while the window holds
+ * less than the consumer's rate x the read's p99, and shrinks by one,
+ * down to one buffer (two when a whole HDD chunk leads), when the socket is
  * the limit (the chunk after the one its consumer starts on landed
  * already) or others wait: the buffer goes back once its slices are free
  * (window.c keeps the buffers and slices).  While others wait for a
@@ -405,6 +406,24 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	return n < max ? n : max;
 }
 
+/* Whether the HDD chunk leading <s->order> needs a buffer of its own: it
+ * stays until every chunk it jumped is sent, so one buffer does only when
+ * it leaves a slice for each of them (they take one each: SSD chunks). */
+static bool lead_alone(const struct gs_stream *s)
+{
+	uint32_t lead = UINT32_MAX, most = 0;
+
+	for (uint32_t i = 1; i < s->norder && lead == UINT32_MAX; i++)
+		if (s->order[i] < s->order[i - 1])
+			lead = i - 1;
+	if (lead == UINT32_MAX)
+		return false;
+	for (uint32_t i = 0; i < s->norder; i++)
+		if (s->order[i] < s->order[lead] && chunk_slices(s, s->order[i]) > most)
+			most = chunk_slices(s, s->order[i]);
+	return most > 1 || chunk_slices(s, s->order[lead]) + most > SLICES;
+}
+
 /* Sizes the window <s> (re)starts with for the chunks in <s->order>:
  * its first chunk and the next (window_plan). */
 static void stream_plan(struct gs_stream *s)
@@ -415,31 +434,7 @@ static void stream_plan(struct gs_stream *s)
 			 GS_TIER_SSD;
 
 	window_plan(s->io->e, &s->win, window_for(s, s->win.cap), first, next,
-		    t, order_leads(s->order, s->norder));
-}
-
-/* Finds the chunks [s->first, s->last) that hold bytes of [s->pos, s->end)
- * past the head. */
-static void stream_span(struct gs_stream *s)
-{
-	const struct gs_obj *obj = s->obj;
-	uint64_t coff = engine_chunk_start(obj, 0);
-	uint64_t start = s->pos > s->head_len ? s->pos : s->head_len;
-
-	if (s->end <= s->head_len)
-		return;
-	s->first = UINT32_MAX;
-	for (uint32_t c = 0; c < obj->nchunks; c++) {
-		uint64_t cend = coff + obj_chunks(obj)[c].len;
-
-		if (s->first == UINT32_MAX && cend > start)
-			s->first = c;
-		if (cend >= s->end) {
-			s->last = c + 1;
-			break;
-		}
-		coff = cend;
-	}
+		    t, lead_alone(s));
 }
 
 /* A stream of [<off>, <off>+<len>) of <obj> whose window will be at most
@@ -463,7 +458,9 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->window_max = window_max;
 	list_init(&s->hold);
 	waiter_init(&s->waiter);
-	stream_span(s);
+	if (s->end > s->head_len)	/* the chunks past the head */
+		chunk_span(obj, s->pos > s->head_len ? s->pos : s->head_len,
+			   s->end, &s->first, &s->last);
 	s->cur = s->first;
 	if (s->last > s->first) {
 		uint32_t n = s->last - s->first;
@@ -573,17 +570,17 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 }
 
 /* The consumer of <s> finds its chunk not landed: past its first byte,
- * a wait (measure_wait once it ends) and a sign the window is short of
- * what the disk's latency needs at its rate, so it grows by a buffer. */
+ * a wait (measure_wait once it ends) and, when the window is short of what
+ * the disk's latency needs at the consumer's rate, it grows by a buffer. */
 static void stream_wait(struct gs_stream *s)
 {
 	if (s->pos == s->start || !drain_wait(s->io->e, &s->drain))
 		return;
-	if (!s->have_window || s->caller_bufs || s->win.want >= s->win.cap)
+	if (!s->have_window || s->caller_bufs)
 		return;
-	s->win.want++;
-	window_fit(s->io, &s->win);
-	stream_refill(s);
+	if (window_grow(s->io, &s->win, obj_chunks(s->obj)[s->cur].tier,
+			chunk_slices(s, s->cur), s->drain.rate))
+		stream_refill(s);
 }
 
 /* <s> moved on to a new chunk: it shrinks by a buffer when the socket is
@@ -602,10 +599,7 @@ static void stream_next_chunk(struct gs_stream *s)
 		ahead = sl->state == CH_READY && next->state == CH_READY &&
 			next->win >= 0;
 	}
-	if ((ahead || !list_empty(&s->io->stream_bufs.waiters)) &&
-	    s->win.want > s->win.min)
-		s->win.want--;
-	window_fit(s->io, &s->win);
+	window_shrink(s->io, &s->win, ahead);
 }
 
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)

@@ -11,6 +11,7 @@
 #include "window.h"
 
 #define DRAIN_SAMPLE	(1u << 20)	/* the least a drain span reports */
+#define DRAIN_RATE_MIN	GS_SSD_CHUNK	/* the least a span sets d->rate by */
 
 int window_init(struct window *w, unsigned cap)
 {
@@ -104,6 +105,38 @@ void window_fit(struct gs_io *io, struct window *w)
 			put_one(io, w, i);
 }
 
+/* Whether <w>, past a chunk of <cur> slices on tier <t>, holds less than
+ * a consumer draining at <rate> bytes/s takes while a read of <t>
+ * completes (p99); true while either is unknown. */
+static bool window_short(struct gs_engine *e, const struct window *w,
+			 enum gs_tier t, unsigned cur, uint64_t rate)
+{
+	uint64_t lat = measure_io_ns(e, t, 99);
+	unsigned held = w->size * SLICES;
+	uint64_t room = held > cur ? (uint64_t)(held - cur) * SLICE : 0;
+
+	if (!rate || !lat)
+		return true;
+	return room < rate / 1000 * (lat / 1000) / 1000;
+}
+
+bool window_grow(struct gs_io *io, struct window *w, enum gs_tier t,
+		 unsigned cur, uint64_t rate)
+{
+	if (w->want >= w->cap || !window_short(io->e, w, t, cur, rate))
+		return false;
+	w->want++;
+	window_fit(io, w);
+	return true;
+}
+
+void window_shrink(struct gs_io *io, struct window *w, bool ahead)
+{
+	if ((ahead || !list_empty(&io->stream_bufs.waiters)) && w->want > w->min)
+		w->want--;
+	window_fit(io, w);
+}
+
 bool window_place(struct window *w, unsigned n, int8_t *win, uint8_t *bits,
 		  uint32_t *boff)
 {
@@ -178,6 +211,8 @@ bool drain_wait(struct gs_engine *e, struct drain *d)
 	if (d->wait_since)
 		return false;
 	d->wait_since = mono_ns();
+	if (d->since && d->last > d->since && d->bytes >= DRAIN_RATE_MIN)
+		d->rate = d->bytes * 1000000000ull / (d->last - d->since);
 	drain_report(e, d, true);
 	return true;
 }

@@ -50,6 +50,18 @@ void window_put(struct gs_io *io, struct window *w);
  * taken while nobody waits for a window (a window never waits to grow);
  * the freest buffers past w->want drain, and go back once free. */
 void window_fit(struct gs_io *io, struct window *w);
+/* A consumer on a chunk of <cur> slices on tier <t>, draining at <rate>
+ * bytes/s (0: not known yet), waits for the disk: grows <w> by a buffer,
+ * up to w->cap, when what <w> holds past that chunk is short of what the
+ * consumer takes while a read of <t> completes (p99); when it holds more,
+ * the wait is the disk's queue, which more read-ahead would only lengthen.
+ * Returns whether it grew. */
+bool window_grow(struct gs_io *io, struct window *w, enum gs_tier t,
+		 unsigned cur, uint64_t rate);
+/* A consumer moved on to a new chunk: <w> shrinks by a buffer, down to
+ * w->min, when the socket is the limit (<ahead>: the chunk after the new
+ * one landed already) or others wait for a window. */
+void window_shrink(struct gs_io *io, struct window *w, bool ahead);
 /* Places a chunk of <n> slices in one held, undrained buffer: its index
  * in *<win>, its slices in *<bits>, its offset in that buffer in *<boff>;
  * false when no such room is free. */
@@ -62,8 +74,8 @@ void window_unplace(struct window *w, int8_t *win, uint8_t bits);
  * slices and a next one of <next> slices on tier <t>, room for the next
  * being what the consumer drains, at the measured delivery rate, while a
  * typical (median) read of <t> completes when that is more; at least one
- * buffer, two when an HDD chunk <leads> (it may take a whole buffer while
- * the chunks it jumped need room to be sent first).
+ * buffer, two when a leading HDD chunk <leads> alone (it takes so much of
+ * a buffer that the chunks it jumped need another to be sent first).
  */
 void window_plan(struct gs_engine *e, struct window *w, unsigned span,
 		 unsigned first, unsigned next, enum gs_tier t, bool leads);
@@ -78,10 +90,12 @@ struct drain {
 	uint64_t since, last;		/* ns: the span's start, its last take */
 	uint64_t bytes;			/* taken in the span */
 	uint64_t wait_since;		/* ns: waiting since, or 0 */
+	uint64_t rate;			/* bytes/s of its last span of
+					 * DRAIN_RATE_MIN bytes or more, 0 */
 };
 
-/* The consumer asks for bytes that have not landed: ends the span, starts
- * a wait; false when it was waiting already. */
+/* The consumer asks for bytes that have not landed: ends the span (its
+ * rate kept in d->rate), starts a wait; false when it was waiting already. */
 bool drain_wait(struct gs_engine *e, struct drain *d);
 /* The consumer has bytes to read: ends its wait (measure_wait), starts a
  * span if none is open. */
