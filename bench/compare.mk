@@ -2,7 +2,7 @@
 # the emulated rig (issue 3).  `make bench` installs what only the
 # benchmarks need (gnuplot-nox, varnish, trafficserver), builds the server,
 # client and device model, and runs the full comparison into bench/results/
-# (under 30 minutes);
+# (about 40 minutes: six scenarios at three networks);
 # `make bench BENCH_ARGS=--quick` runs the reduced one into
 # bench/results/tmp/quick/.  Needs root.  varnish and trafficserver are the
 # caches bench/http-compare --tier disk measures; they run from the

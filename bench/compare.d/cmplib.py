@@ -3,6 +3,7 @@
 processes, memcache stats (read by t/lib/goblin.py, the harness's one stats
 reader), goblin-bench runs.  Everything started here is stopped by pid;
 every failure raises Failure with a one-line reason."""
+import contextlib
 import json
 import os
 import signal
@@ -182,6 +183,33 @@ class Rig:
         if used > 16 * MIB:
             raise Failure("server cgroup still charges %s after force_empty"
                           % human(used))
+
+    @contextlib.contextmanager
+    def cg_limit(self, limit):
+        """The server cgroup's memory limit (and memsw's, where the kernel
+        has it) set to <limit> for a with block; afterwards the cgroup is
+        emptied (cg_empty) and the old limit written back."""
+        names = ["memory.limit_in_bytes"]
+        if os.path.exists(self.cg("memory.memsw.limit_in_bytes")):
+            names.append("memory.memsw.limit_in_bytes")
+        old = {n: self.cg_int(n) for n in names}
+
+        def write(values):
+            # memsw may never be below the plain limit: raise memsw first,
+            # lower it last
+            up = values["memory.limit_in_bytes"] > self.cg_int("memory.limit_in_bytes")
+            for n in (reversed(names) if up else names):
+                try:
+                    self.cg_write(n, values[n])
+                except OSError as e:
+                    raise Failure("cannot set the server cgroup's %s to %s: %s"
+                                  % (n, human(values[n]), e))
+        write({n: limit for n in names})
+        try:
+            yield
+        finally:
+            self.cg_empty()
+            write(old)
 
     def cg_memory(self):
         st = read_kv(self.cg("memory.stat"))

@@ -14,10 +14,31 @@ COLORS = {"goblin": "#d62728", "static": "#1f77b4", "static-aio": "#17becf",
           "nginx-cache": "#2ca02c", "varnish": "#9467bd", "ats": "#ff7f0e"}
 
 
-def goblin_memory(keys):
-    """--memory holding every key's 256K head, 2% slack, whole blocks."""
+# Of the server cgroup, what goblin-store keeps outside --memory: I/O
+# buffers, the index, the process, nginx's workers and the journal's pages.
+SERVER_RESERVE = 64 * MIB
+
+
+def goblin_memory(keys, server_ram=0):
+    """--memory holding every key's 256K head (2% slack), or, when more,
+    the server cgroup's RAM less SERVER_RESERVE (a quarter when that is
+    more): RAM caches hot bytes as well as heads, as the page cache does
+    for nginx's static files in the same cgroup.  Whole blocks."""
     per_block = BLOCK // RAM_HEAD
-    return -(-int(keys * 1.02) // per_block) * BLOCK
+    heads = -(-int(keys * 1.02) // per_block) * BLOCK
+    room = server_ram - max(SERVER_RESERVE, server_ram // 4)
+    return max(heads, room // BLOCK * BLOCK)
+
+
+def peer_ram_cache(keys, server_ram=0):
+    """The RAM cache of nginx proxy_cache, Varnish and Traffic Server: as
+    goblin_memory() with twice the reserve (a third when that is more),
+    since their processes take more beside it (Traffic Server's, with
+    goblin-store's reserve, was killed by the cgroup's OOM killer)."""
+    per_block = BLOCK // RAM_HEAD
+    heads = -(-int(keys * 1.02) // per_block) * BLOCK
+    room = server_ram - max(2 * SERVER_RESERVE, server_ram // 3)
+    return max(heads, room // BLOCK * BLOCK)
 
 
 def record(res):

@@ -176,6 +176,12 @@ def disk_lines(res):
                  "throughput and p99 TTFB: %s." % (
                      "**met** (%s)" % ", ".join(peers) if not behind else
                      "**not met** against %s" % ", ".join(behind)))
+    if "static" in res["ratios"]:
+        r = res["ratios"]["static"]
+        L.append("- Goal (issue 23): goblin-store at least level with nginx static "
+                 "files on throughput: %s (goblin/static %s)." % (
+                     "**met**" if r["throughput"] >= 1 else "**not met**",
+                     x(r["throughput"])))
     L.append("- Rig fidelity (`fio_check` in the JSON), measured/model IOPS: "
              "%s.\n" % fio_line(res["fio_check"]))
     return L

@@ -7,14 +7,13 @@ import os
 import subprocess
 
 from cmplib import GIB, MIB, TOP, Failure, human
-from limits import limit_text, pct
+from figures import (claim, fmt_us, lat, measured, measured_phase, net_name,
+                     ratio, table)
+from limits import limit_text
+from perf import (MEMORY_SCENARIOS, disk_goal_claims, disk_text, fixed_cell,
+                  fixed_text, memory_claims, prefix_lines, ram_split,
+                  ram_split_parts, ram_split_text, seek_tail_text, stall_text)
 
-JUDGED_NET = "1g"       # the memory-sized QPS and latency claims: the seed's regime
-HDD_BUSY_GOAL = 0.95    # disk-sized: goblin-store keeps the spindle this busy
-# ... judged where the link can carry what an HDD-bound goblin-store serves
-# (~3x the HDD's bytes, the rest from RAM and SSD): not at 1g, whose ~118
-# MB/s binds first (the limit row shows it)
-HDD_LINK_BOUND_NETS = ("1g",)
 
 SEED = {  # what the seed document reported, quoted beside each verdict
     "memory-sized": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses",
@@ -22,23 +21,19 @@ SEED = {  # what the seed document reported, quoted beside each verdict
                   "HDD tail near spindle rate (~210 MB/s); extstore <= 0.4% misses",
     "durability": "extstore lost 41.5% of a full-speed load; goblin-store 0",
     "small-objects": "memcached ~12x less RAM (152 MiB vs 1.78 GiB) and ~2x faster",
+    "memory-sized-same-ram": "(not run by the seed; issue 23's tried run: goblin-store "
+                             "0.12x memcached's QPS holding 430 MiB against 306 MiB)",
+    "memory-sized-seed": "same latency, 7.4x less RAM (267 MiB vs 1.97 GiB), 0 misses, "
+                         "at this scale (~2 GiB set, 3.7 GiB server)",
 }
-
-
-def measured_phase(p):
-    """The peer's measured phase: 'run', or 'read-back' for durability."""
-    ph = p["phases"]
-    return ph.get("run") or ph["read-back"]
-
-
-def measured(p):
-    return measured_phase(p)["run"]
 
 
 # `stats goblin` counters taken around each goblin-store phase
 HEAD_COUNTERS = ("head_hits", "head_misses", "head_admissions",
                  "head_evictions", "evictions", "disk_evictions", "disk_reads",
                  "disk_read_bytes")
+# ... and these where the build has them (deltas only when both ends do)
+OPTIONAL_COUNTERS = ("delivery_stalls",)
 
 
 def head_delta(before, after):
@@ -46,6 +41,8 @@ def head_delta(before, after):
     held at its end, and the head hit ratio (lookups of on-disk objects
     whose head was in RAM; None without such lookups)."""
     out = {k: after[k] - before[k] for k in HEAD_COUNTERS}
+    out.update({k: after[k] - before[k] for k in OPTIONAL_COUNTERS
+                if k in before and k in after})
     out["ram_heads"], out["objects"] = after["ram_heads"], after["objects"]
     looks = out["head_hits"] + out["head_misses"]
     out["head_hit_ratio"] = round(out["head_hits"] / looks, 4) if looks else None
@@ -63,14 +60,6 @@ def heads_text(p):
                 h["head_hits"], h["head_misses"],
                 "n/a" if hr is None else "%.3f" % hr, h["head_admissions"],
                 h["head_evictions"], h["ram_heads"], h["objects"]))
-
-
-def lat(p, which, pct):
-    return measured(p)["latency_us"][which][pct]
-
-
-def ratio(a, b):
-    return a / b if b else float("inf") if a else 1.0
 
 
 def phase_line(res):
@@ -102,14 +91,6 @@ def fio_hdd_seq_mbps(res):
     return max(rates)
 
 
-def claim(text, holds, measured_text):
-    return {"claim": text, "holds": bool(holds), "measured": measured_text}
-
-
-def net_name(res):
-    return res["network"]["name"]
-
-
 def open_ratios(r, peer, gob):
     """goblin-store/peer complete latency in the open-loop phase."""
     if "open" not in gob["phases"] or "open" not in peer["phases"]:
@@ -121,42 +102,6 @@ def open_ratios(r, peer, gob):
 
 def open_lat(p, pct_):
     return p["phases"]["open"]["run"]["latency_us"]["complete"][pct_]
-
-
-def memory_claims(res, r, peer, gob, mp, mg):
-    q, p50, p99 = (r["qps_goblin_over_peer"], r["complete_p50_goblin_over_peer"],
-                   r["complete_p99_goblin_over_peer"])
-    claims = []
-    if net_name(res) == JUDGED_NET:
-        claims += [
-            claim("throughput within 10% of memcached", q >= 0.9,
-                  "goblin-store/memcached QPS = %.2f (%.1f vs %.1f)" % (
-                      q, mg["qps"], mp["qps"])),
-            claim("latency within 10% of memcached (complete p50, p99)",
-                  p50 <= 1.1 and p99 <= 1.1,
-                  "goblin-store/memcached complete p50 = %.2f, p99 = %.2f" % (p50, p99)),
-        ]
-    return claims + [
-        claim("RAM >= 6x less than memcached (seed 7.4x)",
-              r["ram_peer_over_goblin"] >= 6,
-              "memcached/goblin-store RAM = %.2fx (%s vs %s)" % (
-                  r["ram_peer_over_goblin"], human(peer["ram"]["usage_bytes"]),
-                  human(gob["ram"]["usage_bytes"]))),
-        claim("0 misses", mp["misses"] == 0 and mg["misses"] == 0,
-              "misses: memcached %d, goblin-store %d" % (mp["misses"], mg["misses"])),
-    ]
-
-
-def hdd_busy_claim(gob):
-    lim = measured_phase(gob)["limits"]
-    hdd = lim["hdd"]
-    return claim("goblin-store keeps the HDD busy >= %s of the run" % pct(HDD_BUSY_GOAL),
-                 hdd["busy"] >= HDD_BUSY_GOAL,
-                 "HDD busy %s of %.1f s (%d seeks, %.2f MB read per seek); "
-                 "binding: %s %s" % (
-                     pct(hdd["busy"]), lim["seconds"], hdd["seeks"],
-                     (hdd["read_bytes_per_seek"] or 0) / 1e6, lim["binding"],
-                     pct(lim["binding_busy"])))
 
 
 def evaluate(scen, res):
@@ -174,8 +119,9 @@ def evaluate(scen, res):
                 lat(gob, which, pct_), lat(peer, which, pct_))
     claims = []
     open_ratios(r, peer, gob)
-    if scen == "memory-sized":
-        claims = memory_claims(res, r, peer, gob, mp, mg)
+    if scen in MEMORY_SCENARIOS:
+        claims = memory_claims(scen, res, r, peer, gob, mp, mg)
+        gob["ram_split"] = ram_split(gob)
     elif scen == "disk-sized":
         prices = res["scale"]["prices_per_gib_month"]
         for p in (peer, gob):
@@ -220,8 +166,7 @@ def evaluate(scen, res):
                   "misses: extstore %d of %d gets, goblin-store %d of %d" % (
                       mp["misses"], mp["gets"], mg["misses"], mg["gets"])),
         ]
-        if net_name(res) not in HDD_LINK_BOUND_NETS:
-            claims.append(hdd_busy_claim(gob))
+        claims += disk_goal_claims(res, r, gob, mp, mg)
     elif scen == "durability":
         for p in (peer, gob):
             pop = p["phases"]["populate"]["populate"]
@@ -306,6 +251,13 @@ def ratio_lines(scen, res):
                    r["ttfb_p50_goblin_over_peer"], peer["peer"], r["ram_peer_over_goblin"]))
     for p in (peer, gob):
         out.append("   limit %-14s %s" % (p["peer"], limit_text(measured_phase(p)["limits"])))
+    if "ram_split" in gob:
+        out.append("   goblin-store RAM split: " + ram_split_text(gob["ram_split"]))
+    if "disk" in gob:
+        out.append("   goblin-store: " + disk_text(gob["disk"]))
+        out.append("   prefix_* in stats goblin: %s" % (", ".join(
+            "%s %s" % kv for kv in gob["disk"]["prefix_stats"].items()) or "none"))
+        out.append("   fixed prefix vs adaptive, equal SSD bytes: " + fixed_text(res))
     if "open_loop" in sc:
         out.append("   open loop, %s arrivals at %.1f/s: complete p50 / p99 / p99.9 %s; "
                    "%s" % (sc["open_loop"]["arrivals"], sc["open_loop"]["rate_per_s"],
@@ -481,16 +433,6 @@ def bars(results, out_dir, stem, work, name, value, unit):
     return png
 
 
-def table(header, rows):
-    """Markdown table lines."""
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-
-
-def fmt_us(us):
-    return "%.2f ms" % (us / 1000) if us >= 1000 else "%.0f us" % us
-
-
 def net_text(network):
     """A network as the rig measured it (bench/rig/net-check's figures)."""
     if "rate_bps" not in network:
@@ -531,6 +473,20 @@ def network_rows(by_net):
         res["ratios"]["complete_p50_goblin_over_peer"],
         res["ratios"]["complete_p99_goblin_over_peer"])))
     rows += each("RAM", lambda p: human(p["ram"]["usage_bytes"]))
+    rows.append(row("RAM (cgroup) %s/goblin-store" % peer,
+                    lambda res: "%.3gx" % res["ratios"]["ram_peer_over_goblin"]))
+    if "ram_split" in first["peers"][1]:
+        rows.append(row("goblin-store RAM: heads / cached chunks / I/O buffers / index "
+                        "/ rest of the cgroup", lambda res: " / ".join(
+                            "-" if v is None else human(v) for v in ram_split_parts(
+                                res["peers"][1]["ram_split"]))))
+    if "disk" in first["peers"][1]:
+        rows.append(row("goblin-store MB read per HDD seek / mean tail", lambda res:
+                        seek_tail_text(res["peers"][1]["disk"])))
+        rows.append(row("goblin-store delivery stalls (per 1000 GETs), mean SSD prefix",
+                        lambda res: stall_text(res["peers"][1]["disk"])))
+        rows.append(row("fixed prefix at equal SSD bytes: delivery stalls (per 1000 "
+                        "GETs)", lambda res: fixed_cell(res)))
     if "durability" in first["peers"][0]:
         rows += each("missing", lambda p: "%d (%.1f%%)" % (
             p["durability"]["missing"], 100 * p["durability"]["lost_fraction"]))
@@ -661,8 +617,14 @@ def scenario_detail(scen, net, res, stem, out_dir):
                 os.path.join(TOP, rows[0][3]), out_dir),
             res["last_published"]["mode"], res["last_published"]["git_head"][:12]))
         L += table(["figure", "this run", "last published"], [r[:3] for r in rows])
+    if "ram_split" in res["peers"][1]:
+        L.append("\ngoblin-store's RAM after the run, part by part (`stats goblin`: "
+                 "ram_head_bytes, ram_chunk_bytes, io_buffer_bytes, index_bytes; the "
+                 "rest is the cgroup's usage, or the RSS, less their sum): %s.\n" % (
+                     ram_split_text(res["peers"][1]["ram_split"])))
     if scen == "disk-sized":
         L += cost_lines(res)
+        L += prefix_lines(res)
     if scen == "durability":
         L.append("")
         L += table(["peer", "load MB/s", "acknowledged", "refused", "missing",

@@ -17,7 +17,8 @@ from cmplib import (KIB, MIB, TOP, Failure, Rig, Server, device_delta, goblin,
 from hlib import (BENCH, STORE, brief, copy_files, copy_objects, goblin_locations,
                   http_get, log, read, resident_bytes, stop, wait_attached,
                   wait_listen)
-from httpcmp import SEED, goblin_memory, medians, ratios, record, spread
+from httpcmp import (SEED, goblin_memory, medians, peer_ram_cache, ratios,
+                     record, spread)
 from peers import (NGINX, count_requests, nginx_cache_conf, nginx_conf,
                    origin_conf, ats_files, varnish_files, varnish_split)
 
@@ -132,7 +133,7 @@ def goblin_session(rig, a, d, env, mb, base):
     store_argv = goblin.store_argv(
         mc, "--cores", "1", "--ram-head", "256K",
         "--ssd-size", "%dM" % mb["ssd_pool"], "--hdd-size", "%dM" % mb["hdd_pool"],
-        memory="%dK" % (goblin_memory(a.disk_keys) // KIB), sub_memory="0",
+        memory="%dK" % (goblin_memory(a.disk_keys, a.server_ram) // KIB), sub_memory="0",
         http=True, sock=sock, ssd=[ssd], hdd=[hdd], binary=STORE)
     nd = os.path.join(d, "nginx-goblin")
     conf = nginx_conf(nd, port, goblin_locations(),
@@ -271,7 +272,7 @@ def peer_session(rig, a, d, env, tag, base, origin, mb, sizes):
     os.makedirs(cache_dir)
     pd, port = os.path.join(d, tag), free_port()
     os.makedirs(pd, exist_ok=True)
-    ram_cache = goblin_memory(a.disk_keys)
+    ram_cache = peer_ram_cache(a.disk_keys, a.server_ram)
     argv, files, budget = peer_config(tag, pd, port, origin, cache_dir, mb,
                                       ram_cache, sizes)
     log("%s: %s" % (tag, " ".join(argv)))
@@ -345,7 +346,8 @@ def disk_tier(a, work):
                "params": {"dist": "gpd", "keys": a.disk_keys, "conns": a.conns,
                           "duration": a.disk_duration, "reps": a.disk_reps,
                           "seed": SEED, "server_ram": a.server_ram,
-                          "ram_cache": goblin_memory(a.disk_keys),
+                          "goblin_memory": goblin_memory(a.disk_keys, a.server_ram),
+                          "ram_cache": peer_ram_cache(a.disk_keys, a.server_ram),
                           "sizes_mib": mb},
                "rig": {k[len("GOBLIN_RIG_"):].lower(): v for k, v in env.items()},
                "fio_check": fio_check(), "sessions": {}}

@@ -14,6 +14,7 @@
  *                      +-- struct pool[tier]  (dirs striped, extents)
  *                      +-- buckets / clock / heads: struct gs_obj records
  *                                +-- struct obj_disk: chunks on the pools
+ *                                      +-- struct ramchunk: cached in RAM
  */
 #ifndef GOBLIN_ENGINE_T_H
 #define GOBLIN_ENGINE_T_H
@@ -186,8 +187,24 @@ struct gs_obj {				/* gs_obj is its public name */
  * its place in the head cache, then its chunk extents. */
 struct obj_disk {
 	uint32_t head_pos;		/* in e->heads; UINT32_MAX: none cached */
-	uint32_t seen_epoch;		/* head CLOCK lap of the last head miss */
+	uint16_t seen_epoch;		/* head CLOCK lap of the last head miss */
+	uint16_t read_epoch;		/* chunk CLOCK lap of the last stream */
+	struct ramchunk **ram;		/* per chunk, cached in RAM; NULL: none */
 	struct chunk chunks[];
+};
+
+/* A chunk of an on-disk object cached in RAM (ramchunk.c): its bytes in
+ * head slots of the region, slot-sized pieces in order.  Readable once
+ * published; never dropped while its object is pinned. */
+struct ramchunk {
+	struct gs_obj *obj;
+	uint32_t chunk;
+	uint32_t clock_pos;		/* in e->ramchunks; UINT32_MAX: off it */
+	bool published;
+	bool referenced;		/* used since the hand passed */
+	uint32_t nslots;
+	uint64_t len;			/* chunk bytes */
+	uint64_t off[];			/* region offset of each slot */
 };
 
 /* ---- measurements (measure.c) ---- */
@@ -220,7 +237,10 @@ struct gs_engine {
 	uint32_t clock_len, clock_cap, clock_hand;
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
 	uint32_t heads_len, heads_cap, heads_hand;
-	uint32_t heads_epoch;		/* laps of heads_hand, from 1 */
+	uint16_t heads_epoch;		/* laps of heads_hand, from 1 (wraps) */
+	struct ramchunk **ramchunks;	/* the chunk CLOCK: cached chunks */
+	uint32_t ramchunks_len, ramchunks_cap, ramchunks_hand;
+	uint16_t ramchunks_epoch;	/* laps of ramchunks_hand, from 1 (wraps) */
 	struct journal *journal;
 	uint64_t next_cas;
 	int64_t invalid_at;		/* see gs_invalidate() */

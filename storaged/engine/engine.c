@@ -152,6 +152,7 @@ void gs_engine_close(struct gs_engine **ep)
 			pool_close(&e->pools[t]);
 	region_close(&e->region);
 	free(e->clock);
+	free(e->ramchunks);
 	free(e->buckets);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->io_lock);

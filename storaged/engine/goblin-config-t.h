@@ -34,7 +34,7 @@
 
 #define GS_CONFIG_TIERS(ACTION)						\
 	ACTION(memory, SIZE, "256M", 0, 0,				\
-	       "RAM for heads: the cached heads of on-disk objects, and RAM-only objects of --ram-head bytes or more")		\
+	       "RAM for heads and hot bytes: the cached heads of on-disk objects, RAM-only objects of --ram-head bytes or more, and in the slots those leave free further chunks of hot on-disk objects")		\
 	ACTION(sub_memory, SIZE, "64M", 0, 0,				\
 	       "RAM for objects smaller than --ram-head: the byte-granular arena, committed an arena block (--block bytes) at a time (taken from --memory when 0)")		\
 	ACTION(block, SIZE, "2M", 0, 0,					\

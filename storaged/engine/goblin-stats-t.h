@@ -35,7 +35,7 @@
 	ACTION(hdd_used_bytes, "HDD pool bytes allocated to extents")	\
 	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
 	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
-	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK and the head CLOCK, at their capacity") \
+	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK, the head CLOCK and the chunk CLOCK, at their capacity") \
 	ACTION(io_buffer_bytes, "bytes of I/O buffers resident now (each gs_io's: faulted in on first use, given back after 1 s unused)") \
 	ACTION(io_buffer_returns, "I/O buffers given back after 1 s unused (unregistered, their pages dropped)") \
 	ACTION(get_hits, "lookups that found an object")			\
@@ -71,6 +71,12 @@
 	ACTION(head_misses, "lookups of an on-disk object whose head was not in RAM") \
 	ACTION(head_admissions, "heads copied into RAM")			\
 	ACTION(head_evictions, "heads dropped from RAM for room (the objects stay)") \
+	ACTION(ram_chunks, "further chunks of on-disk objects cached in the RAM region (in head slots heads leave free)") \
+	ACTION(ram_chunk_bytes, "object bytes those chunks hold") \
+	ACTION(chunk_hits, "disk chunks streams took from RAM instead of reading them") \
+	ACTION(chunk_hit_bytes, "bytes streams handed out from those chunks") \
+	ACTION(chunk_admissions, "chunks copied into RAM after a read") \
+	ACTION(chunk_evictions, "cached chunks dropped from RAM for room (for a head, or a hotter chunk; the objects stay)") \
 	ACTION(disk_evictions, "objects evicted for disk room")		\
 	ACTION(recovered_objects, "objects recovered from the pools at start") \
 	ACTION(recovery_ms, "milliseconds the start-up recovery took")	\

@@ -203,6 +203,11 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
  * -EAGAIN not landed yet; -EBADMSG/-EIO the object is broken (it has been
  * dropped from the index; no byte of the bad chunk is ever returned). */
 int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len);
+/* What gs_stream_peek() would return once <skip> more bytes (that it
+ * returned before) were consumed, without consuming them: a sender
+ * gathers several pieces in one write.  Valid as peek's are. */
+int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
+		      size_t *len);
 /* <n> bytes of what peek returned have been used. */
 void gs_stream_consume(struct gs_stream *s, size_t n);
 /* Bytes of the range not yet consumed. */

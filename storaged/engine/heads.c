@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "heads.h"
 #include "hook_points.h"
+#include "layout.h"
 #include "region.h"
 
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj)
@@ -85,9 +86,9 @@ bool engine_head_want(struct gs_engine *e, struct gs_obj *obj, uint64_t *off)
 		return false;
 	again = GS_HOOK_HEAD_ADMIT_ANY() ||
 		(obj_disk(obj)->seen_epoch &&
-		 e->heads_epoch - obj_disk(obj)->seen_epoch <= 1);
-	if (engine_head_alloc(e, false, off) < 0 &&
-	    (!again || engine_head_alloc(e, true, off) < 0)) {
+		 (uint16_t)(e->heads_epoch - obj_disk(obj)->seen_epoch) <= 1);
+	if (engine_head_alloc(e, 0, off) < 0 &&
+	    (!again || engine_head_alloc(e, ROOM_DROP_HEADS, off) < 0)) {
 		obj_disk(obj)->seen_epoch = e->heads_epoch;
 		return false;
 	}

@@ -9,9 +9,10 @@
 /* Bytes of <obj> a cached head holds: engine_head_len() of its size. */
 uint64_t engine_head_bytes(const struct gs_engine *e, const struct gs_obj *obj);
 
-/* A head slot: 0 and <*off>, or -ENOMEM; with <drop>, cached heads are
- * dropped for it (layout.c). */
-int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off);
+/* A head slot: 0 and <*off>, or -ENOMEM; cached chunks (ROOM_DROP_CHUNKS),
+ * then cached heads (ROOM_DROP_HEADS: chunks first) are dropped for it as
+ * <how> allows (layout.c); 0: a free slot only. */
+int engine_head_alloc(struct gs_engine *e, unsigned how, uint64_t *off);
 /* Drops one cached head, CLOCK order, never a pinned object's; false when
  * none could go. */
 bool engine_head_drop_one(struct gs_engine *e);

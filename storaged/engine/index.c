@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "layout.h"
 #include "log.h"
+#include "ramchunk.h"
 #include "region.h"
 
 static bool obj_expired(const struct gs_obj *obj, time_t now)
@@ -50,7 +51,8 @@ uint64_t engine_index_table_bytes(const struct gs_engine *e)
 {
 	return e->nbuckets * sizeof(*e->buckets) +
 	       e->clock_cap * sizeof(*e->clock) +
-	       e->heads_cap * sizeof(*e->heads);
+	       e->heads_cap * sizeof(*e->heads) +
+	       e->ramchunks_cap * sizeof(*e->ramchunks);
 }
 
 static uint64_t hash_key(const void *key, size_t klen)
@@ -117,6 +119,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	last->clock_pos = obj->clock_pos;
 	obj->linked = false;
 	engine_head_forget(e, obj);
+	ramchunk_forget(e, obj);
 	tier_gauges(e, obj, -1);
 	engine_unref(e, obj);
 }

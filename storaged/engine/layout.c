@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "layout.h"
 #include "pool.h"
+#include "ramchunk.h"
 #include "region.h"
 
 static enum gs_tier tier_at(const struct gs_engine *e, uint64_t off)
@@ -121,6 +122,7 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
 	engine_head_forget(e, obj);
+	ramchunk_free_all(e, obj);
 	if (obj->has_head && region_is_arena(&e->region, obj->meta.head_off))
 		arena_free(e, obj);
 	else if (obj->has_head)
@@ -140,6 +142,8 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 
 bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how)
 {
+	if ((how & (ROOM_DROP_CHUNKS | ROOM_DROP_HEADS)) && ramchunk_drop_one(e))
+		return true;
 	if ((how & ROOM_DROP_HEADS) && engine_head_drop_one(e))
 		return true;
 	return (how & ROOM_EVICT) &&
@@ -166,10 +170,10 @@ static int alloc_disk(struct gs_engine *e, enum gs_tier t, uint64_t len,
 	return 0;
 }
 
-int engine_head_alloc(struct gs_engine *e, bool drop, uint64_t *off)
+int engine_head_alloc(struct gs_engine *e, unsigned how, uint64_t *off)
 {
 	while (region_alloc(&e->region, off) < 0)
-		if (!engine_make_room(e, GS_TIER_RAM, drop ? ROOM_DROP_HEADS : 0))
+		if (!how || !engine_make_room(e, GS_TIER_RAM, how))
 			return -ENOMEM;
 	return 0;
 }

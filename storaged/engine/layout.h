@@ -6,12 +6,14 @@
 
 #include "engine-t.h"
 
-/* How engine_make_room() may free room: cached heads first (they are
- * copies), then whole objects (CLOCK; with no_evict, expired ones only). */
-#define ROOM_DROP_HEADS	1u
+/* How engine_make_room() may free room: cached chunks, then cached heads
+ * (they are copies; chunks go before any head), then whole objects (CLOCK;
+ * with no_evict, expired ones only). */
+#define ROOM_DROP_HEADS	1u		/* chunks, then heads */
 #define ROOM_EVICT	2u
+#define ROOM_DROP_CHUNKS 4u		/* chunks only */
 /* The one make-room policy: frees one thing for room on tier <need>, the
- * ways <how> allows in that order (a cached head, then an object holding
+ * ways <how> allows in that order (a cached chunk or head, then an object holding
  * <need> bytes).  Every allocation that can make room loops on it until it
  * succeeds or this fails.  Called with e->lock held; false when nothing
  * could go. */

@@ -25,12 +25,18 @@ struct round {
 	uint32_t *hot;			/* foreign blocks, hottest first */
 };
 
-/* Calls <fn> on each region offset <obj> owns: its head, its RAM chunks. */
+/* Calls <fn> on each region offset <obj> owns: its head, its RAM chunks,
+ * the slots of its chunks cached in RAM. */
 static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 		      void *arg)
 {
+	struct ramchunk **ram = obj->on_disk ? obj_disk(obj)->ram : NULL;
+
 	if (obj->has_head)
 		fn(&obj->meta.head_off, arg);
+	for (uint32_t c = 0; ram && c < obj->nchunks; c++)
+		for (uint32_t i = 0; ram[c] && i < ram[c]->nslots; i++)
+			fn(&ram[c]->off[i], arg);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
 		if (obj_chunks(obj)[c].tier == GS_TIER_RAM &&
 		    obj_chunks(obj)[c].addr != UINT64_MAX)

@@ -39,11 +39,10 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return 0;
 }
 
-/* Fills <order> with the disk chunks of [first, last) in submission order:
- * the first one (what the client waits for now: a head not in RAM, or
- * the bytes right after it), then with <lead_tail> the first HDD chunk
- * (the longest wait), then offset order.  A window of one buffer must not
- * lead: the chunk holding it could not be sent before the ones it jumped. */
+/* The first chunk is what the client waits for now (a head not in RAM, or
+ * the bytes after it); the first HDD chunk the longest wait.  A window of
+ * one buffer must not lead when that chunk fills it: it could not be sent
+ * before the ones it jumped. */
 uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
 		    bool lead_tail, uint32_t *order)
 {

@@ -3,10 +3,13 @@
  * carved into --block blocks: [0, head_blocks_max) for --memory, then
  * [head_blocks_max, nblocks) for --sub-memory.  A head block holds
  * --ram-head slots; an arena block (arena.c) holds the objects
- * smaller than --ram-head, packed.  Head blocks are locked (mlock) at
- * start; arena blocks come out of the --sub-memory blocks (out of --memory's
- * when that is 0) and are locked when taken, unlocked and dropped from the
- * mapping when given back, so the arena's resident memory tracks its use.
+ * smaller than --ram-head, packed.  A block is locked (mlock, as its pages
+ * are touched) when first taken, so a block never used is neither locked
+ * nor resident; head blocks stay locked once used, lowest first (reused
+ * before new ones are touched).  Arena blocks come out of the --sub-memory
+ * blocks (out of --memory's when that is 0) and are unlocked and dropped
+ * from the mapping when given back, so the arena's resident memory tracks
+ * its use.
  * The memfd is sealed (seal_region): only the engine's mapping writes it,
  * and so nobody can punch holes in it either (F_SEAL_FUTURE_WRITE makes
  * fallocate(PUNCH_HOLE) fail with EPERM): a given-back arena block leaves the
@@ -362,7 +365,6 @@ static void bind_region(struct region *r, const struct gs_config *cfg)
 int region_open(struct region *r, const struct gs_config *cfg,
 		char *err, size_t errlen)
 {
-	uint64_t heads;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
@@ -412,13 +414,6 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		goto out_unmap;
 	bind_region(r, cfg);
 	r->mlock = !cfg->no_mlock;
-	heads = (uint64_t)r->head_blocks_max * r->block;
-	if (!cfg->no_mlock && heads && mlock(r->base, heads) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "mlock of the %llu-byte head blocks: %s (raise RLIMIT_MEMLOCK or do not lock it: `no_mlock`)",
-			 (unsigned long long)heads, strerror(errno));
-		goto out_unmap;
-	}
 	r->blocks = calloc(r->nblocks, sizeof(*r->blocks));
 	if (!r->blocks) {
 		ret = -ENOMEM;
@@ -439,7 +434,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
 		 (unsigned long long)r->block, r->hugetlb ? "huge" : "normal",
-		 !cfg->no_mlock ? ", head blocks locked, segments as used" : "");
+		 !cfg->no_mlock ? ", blocks locked as used" : "");
 	return 0;
 
 out_blocks:
@@ -502,6 +497,24 @@ static uint32_t low_block(const struct region *r, uint32_t from, uint32_t to)
 	return UINT32_MAX;
 }
 
+/* Locks block <b> once, page by page as they are touched (no 2M of page
+ * faults under the engine lock): a block never used is neither locked nor
+ * resident. */
+static void block_lock(struct region *r, uint32_t b)
+{
+	struct region_block *blk = &r->blocks[b];
+	char *p = (char *)r->base + (uint64_t)b * r->block;
+
+	if (!r->mlock || blk->locked)
+		return;
+	if (mlock2(p, r->block, MLOCK_ONFAULT) == 0 ||
+	    (errno == EINVAL && mlock(p, r->block) == 0))
+		blk->locked = true;
+	else
+		log_warn("RAM block %u: mlock: %s (it stays unlocked)", b,
+			 strerror(errno));
+}
+
 static int block_take(struct region *r)
 {
 	const struct region_class *c = &r->cls[REGION_HEAD];
@@ -521,6 +534,7 @@ static int block_take(struct region *r)
 	for (uint32_t s = 0; s < c->nslots; s++)
 		blk->freemap[s / 64] |= 1ull << (s % 64);
 	blk->cls = REGION_HEAD;
+	block_lock(r, b);
 	blk->hits = 0;
 	blk->small = false;
 	blk->nfree = c->nslots;
@@ -595,19 +609,7 @@ int region_arena_block_take(struct region *r, uint32_t *bp)
 	blk->hits = 0;
 	blk->small = small;
 	blk->nfree = r->block;
-	blk->locked = false;
-	if (small && r->mlock) {
-		char *p = (char *)r->base + (uint64_t)b * r->block;
-
-		/* locked page by page as appends touch them: no 2M of page
-		 * faults under the engine lock */
-		if (mlock2(p, r->block, MLOCK_ONFAULT) == 0 ||
-		    (errno == EINVAL && mlock(p, r->block) == 0))
-			blk->locked = true;
-		else
-			log_warn("arena segment %u: mlock: %s (it stays unlocked)",
-				 b, strerror(errno));
-	}
+	block_lock(r, b);
 	(*count)++;
 	*bp = b;
 	return 0;
@@ -629,7 +631,7 @@ void region_arena_block_drop(struct region *r, uint32_t b)
 	char *p = (char *)r->base + (uint64_t)b * r->block;
 
 	if (!blk->small)
-		return;			/* a head block: stays locked */
+		return;			/* in --memory: stays locked */
 	if (blk->locked)
 		munlock(p, r->block);
 	/* the sealed memfd keeps the pages (see the top) */
@@ -640,11 +642,12 @@ void region_arena_block_dropped(struct region *r, uint32_t b)
 {
 	struct region_block *blk = &r->blocks[b];
 
-	if (blk->small)
+	if (blk->small) {
 		r->small_blocks--;
-	else
+		blk->locked = false;
+	} else {
 		r->head_blocks--;
-	blk->locked = false;
+	}
 	blk->dropping = false;
 }
 
@@ -668,7 +671,7 @@ uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b)
 	struct region_block *ba = &r->blocks[a], *bb = &r->blocks[b], tmp;
 	char *pa = (char *)r->base + (uint64_t)a * r->block;
 	char *pb = (char *)r->base + (uint64_t)b * r->block;
-	bool free_b = bb->cls < 0;
+	bool free_b = bb->cls < 0, la = ba->locked, lb = bb->locked;
 
 	if (ba->on_partial)
 		partial_remove(r, a);
@@ -684,6 +687,9 @@ uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b)
 	tmp = *ba;
 	*ba = *bb;
 	*bb = tmp;
+	ba->locked = la;		/* locking is the memory's, not the bytes' */
+	bb->locked = lb;
+	block_lock(r, b);
 	if (ba->cls >= 0 && ba->nfree)
 		partial_push(r, a);
 	if (bb->cls >= 0 && bb->nfree)

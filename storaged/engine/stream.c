@@ -34,6 +34,7 @@
 #include "index.h"
 #include "layout.h"
 #include "log.h"
+#include "ramchunk.h"
 #include "stream.h"
 #include "uring.h"
 #include "window.h"
@@ -48,6 +49,7 @@ enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
 
 struct stream_slot {
 	uint8_t state;
+	const struct ramchunk *ram;	/* cached in RAM: read from there */
 	bool head_copied;		/* its bytes of the head are in head_slot */
 	bool early;			/* read into s->early, not the window */
 	int8_t win;			/* window buffer holding it, -1 none */
@@ -64,6 +66,7 @@ struct gs_stream {
 	uint64_t head_slot;		/* head_loading: where the head goes */
 	uint32_t head_chunks;		/* head_loading: chunks still to copy */
 	bool head_loading;		/* bringing the object's head into RAM */
+	bool read_again;		/* ramchunk_read(): push colder ones out */
 	uint64_t pos, end;
 	uint32_t first, last, cur;
 	uint32_t *order;
@@ -98,6 +101,18 @@ static void stream_plan(struct gs_stream *s);
 static void put_slices(struct gs_stream *s, struct stream_slot *sl)
 {
 	window_unplace(&s->win, &sl->win, sl->slices);
+}
+
+/* read_order() of [<first>, s->last) less what RAM holds; how many. */
+static uint32_t stream_order(struct gs_stream *s, uint32_t first)
+{
+	uint32_t n = read_order(s->obj, first, s->last, s->window_max > 1,
+				s->order), k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (!s->slots[s->order[i] - s->first].ram)
+			s->order[k++] = s->order[i];
+	return k;
 }
 
 /* Gives the window buffers of <s> back to io->stream_bufs. */
@@ -222,7 +237,7 @@ static void stream_reclaim(struct gs_stream *s)
 	for (uint32_t c = s->cur; c < s->last; c++) {
 		struct stream_slot *sl = &s->slots[c - s->first];
 
-		if (obj_chunks(s->obj)[c].tier == GS_TIER_RAM)
+		if (obj_chunks(s->obj)[c].tier == GS_TIER_RAM || sl->ram)
 			continue;
 		put_slices(s, sl);
 		if (sl->early)
@@ -230,8 +245,7 @@ static void stream_reclaim(struct gs_stream *s)
 		sl->early = false;
 		sl->state = CH_IDLE;
 	}
-	s->norder = read_order(s->obj, s->cur, s->last, s->window_max > 1,
-			       s->order);
+	s->norder = stream_order(s, s->cur);
 	s->next_submit = 0;
 	stream_put_window(s);
 	stream_plan(s);
@@ -309,8 +323,11 @@ static void stream_read_done(struct io_op *op)
 	res = chunk_check(s->io, s->obj, op->chunk, op->buf, op->res);
 	if (res < 0 && !s->error)
 		s->error = res;
-	if (res == 0)
+	if (res == 0) {
 		head_load_chunk(s, op->chunk, op->buf);
+		ramchunk_offer(s->io->e, s->obj, op->chunk, op->buf,
+			       s->read_again);
+	}
 	sl->state = CH_READY;
 	if (op->chunk == s->cur)
 		s->stall_since = mono_ns();
@@ -522,13 +539,30 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 
 	s->wake = wake;
 	s->arg = arg;
+
 	pthread_mutex_lock(&e->lock);
 	engine_pin(e, s->obj);
 	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
 		s->head_loading = true;
 		s->head_chunks = hc;
 	}
+	s->read_again = ramchunk_read(e, s->obj);
+	/* pinned: what is cached now stays until the stream is closed */
+	for (uint32_t c = s->first; s->obj->on_disk && c < s->last; c++) {
+		struct stream_slot *sl = &s->slots[c - s->first];
+
+		if (s->head_loading && c - s->first < hc)
+			continue;	/* read: the head is copied from it */
+		sl->ram = ramchunk_get(e, s->obj, c);
+		if (sl->ram)
+			sl->state = CH_READY;
+	}
 	pthread_mutex_unlock(&e->lock);
+	s->norder = stream_order(s, s->first);	/* less what RAM holds */
+	if (s->caller_bufs)
+		window_cut(&s->win, window_for(s, s->win.size));
+	else
+		stream_plan(s);
 	stream_refill(s);
 }
 
@@ -602,52 +636,69 @@ static void stream_next_chunk(struct gs_stream *s)
 	window_shrink(s->io, &s->win, ahead);
 }
 
-int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
+		      size_t *len)
 {
-	const struct gs_obj *obj = s->obj;
+	uint64_t p = s->pos + skip, cend;
+	const struct chunk *ch;
 	struct stream_slot *sl;
-	const struct chunk *c;
-	uint64_t cend;
 
-	if (!s->error && s->pos >= s->head_len)
+	if (!skip && !s->error && s->pos >= s->head_len)
 		stream_refill(s);
 	if (s->error)
 		return s->error;
-	if (s->pos >= s->end) {
+	if (p >= s->end) {
 		*len = 0;
 		return 0;
 	}
-	if (s->pos < s->head_len) {
-		drain_ready(s->io->e, &s->drain);
-		*data = s->head + s->pos;
-		*len = (s->head_len < s->end ? s->head_len : s->end) - s->pos;
+	if (p < s->head_len) {
+		if (!skip)
+			drain_ready(s->io->e, &s->drain);
+		*data = s->head + p;
+		*len = (s->head_len < s->end ? s->head_len : s->end) - p;
 		return 0;
 	}
-	sl = &s->slots[s->cur - s->first];
-	c = &obj_chunks(obj)[s->cur];
+	ch = obj_chunks(s->obj) + s->cur;
+	for (sl = &s->slots[s->cur - s->first]; p >= sl->off + ch->len; sl++)
+		ch++;
 	if (sl->state != CH_READY) {
-		stream_wait(s);
+		if (!skip)		/* a wait: not a look further ahead */
+			stream_wait(s);
 		return -EAGAIN;
 	}
-	drain_ready(s->io->e, &s->drain);
-	cend = sl->off + c->len < s->end ? sl->off + c->len : s->end;
-	if (c->tier == GS_TIER_RAM)
-		*data = (const char *)s->io->e->region.base + c->addr + (s->pos - sl->off);
+	if (!skip)
+		drain_ready(s->io->e, &s->drain);
+	cend = sl->off + ch->len < s->end ? sl->off + ch->len : s->end;
+	*len = cend - p;
+	if (sl->ram)
+		*data = ramchunk_bytes(s->io->e, sl->ram, p - sl->off, *len, len);
+	else if (ch->tier == GS_TIER_RAM)
+		*data = (const char *)s->io->e->region.base + ch->addr + (p - sl->off);
 	else
-		*data = slot_ptr(s, sl) + (s->pos - sl->off);
-	*len = cend - s->pos;
+		*data = slot_ptr(s, sl) + (p - sl->off);
 	return 0;
+}
+
+int gs_stream_peek(struct gs_stream *s, const void **data, size_t *len)
+{
+	return gs_stream_peek_at(s, 0, data, len);
 }
 
 void gs_stream_consume(struct gs_stream *s, size_t n)
 {
+	uint64_t lo = s->pos > s->head_len ? s->pos : s->head_len;
 	uint32_t was = s->cur;
 
 	s->pos += n;
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];
+		uint64_t cend = sl->off + obj_chunks(s->obj)[s->cur].len;
+		uint64_t hi = s->pos < cend ? s->pos : cend;
 
-		if (s->pos < sl->off + obj_chunks(s->obj)[s->cur].len)
+		lo = lo > sl->off ? lo : sl->off;
+		if (sl->ram && hi > lo)		/* [lo, hi) came from RAM */
+			STAT_ADD(s->io->e, chunk_hit_bytes, hi - lo);
+		if (s->pos < cend)
 			break;
 		if (!s->keep)
 			put_slices(s, sl);

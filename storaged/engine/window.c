@@ -33,6 +33,14 @@ void window_give(struct window *w, void *const *bufs, unsigned n)
 		w->buf[i] = (struct window_buf){ bufs[i], -1, ALL_SLICES, false };
 }
 
+void window_cut(struct window *w, unsigned n)
+{
+	for (unsigned i = n; i < w->size; i++)
+		w->buf[i] = (struct window_buf){ NULL, -1, 0, false };
+	if (n < w->size)
+		w->size = w->want = w->min = n;
+}
+
 /* Takes a buffer of io->stream_bufs (one is free) into empty entry <i>. */
 static void take_one(struct gs_io *io, struct window *w, unsigned i)
 {

@@ -41,6 +41,9 @@ int window_init(struct window *w, unsigned cap);
 void window_free(struct window *w);
 /* Holds the <n> buffers <bufs> of a caller, for good. */
 void window_give(struct window *w, void *const *bufs, unsigned n);
+/* Keeps the first <n> of a caller's buffers (window_give), the rest
+ * untouched, as when RAM holds chunks it need not read. */
+void window_cut(struct window *w, unsigned n);
 /* Takes w->want buffers of io->stream_bufs at once; false (none taken)
  * when fewer are free. */
 bool window_take(struct gs_io *io, struct window *w);

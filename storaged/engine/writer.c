@@ -376,10 +376,10 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 
 	pthread_mutex_lock(&e->lock);
 	ret = engine_reserve_part(e, w->obj, i);
-	/* an on-disk object's head is cached as it is written when a free
-	 * slot is at hand; writes never drop heads for it */
+	/* an on-disk object's head is cached as it is written when a slot
+	 * is free or holds a cached chunk; writes never drop heads for it */
 	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
-	    engine_head_alloc(e, false, &w->head_slot) == 0)
+	    engine_head_alloc(e, ROOM_DROP_CHUNKS, &w->head_slot) == 0)
 		w->head_caching = true;
 	pthread_mutex_unlock(&e->lock);
 	if (ret < 0 && !w->error)

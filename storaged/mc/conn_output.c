@@ -17,6 +17,7 @@
 #include "server.h"
 
 #define IOV_MAX_SEND	64
+#define SEND_MAX	(4u << 20)	/* bytes of one object gathered per writev */
 
 struct out {
 	struct list link;		/* on conn.out */
@@ -248,10 +249,16 @@ int conn_send(struct conn *c)
 							   o->line_len - o->line_off };
 				total += o->line_len - o->line_off;
 			}
-			iov[n++] = (struct iovec){ (void *)p, len };
-			total += len;
-			o->len = len;		/* the piece in this writev */
-			if (len < gs_stream_left(o->stream))
+			/* the pieces that have landed, in one writev */
+			o->len = 0;
+			do {
+				iov[n++] = (struct iovec){ (void *)p, len };
+				o->len += len;
+			} while (n < IOV_MAX_SEND && o->len < SEND_MAX &&
+				 gs_stream_peek_at(o->stream, o->len, &p, &len) == 0 &&
+				 len);
+			total += o->len;	/* o->len: its bytes in this writev */
+			if (o->len < gs_stream_left(o->stream))
 				break;
 			o = out_next(c, o);	/* its last piece: "\r\n" may follow */
 		}

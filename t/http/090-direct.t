@@ -47,21 +47,24 @@ no_shuffle();
 sub status () { http_status(server_port()) }
 sub around (&) { status_deltas(server_port(), $_[0]) }
 
-# whether <d> says every staged byte went in place, and <n> of them
-# (nginx may still copy some aside for a client slow to take earlier
-# bytes: spilled_bytes, its own policy, shown but not held to 0)
+# whether <d> says every staged byte went in place, and <n> of them, but
+# for those the RAM chunk cache held (chunk_hit_bytes: copied from the
+# region, as heads are) (nginx may still copy some aside for a client slow
+# to take earlier bytes: spilled_bytes, its own policy, shown but not held
+# to 0)
 sub in_place ($$) {
     my ($d, $n) = @_;
     my $direct = $d->{ring_direct_bytes} // -1;
-    return $direct == $n && ($d->{ring_read_bytes} // -1) == $n
+    return $direct == $n - ($d->{chunk_hit_bytes} // 0)
+        && ($d->{ring_read_bytes} // -1) == $n
         && ($d->{staged_bytes} // -1) == $n;
 }
 
 sub show ($) {
     my $d = shift;
     join ', ', map { "$_ " . ($d->{$_} // 'none') }
-        qw(ring_direct_bytes ring_read_bytes staged_bytes spilled_bytes
-           ring_reads ring_direct_reads);
+        qw(ring_direct_bytes chunk_hit_bytes ring_read_bytes staged_bytes
+           spilled_bytes ring_reads ring_direct_reads);
 }
 
 our $Head = 262144;

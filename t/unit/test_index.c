@@ -35,7 +35,7 @@ static uint64_t malloc_chunk(uint64_t n)
 static uint64_t record(size_t klen, uint32_t nchunks)
 {
 	return malloc_chunk((offsetof(struct gs_obj, key) + klen + 7) / 8 * 8 +
-			    (nchunks ? 8 + nchunks * sizeof(struct chunk) : 0));
+			    (nchunks ? 16 + nchunks * sizeof(struct chunk) : 0));
 }
 
 /* The record of <key> costs what the formula says, and what glibc holds. */

@@ -146,11 +146,65 @@ static void sealed(void)
 	region_close(&r);
 }
 
+/* A field of /proc/self/status, kilobytes. */
+static uint64_t status_kb(const char *field)
+{
+	char line[256];
+	size_t n = strlen(field);
+	uint64_t kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			kb = strtoull(line + n + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Blocks are locked and resident only once used: a region of 64M locks
+ * nothing at open, one block per block a slot is taken from (lowest
+ * first, so freed blocks are reused before new ones are touched). */
+static void lazy(void)
+{
+	struct gs_config cfg = config(64 << 20, 0);
+	struct region r;
+	char err[256];
+	uint64_t off[9], lck0 = status_kb("VmLck"), shm0 = status_kb("RssShmem");
+
+	cfg.no_mlock = false;
+	if (region_open(&r, &cfg, err, sizeof(err)) < 0) {
+		printf("lazy: skip: %s\n", err);	/* no RLIMIT_MEMLOCK room */
+		return;
+	}
+	CHECK(status_kb("VmLck") == lck0, "locked at open: %llu KB",
+	      (unsigned long long)(status_kb("VmLck") - lck0));
+	CHECK(status_kb("RssShmem") - shm0 < 1024, "resident at open: %llu KB",
+	      (unsigned long long)(status_kb("RssShmem") - shm0));
+	for (int i = 0; i < 9; i++)		/* eight per block, then one */
+		CHECK(region_alloc(&r, &off[i]) == 0, "alloc %d", i);
+	CHECK(status_kb("VmLck") - lck0 == 2 * 2048, "two blocks locked: %llu KB",
+	      (unsigned long long)(status_kb("VmLck") - lck0));
+	memset((char *)r.base + off[0], 1, 4096);
+	CHECK(status_kb("RssShmem") - shm0 >= 4 &&
+	      status_kb("RssShmem") - shm0 < 2 * 2048 + 1024,
+	      "resident as touched: %llu KB",
+	      (unsigned long long)(status_kb("RssShmem") - shm0));
+	region_free(&r, off[8]);	/* the second block is free again */
+	CHECK(region_alloc(&r, &off[8]) == 0 && off[8] / r.block == 1,
+	      "the lowest free block is reused");
+	CHECK(status_kb("VmLck") - lck0 == 2 * 2048, "still two locked: %llu KB",
+	      (unsigned long long)(status_kb("VmLck") - lck0));
+	region_close(&r);
+	CHECK(status_kb("VmLck") == lck0, "unlocked at close");
+}
+
 int main(void)
 {
 	log_level = LOG_WARN;
 	heads();
 	segments();
 	sealed();
+	lazy();
 	return check_result();
 }
