@@ -56,7 +56,7 @@
 	ACTION(stripe_unit, SIZE, "1M", 0, 0,				\
 	       "striping unit across the directories of one pool (kept in its marker: changing it needs --fresh)")	\
 	ACTION(io_buffers, UINT, "4", 1, GS_IO_BUFFERS_MAX,		\
-	       "read-ahead window per request, in chunks (1M buffers)")	\
+	       "the most a request's read-ahead window grows to, in chunks (1M buffers)")	\
 	ACTION(io_streams, UINT, "8", 1, 1024,				\
 	       "requests per serving thread that can hold a full window at once") \
 	ACTION(no_mlock, BOOL, "false", 0, 0,				\

@@ -36,7 +36,8 @@
 	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
 	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
 	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK, the head CLOCK and the chunk CLOCK, at their capacity") \
-	ACTION(io_buffer_bytes, "bytes of I/O buffers registered (each gs_io's, on first use)") \
+	ACTION(io_buffer_bytes, "bytes of I/O buffers resident now (each gs_io's: faulted in on first use, given back after 1 s unused)") \
+	ACTION(io_buffer_returns, "I/O buffers given back after 1 s unused (unregistered, their pages dropped)") \
 	ACTION(get_hits, "lookups that found an object")			\
 	ACTION(get_misses, "lookups that found nothing")			\
 	ACTION(get_expired, "lookups that found an expired object")	\
@@ -51,10 +52,10 @@
 	ACTION(readahead_max_depth, "most chunks in flight for one stream")\
 	ACTION(readahead_reclaims, "windows taken from streams whose consumer stalled")\
 	ACTION(delivery_stalls, "times a consumer waited over 10 ms for a chunk after its first byte") \
-	ACTION(delivery_rate, "bytes/s the fastest tenth of streams' consumers drained at, over the last one to two seconds that had any (an idle store keeps the last)") \
-	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds that had any, microseconds") \
+	ACTION(delivery_rate, "bytes/s the fastest tenth of streams' consumers drained at, over the last one to two seconds") \
+	ACTION(hdd_read_p99_us, "99th percentile of HDD chunk reads' completion time (queueing included) over the last one to two seconds, microseconds") \
 	ACTION(ssd_read_p99_us, "the same for SSD chunk reads, microseconds") \
-	ACTION(prefix_next_bytes, "the SSD prefix a new object gets now: delivery_rate x hdd_read_p99_us less the head, within --ssd-prefix") \
+	ACTION(prefix_next_bytes, "the SSD prefix a new object gets now: delivery_rate x hdd_read_p99_us less the head, within --ssd-prefix (from the last ones measured when the store is idle)") \
 	ACTION(prefix_bytes, "SSD prefix bytes (past the head) of the objects stored with an HDD tail, summed: over the prefix_objects_* counts, their mean prefix") \
 	ACTION(prefix_objects_0, "objects stored with an HDD tail and no SSD prefix: the head alone hides the HDD's latency") \
 	ACTION(prefix_objects_le_256k, "objects stored with an HDD tail and an SSD prefix of 256 KiB") \

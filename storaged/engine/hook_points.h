@@ -11,6 +11,9 @@
  *   (the points: t/hooks/hooks.h).
  * GS_HOOK_HEAD_ADMIT_ANY(): whether every head miss admits, instead of the
  *   second-miss policy (heads.c): the policy's measure.
+ * GS_HOOK_CHUNKS_OFF(): whether the RAM chunk cache takes nothing
+ *   (ramchunk.c), so suites that inject disk faults read the disk at every
+ *   GET.
  * GS_HOOK_NUMA_TOPO(<t>, <cfg>, <err>, <errlen>): fills <t> for <cfg> with
  *   a simulated topology: 1, 0 for none (the real one is read), or -EINVAL
  *   with a reason in <err>.
@@ -25,6 +28,9 @@
 #endif
 #ifndef GS_HOOK_HEAD_ADMIT_ANY
 #define GS_HOOK_HEAD_ADMIT_ANY()		false
+#endif
+#ifndef GS_HOOK_CHUNKS_OFF
+#define GS_HOOK_CHUNKS_OFF()			false
 #endif
 #ifndef GS_HOOK_NUMA_TOPO
 #define GS_HOOK_NUMA_TOPO(t, cfg, err, errlen)	0

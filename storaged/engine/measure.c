@@ -45,17 +45,18 @@ static void hist_add(struct measure_hist *h, uint64_t v)
 	__atomic_fetch_add(&h->win[w][bucket_of(v)], 1, RELAXED);
 }
 
-/* The value at percentile <pct> of the last one or two windows that had
- * samples (an idle store keeps what it last saw); 0: none ever. */
-static uint64_t hist_pct(const struct measure_hist *h, unsigned pct)
+/* The value at percentile <pct> of the windows still recent (<last>: of
+ * the last one or two that had samples, however long ago); 0: none. */
+static uint64_t hist_pct(const struct measure_hist *h, unsigned pct, bool last)
 {
 	uint64_t ep[2] = { __atomic_load_n(&h->epoch[0], RELAXED),
 			   __atomic_load_n(&h->epoch[1], RELAXED) };
-	uint64_t newest = ep[0] > ep[1] ? ep[0] : ep[1];
+	uint64_t newest = last ? (ep[0] > ep[1] ? ep[0] : ep[1]) :
+			  mono_ns() / MEASURE_WINDOW_NS;
 	uint64_t n[MEASURE_BUCKETS] = { 0 }, total = 0, want, seen = 0;
 
 	for (unsigned w = 0; w < 2; w++) {
-		if (ep[w] + 1 < newest)
+		if (ep[w] + 1 < newest || ep[w] > newest)
 			continue;
 		for (unsigned i = 0; i < MEASURE_BUCKETS; i++)
 			n[i] += __atomic_load_n(&h->win[w][i], RELAXED);
@@ -94,18 +95,19 @@ void measure_wait(struct gs_engine *e, uint64_t ns)
 
 uint64_t measure_io_ns(const struct gs_engine *e, enum gs_tier t, unsigned pct)
 {
-	return t < GS_TIERS ? hist_pct(&e->measure.io[t], pct) : 0;
+	return t < GS_TIERS ? hist_pct(&e->measure.io[t], pct, false) : 0;
 }
 
 uint64_t measure_delivery_rate(const struct gs_engine *e)
 {
-	return hist_pct(&e->measure.rate, 90);
+	return hist_pct(&e->measure.rate, 90, false);
 }
 
 uint64_t measure_prefix(const struct gs_engine *e)
 {
-	uint64_t rate = measure_delivery_rate(e);
-	uint64_t lat = measure_io_ns(e, GS_TIER_HDD, 99);
+	/* what was last measured: an object stored while nothing is read */
+	uint64_t rate = hist_pct(&e->measure.rate, 90, true);
+	uint64_t lat = hist_pct(&e->measure.io[GS_TIER_HDD], 99, true);
 	uint64_t max = e->cfg.ssd_prefix, head = engine_ram_limit(e), need;
 
 	if (!rate || !lat || e->cfg.fixed_prefix)

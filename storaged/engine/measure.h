@@ -1,8 +1,9 @@
 /*
  * What the engine measures to size itself (measure.c): each tier's read
  * completion times and the rate streams' consumers drain at, over the last
- * second or two that had any (an idle store keeps what it last saw), and
- * the SSD prefix a new object needs from them.  Every
+ * second or two, and the SSD prefix a new object needs from them (from the
+ * last second or two that had samples: an idle store, or one only written
+ * to, keeps what it last saw).  Every
  * call is lock-free (relaxed atomics): a sample lost to a race shifts a
  * percentile by one count.  Types in engine-t.h (struct measure).
  */
@@ -31,7 +32,7 @@ uint64_t measure_delivery_rate(const struct gs_engine *e);
 /* The SSD prefix a new object needs: what the consumer drains while its
  * first HDD chunk is read (delivery rate x the HDD's p99 completion time,
  * queueing included), less the head, rounded up to GS_SSD_CHUNK, within
- * [0, cfg.ssd_prefix]; cfg.ssd_prefix until both are measured. */
+ * [0, cfg.ssd_prefix]; cfg.ssd_prefix until both were ever measured. */
 uint64_t measure_prefix(const struct gs_engine *e);
 /* Fills the measured gauges of <st> (gs_stats). */
 void measure_stats(const struct gs_engine *e, struct gs_stats *st);

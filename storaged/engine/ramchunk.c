@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "heads.h"
+#include "hook_points.h"
 #include "index.h"
 #include "layout.h"
 #include "ramchunk.h"
@@ -242,7 +243,7 @@ void ramchunk_offer(struct gs_engine *e, struct gs_obj *obj, uint32_t c,
 {
 	struct ramchunk *rc;
 
-	if (!obj->on_disk)
+	if (!obj->on_disk || GS_HOOK_CHUNKS_OFF())
 		return;
 	pthread_mutex_lock(&e->lock);
 	rc = ramchunk_want(e, obj, c, again);

@@ -1,16 +1,96 @@
 /*
  * Whole-object reads into caller memory (gs_read_into): the head copied,
  * every disk chunk read by the kernel straight into its place, checked
- * as stream.c checks a stream's chunks.
+ * as stream.c checks a stream's chunks (chunk_check, read_order: here,
+ * for both).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "index.h"
 #include "layout.h"
+#include "log.h"
 #include "stream.h"
 #include "uring.h"
+
+/* ---- checks and order shared with streams (stream.h) ---- */
+
+/* Verifies a landed chunk; on failure counts it and drops the object. */
+int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		const char *data, int res)
+{
+	struct gs_engine *e = io->e;
+	const struct chunk *c = &obj_chunks(obj)[ci];
+
+	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
+		STAT_ADD(e, checksum_errors, 1);
+		log_warn("checksum mismatch in chunk %u of \"%.*s\": object dropped",
+			 ci, obj->klen, obj->key);
+		res = -EBADMSG;
+	}
+	if (res < 0) {
+		engine_drop(e, obj);
+		return res;
+	}
+	STAT_ADD(e, disk_reads, 1);
+	STAT_ADD(e, disk_read_bytes, c->len);
+	return 0;
+}
+
+/* The first chunk is what the client waits for now (a head not in RAM, or
+ * the bytes after it); the first HDD chunk the longest wait.  A window of
+ * one buffer must not lead when that chunk fills it: it could not be sent
+ * before the ones it jumped. */
+uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
+		    bool lead_tail, uint32_t *order)
+{
+	uint32_t n = 0, lead = UINT32_MAX, c;
+
+	for (c = first; c < last && obj_chunks(obj)[c].tier == GS_TIER_RAM; c++)
+		;
+	if (c < last)
+		order[n++] = c;
+	for (c++; lead_tail && c < last; c++)
+		if (obj_chunks(obj)[c].tier == GS_TIER_HDD) {
+			lead = c;
+			break;
+		}
+	if (lead != UINT32_MAX)
+		order[n++] = lead;
+	for (c = n ? order[0] + 1 : last; c < last; c++)
+		if (c != lead && obj_chunks(obj)[c].tier != GS_TIER_RAM)
+			order[n++] = c;
+	return n;
+}
+
+bool order_leads(const uint32_t *order, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		if (order[i] < order[i - 1])
+			return true;
+	return false;
+}
+
+void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
+		uint32_t *first, uint32_t *last)
+{
+	uint64_t coff = engine_chunk_start(obj, 0);
+
+	*first = UINT32_MAX;
+	for (uint32_t c = 0; c < obj->nchunks; c++) {
+		uint64_t cend = coff + obj_chunks(obj)[c].len;
+
+		if (*first == UINT32_MAX && cend > start)
+			*first = c;
+		if (cend >= end) {
+			*last = c + 1;
+			break;
+		}
+		coff = cend;
+	}
+}
 
 struct read_into {
 	struct deferred def;

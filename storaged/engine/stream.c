@@ -2,18 +2,33 @@
  * Reads: streams that read an object's disk chunks ahead of the sender
  * (tail first); whole-object reads into caller memory are in read_into.c.
  *
- * A stream takes its whole read-ahead window (up to io_buffers buffers of
- * io->stream_bufs, cut into SSD-chunk slices) at once and recycles it until
- * it closes, so streams can't deadlock on each other; while others wait for
- * a window, gs_io_run() takes it back from a stream whose consumer left its
- * landed bytes unread for READAHEAD_STALL_MS (they are read, and checked,
- * again when it returns).  A stream opened with gs_stream_open_into() reads
- * into its caller's buffers instead: it never waits and is never reclaimed.
+ * A stream's read-ahead window is buffers of io->stream_bufs, cut into
+ * SSD-chunk slices, sized to what it must cover: the bytes in flight a
+ * consumer needs are its drain rate times the device's latency.  It starts
+ * with what its first chunk and the next take (more when the measured
+ * delivery rate x median read time asks for it), all at once, so a stream
+ * that holds buffers can always go on and streams can't deadlock on each
+ * other.  It grows by one free buffer (never waiting, never while others
+ * wait for a window), up to io_buffers, each time its consumer catches up
+ * with the disk (asks for a chunk not landed yet) while the window holds
+ * less than the consumer's rate x the read's p99, and shrinks by one,
+ * down to one buffer (two when a whole HDD chunk leads), when the socket is
+ * the limit (the chunk after the one its consumer starts on landed
+ * already) or others wait: the buffer goes back once its slices are free
+ * (window.c keeps the buffers and slices).  While others wait for a
+ * window, gs_io_run() takes the whole window back from a stream whose
+ * consumer left its landed bytes unread for READAHEAD_STALL_MS (they are
+ * read, and checked, again when it returns).  A stream opened with
+ * gs_stream_open_into() reads into its caller's buffers instead: it never
+ * waits, never grows or shrinks and is never reclaimed.
+ *
+ * Each stream reports its consumer's drain rate (bytes over the time it
+ * never waited for the disk) and each wait after its first byte to
+ * measure.h (window.c's struct drain).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "heads.h"
 #include "index.h"
@@ -22,79 +37,15 @@
 #include "ramchunk.h"
 #include "stream.h"
 #include "uring.h"
+#include "window.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
 #define CALLER_BUFS_MAX	GS_IO_BUFFERS_MAX /* stream_slot.win fits */
 
-/* ---- checks shared by streams and read_into ---- */
-
-/* Verifies a landed chunk; on failure counts it and drops the object. */
-int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
-		const char *data, int res)
-{
-	struct gs_engine *e = io->e;
-	const struct chunk *c = &obj_chunks(obj)[ci];
-
-	if (res == 0 && XXH3_64bits(data, c->len) != c->sum) {
-		STAT_ADD(e, checksum_errors, 1);
-		log_warn("checksum mismatch in chunk %u of \"%.*s\": object dropped",
-			 ci, obj->klen, obj->key);
-		res = -EBADMSG;
-	}
-	if (res < 0) {
-		engine_drop(e, obj);
-		return res;
-	}
-	STAT_ADD(e, disk_reads, 1);
-	STAT_ADD(e, disk_read_bytes, c->len);
-	return 0;
-}
-
-/* The first chunk is what the client waits for now (a head not in RAM, or
- * the bytes after it); the first HDD chunk the longest wait.  A window of
- * one buffer must not lead: its chunk could not be sent before the ones
- * it jumped. */
-uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
-		    bool lead_tail, uint32_t *order)
-{
-	uint32_t n = 0, lead = UINT32_MAX, c;
-
-	for (c = first; c < last && obj_chunks(obj)[c].tier == GS_TIER_RAM; c++)
-		;
-	if (c < last)
-		order[n++] = c;
-	for (c++; lead_tail && c < last; c++)
-		if (obj_chunks(obj)[c].tier == GS_TIER_HDD) {
-			lead = c;
-			break;
-		}
-	if (lead != UINT32_MAX)
-		order[n++] = lead;
-	for (c = n ? order[0] + 1 : last; c < last; c++)
-		if (c != lead && obj_chunks(obj)[c].tier != GS_TIER_RAM)
-			order[n++] = c;
-	return n;
-}
-
-/* Whether <order> jumps ahead anywhere (an HDD chunk leads). */
-static bool order_leads(const uint32_t *order, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++)
-		if (order[i] < order[i - 1])
-			return true;
-	return false;
-}
-
 /* ---- streams ---- */
 
 enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
-
-/* A window buffer is cut into slices of one SSD chunk: an SSD chunk takes
- * one, an HDD chunk (up to a whole buffer) takes as many as it spans. */
-#define SLICE		GS_SSD_CHUNK
-#define SLICES		(GS_IO_BUFFER / SLICE)
-#define ALL_SLICES	((1u << SLICES) - 1)
 
 struct stream_slot {
 	uint8_t state;
@@ -105,14 +56,6 @@ struct stream_slot {
 	uint8_t slices;			/* its slices in that buffer */
 	uint32_t boff;			/* where it starts in that buffer */
 	uint64_t off;			/* object offset of the chunk */
-};
-
-/* A buffer of a stream's window: registered (one of io->stream_bufs) or
- * given by the caller of gs_stream_open_into(). */
-struct stream_buf {
-	char *mem;
-	int idx;			/* registered buffer, -1 the caller's */
-	uint8_t free_slices;		/* bit set = free */
 };
 
 struct gs_stream {
@@ -129,16 +72,19 @@ struct gs_stream {
 	uint32_t *order;
 	uint32_t norder, next_submit;
 	struct stream_slot *slots;	/* index: chunk - first */
-	struct stream_buf *window;	/* held until close or reclaim */
+	struct window win;		/* taken at once, held until close or
+					 * reclaim, grown and shrunk meanwhile */
 	char *early;			/* the first chunk, read while waiting */
 	size_t early_len;		/*   for a window (early_start) */
-	unsigned window_size, window_max;
+	unsigned window_max;
 	bool have_window;
 	bool caller_bufs;		/* the window is the caller's, for good */
 	bool keep;			/* consumed chunks keep their slices */
 	uint32_t rel;			/*   until gs_stream_release() */
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
+	uint64_t start;			/* where it was opened */
+	struct drain drain;		/* what its consumer drained, waited */
 	unsigned inflight;
 	int error;
 	bool closed;
@@ -150,8 +96,12 @@ struct gs_stream {
 };
 
 static void stream_refill(struct gs_stream *s);
-static void put_slices(struct gs_stream *s, struct stream_slot *sl);
-static unsigned window_for(struct gs_stream *s, unsigned max);
+static void stream_plan(struct gs_stream *s);
+
+static void put_slices(struct gs_stream *s, struct stream_slot *sl)
+{
+	window_unplace(&s->win, &sl->win, sl->slices);
+}
 
 /* read_order() of [<first>, s->last) less what RAM holds; how many. */
 static uint32_t stream_order(struct gs_stream *s, uint32_t first)
@@ -166,18 +116,13 @@ static uint32_t stream_order(struct gs_stream *s, uint32_t first)
 }
 
 /* Gives the window buffers of <s> back to io->stream_bufs. */
-static void window_put(struct gs_stream *s)
+static void stream_put_window(struct gs_stream *s)
 {
-	struct gs_io *io = s->io;
-
 	if (!s->have_window || s->caller_bufs)
 		return;
-	for (unsigned i = 0; i < s->window_size; i++)
-		iobuf_put(&io->stream_bufs, s->window[i].idx);
+	window_put(s->io, &s->win);
 	s->have_window = false;
 	list_del(&s->hold);
-	if (!list_empty(&io->stream_bufs.waiters))
-		kick(io);
 }
 
 /* Ends a head load that did not complete. */
@@ -232,12 +177,12 @@ static void stream_free(struct gs_stream *s)
 
 	early_put(s);
 	head_load_cancel(s);
-	window_put(s);
+	stream_put_window(s);
 	waiter_del(&s->waiter);
 	gs_obj_put(io->e, &s->obj);
 	free(s->order);
 	free(s->slots);
-	free(s->window);
+	window_free(&s->win);
 	free(s);
 }
 
@@ -302,8 +247,8 @@ static void stream_reclaim(struct gs_stream *s)
 	}
 	s->norder = stream_order(s, s->cur);
 	s->next_submit = 0;
-	window_put(s);
-	s->window_size = window_for(s, s->window_max);
+	stream_put_window(s);
+	stream_plan(s);
 	STAT_ADD(s->io->e, readahead_reclaims, 1);
 }
 
@@ -317,7 +262,7 @@ bool stream_reclaim_windows(struct gs_io *io)
 	uint64_t now = mono_ns();
 
 	for (n = head->next; n != head; n = n->next)
-		need += list_entry(n, struct gs_stream, waiter.node)->window_size;
+		need += list_entry(n, struct gs_stream, waiter.node)->win.want;
 	for (n = io->holders.prev;
 	     n != &io->holders && io->stream_bufs.nfree < need; n = prev) {
 		struct gs_stream *h = list_entry(n, struct gs_stream, hold);
@@ -337,20 +282,13 @@ void stream_arm_stall_timer(struct gs_io *io)
 static bool take_window(struct gs_stream *s)
 {
 	struct gs_io *io = s->io;
-	struct iobufs *bs = &io->stream_bufs;
 
 	if (s->have_window)
 		return true;
-	if (bs->nfree < s->window_size) {
-		waiter_add(&bs->waiters, &s->waiter, stream_retry, s);
+	if (!window_take(io, &s->win)) {
+		waiter_add(&io->stream_bufs.waiters, &s->waiter, stream_retry, s);
 		stream_waiters_check(io);	/* the timer finds stalled holders */
 		return false;
-	}
-	for (unsigned i = 0; i < s->window_size; i++) {
-		int idx = iobuf_get(io, bs);
-
-		s->window[i] = (struct stream_buf){ iobuf_ptr(io, idx), idx,
-						    ALL_SLICES };
 	}
 	s->have_window = true;
 	list_add_tail(&io->holders, &s->hold);
@@ -365,35 +303,9 @@ static unsigned chunk_slices(const struct gs_stream *s, uint32_t c)
 	return (alen + SLICE - 1) / SLICE;
 }
 
-/* Finds <n> adjacent free slices in one window buffer for chunk <c>. */
-static bool take_slices(struct gs_stream *s, struct stream_slot *sl, unsigned n)
-{
-	for (unsigned i = 0; i < s->window_size; i++)
-		for (unsigned k = 0; k + n <= SLICES; k++) {
-			uint8_t bits = ((1u << n) - 1) << k;
-
-			if ((s->window[i].free_slices & bits) != bits)
-				continue;
-			s->window[i].free_slices &= ~bits;
-			sl->win = i;
-			sl->slices = bits;
-			sl->boff = k * SLICE;
-			return true;
-		}
-	return false;
-}
-
-static void put_slices(struct gs_stream *s, struct stream_slot *sl)
-{
-	if (sl->win < 0)
-		return;
-	s->window[sl->win].free_slices |= sl->slices;
-	sl->win = -1;
-}
-
 static char *slot_ptr(const struct gs_stream *s, const struct stream_slot *sl)
 {
-	return sl->early ? s->early : s->window[sl->win].mem + sl->boff;
+	return sl->early ? s->early : s->win.buf[sl->win].mem + sl->boff;
 }
 
 static void stream_read_done(struct io_op *op)
@@ -475,10 +387,11 @@ static void stream_refill(struct gs_stream *s)
 		struct stream_slot *sl = &s->slots[c - s->first];
 		int ret;
 
-		if (!take_slices(s, sl, chunk_slices(s, c)))
+		if (!window_place(&s->win, chunk_slices(s, c), &sl->win,
+				  &sl->slices, &sl->boff))
 			break;
 		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
-			       s->window[sl->win].idx, stream_read_done, s);
+			       s->win.buf[sl->win].idx, stream_read_done, s);
 		if (ret < 0) {
 			put_slices(s, sl);
 			s->error = -EIO;
@@ -510,28 +423,35 @@ static unsigned window_for(struct gs_stream *s, unsigned max)
 	return n < max ? n : max;
 }
 
-/* Finds the chunks [s->first, s->last) that hold bytes of [s->pos, s->end)
- * past the head. */
-static void stream_span(struct gs_stream *s)
+/* Whether the HDD chunk leading <s->order> needs a buffer of its own: it
+ * stays until every chunk it jumped is sent, so one buffer does only when
+ * it leaves a slice for each of them (they take one each: SSD chunks). */
+static bool lead_alone(const struct gs_stream *s)
 {
-	const struct gs_obj *obj = s->obj;
-	uint64_t coff = engine_chunk_start(obj, 0);
-	uint64_t start = s->pos > s->head_len ? s->pos : s->head_len;
+	uint32_t lead = UINT32_MAX, most = 0;
 
-	if (s->end <= s->head_len)
-		return;
-	s->first = UINT32_MAX;
-	for (uint32_t c = 0; c < obj->nchunks; c++) {
-		uint64_t cend = coff + obj_chunks(obj)[c].len;
+	for (uint32_t i = 1; i < s->norder && lead == UINT32_MAX; i++)
+		if (s->order[i] < s->order[i - 1])
+			lead = i - 1;
+	if (lead == UINT32_MAX)
+		return false;
+	for (uint32_t i = 0; i < s->norder; i++)
+		if (s->order[i] < s->order[lead] && chunk_slices(s, s->order[i]) > most)
+			most = chunk_slices(s, s->order[i]);
+	return most > 1 || chunk_slices(s, s->order[lead]) + most > SLICES;
+}
 
-		if (s->first == UINT32_MAX && cend > start)
-			s->first = c;
-		if (cend >= s->end) {
-			s->last = c + 1;
-			break;
-		}
-		coff = cend;
-	}
+/* Sizes the window <s> (re)starts with for the chunks in <s->order>:
+ * its first chunk and the next (window_plan). */
+static void stream_plan(struct gs_stream *s)
+{
+	unsigned first = s->norder ? chunk_slices(s, s->order[0]) : 0;
+	unsigned next = s->norder > 1 ? chunk_slices(s, s->order[1]) : 0;
+	enum gs_tier t = s->norder > 1 ? obj_chunks(s->obj)[s->order[1]].tier :
+			 GS_TIER_SSD;
+
+	window_plan(s->io->e, &s->win, window_for(s, s->win.cap), first, next,
+		    t, lead_alone(s));
 }
 
 /* A stream of [<off>, <off>+<len>) of <obj> whose window will be at most
@@ -550,11 +470,14 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->obj = obj;			/* pinned once it can't fail */
 	s->head = gs_obj_head(io->e, obj, &s->head_len);
 	s->pos = off < end ? off : end;
+	s->start = s->pos;
 	s->end = end;
 	s->window_max = window_max;
 	list_init(&s->hold);
 	waiter_init(&s->waiter);
-	stream_span(s);
+	if (s->end > s->head_len)	/* the chunks past the head */
+		chunk_span(obj, s->pos > s->head_len ? s->pos : s->head_len,
+			   s->end, &s->first, &s->last);
 	s->cur = s->first;
 	if (s->last > s->first) {
 		uint32_t n = s->last - s->first;
@@ -575,11 +498,9 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		}
 		s->norder = read_order(obj, s->first, s->last, window_max > 1,
 				       s->order);
-		s->window_size = window_for(s, window_max);
-		s->window = calloc(s->window_size ? s->window_size : 1,
-				   sizeof(*s->window));
-		if (!s->window)
+		if (window_init(&s->win, window_for(s, window_max)) < 0)
 			goto out_free;
+		stream_plan(s);
 	}
 	*sp = s;
 	return 0;
@@ -638,7 +559,10 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 	}
 	pthread_mutex_unlock(&e->lock);
 	s->norder = stream_order(s, s->first);	/* less what RAM holds */
-	s->window_size = window_for(s, s->window_size);
+	if (s->caller_bufs)
+		window_cut(&s->win, window_for(s, s->win.size));
+	else
+		stream_plan(s);
 	stream_refill(s);
 }
 
@@ -673,11 +597,43 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->caller_bufs = true;
 	s->have_window = true;
 	s->released = released;
-	for (unsigned i = 0; i < s->window_size; i++)
-		s->window[i] = (struct stream_buf){ bufs[i], -1, ALL_SLICES };
+	window_give(&s->win, bufs, s->win.cap);
 	stream_start(s, wake, arg);
 	*sp = s;
 	return 0;
+}
+
+/* The consumer of <s> finds its chunk not landed: past its first byte,
+ * a wait (measure_wait once it ends) and, when the window is short of what
+ * the disk's latency needs at the consumer's rate, it grows by a buffer. */
+static void stream_wait(struct gs_stream *s)
+{
+	if (s->pos == s->start || !drain_wait(s->io->e, &s->drain))
+		return;
+	if (!s->have_window || s->caller_bufs)
+		return;
+	if (window_grow(s->io, &s->win, obj_chunks(s->obj)[s->cur].tier,
+			chunk_slices(s, s->cur), s->drain.rate))
+		stream_refill(s);
+}
+
+/* <s> moved on to a new chunk: it shrinks by a buffer when the socket is
+ * the limit (the chunk after this one landed already) or others wait for
+ * a window, and gives back what drained. */
+static void stream_next_chunk(struct gs_stream *s)
+{
+	const struct stream_slot *sl, *next;
+	bool ahead = false;
+
+	if (s->caller_bufs || !s->have_window)
+		return;
+	if (s->cur + 1 < s->last) {
+		sl = &s->slots[s->cur - s->first];
+		next = sl + 1;
+		ahead = sl->state == CH_READY && next->state == CH_READY &&
+			next->win >= 0;
+	}
+	window_shrink(s->io, &s->win, ahead);
 }
 
 int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
@@ -696,6 +652,8 @@ int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
 		return 0;
 	}
 	if (p < s->head_len) {
+		if (!skip)
+			drain_ready(s->io->e, &s->drain);
 		*data = s->head + p;
 		*len = (s->head_len < s->end ? s->head_len : s->end) - p;
 		return 0;
@@ -703,8 +661,13 @@ int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
 	ch = obj_chunks(s->obj) + s->cur;
 	for (sl = &s->slots[s->cur - s->first]; p >= sl->off + ch->len; sl++)
 		ch++;
-	if (sl->state != CH_READY)
+	if (sl->state != CH_READY) {
+		if (!skip)		/* a wait: not a look further ahead */
+			stream_wait(s);
 		return -EAGAIN;
+	}
+	if (!skip)
+		drain_ready(s->io->e, &s->drain);
 	cend = sl->off + ch->len < s->end ? sl->off + ch->len : s->end;
 	*len = cend - p;
 	if (sl->ram)
@@ -720,6 +683,7 @@ int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
 void gs_stream_consume(struct gs_stream *s, size_t n)
 {
 	uint64_t lo = s->pos > s->head_len ? s->pos : s->head_len;
+	uint32_t was = s->cur;
 
 	s->pos += n;
 	while (s->cur < s->last) {
@@ -741,6 +705,9 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 		s->cur++;
 	}
 	s->stall_since = mono_ns();
+	drain_took(s->io->e, &s->drain, n, s->stall_since);
+	if (s->cur != was)
+		stream_next_chunk(s);
 	stream_refill(s);
 }
 
@@ -774,7 +741,7 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 
 unsigned gs_stream_bufs_used(const struct gs_stream *s)
 {
-	return s->caller_bufs ? s->window_size : 0;
+	return s->caller_bufs ? s->win.size : 0;
 }
 
 uint64_t gs_stream_left(const struct gs_stream *s)
@@ -790,6 +757,7 @@ void gs_stream_close(struct gs_stream **sp)
 		return;
 	*sp = NULL;
 	s->closed = true;
+	drain_end(s->io->e, &s->drain);
 	waiter_del(&s->waiter);
 	if (!s->inflight)
 		stream_end(s);

@@ -6,7 +6,7 @@
 
 #include "uring-t.h"
 
-/* ---- stream.c, for read_into.c ---- */
+/* ---- read_into.c, for stream.c too ---- */
 
 /* Verifies a landed chunk (<res> is its read's result); on failure counts
  * it and drops the object.  0, -EBADMSG or -EIO. */
@@ -17,6 +17,12 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
  * then offset order); returns how many. */
 uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
 		    bool lead_tail, uint32_t *order);
+/* Finds the chunks [*<first>, *<last>) of <obj> that hold bytes of
+ * [<start>, <end>), <start> past its head. */
+void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
+		uint32_t *first, uint32_t *last);
+/* Whether <order> (<n> chunks) jumps ahead anywhere (an HDD chunk leads). */
+bool order_leads(const uint32_t *order, uint32_t n);
 
 /* ---- stream.c, for gs_io_run() ---- */
 

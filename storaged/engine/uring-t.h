@@ -14,10 +14,14 @@
  *
  * The table is registered sparse and each buffer fills its slot the first
  * time it is handed out (iobuf_get), so its memory is faulted in and pinned
- * only once used: a gs_io that never touches the disk costs no buffer RAM,
- * and a busy one what its peak concurrency took (the sets are stacks, the
- * last buffer back goes out first).  A buffer the kernel would not
- * register serves by plain reads and writes.
+ * only once used: a gs_io that never touches the disk costs no buffer RAM.
+ * The sets are stacks, the last buffer back goes out first, so a free
+ * stack is ordered by when each buffer came back (put_ns, oldest at the
+ * bottom): a buffer that stays at the bottom, unused for IOBUF_IDLE_MS, is
+ * given back (iobufs_idle: its slot emptied, its pages dropped) and
+ * registered again when next handed out.  A busy gs_io keeps what its
+ * recent concurrency took, an idle one nothing.  A buffer the kernel would
+ * not register serves by plain reads and writes.
  *
  * An I/O operation (struct io_op) reads or writes one chunk, as one
  * io_piece per stripe it spans; its done callback fires from gs_io_run()
@@ -36,6 +40,8 @@
 #define SINK_LEN	(64u << 10)	/* where a failed writer's bytes go */
 #define URING_ENTRIES	256u		/* SQ size (a power of two, as the
 					 * kernel's) */
+#define IOBUF_IDLE_MS	1000u		/* a free buffer unused this long is
+					 * given back */
 
 /* Someone waiting for an I/O buffer set (or admission); initialised once
  * with waiter_init(), on at most one list. */
@@ -58,7 +64,9 @@ struct deferred {
  * for one. */
 struct iobufs {
 	int *free;
+	uint64_t *put_ns;		/* mono_ns() each free[i] came back */
 	unsigned nfree, n, base;
+	unsigned resident;		/* buffers holding pages (not BUF_UNUSED) */
 	struct list waiters;		/* of struct io_waiter */
 };
 
@@ -81,6 +89,7 @@ struct io_op {
 	uint32_t len;			/* aligned length */
 	uint32_t chunk;
 	enum gs_tier tier;
+	uint64_t start_ns;		/* mono_ns() when armed */
 	int pending;
 	int res;
 	op_done_fn done;
@@ -105,6 +114,9 @@ struct gs_io {
 					 * for --sync-interval's fdatasync */
 	bool timer_armed, timer_fired;
 	struct __kernel_timespec timer_ts;
+	bool idle_armed, idle_fired;	/* the timer that gives idle buffers
+					 * back (iobufs_idle) */
+	struct __kernel_timespec idle_ts;
 	struct io_uring_sqe *sqes[URING_ENTRIES];	/* the last handed out,
 					 * by sqes_out % URING_ENTRIES */
 	unsigned sqes_out;		/* SQEs handed out, ever (wraps) */
@@ -115,7 +127,7 @@ struct gs_io {
 	struct list engine_node;	/* on e->io_list */
 };
 
-/* A buffer's state (gs_io.buf_state). */
+/* A buffer's state (gs_io.buf_state): BUF_UNUSED holds no pages. */
 enum { BUF_UNUSED, BUF_REGISTERED, BUF_PLAIN };
 
 #endif /* GOBLIN_URING_T_H */

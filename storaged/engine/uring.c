@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "measure.h"
 #include "pool.h"
 #include "stream.h"
 #include "uring.h"
@@ -26,6 +27,7 @@
 
 #define SUBMIT_TRIES	100		/* -EAGAIN/-EBUSY retries, 10 ms apart */
 #define TIMER_DATA(io)	((void *)&(io)->timer_armed)
+#define IDLE_DATA(io)	((void *)&(io)->idle_armed)
 
 /* ---- submission and completion ---- */
 
@@ -46,13 +48,17 @@ static struct io_piece *stash_pop(struct gs_io *io)
 	return s;
 }
 
-/* The piece a CQE's <data> completes, or NULL: the timer's (noted as
+/* The piece a CQE's <data> completes, or NULL: a timer's (noted as
  * fired) or a NOP left by fail_unsubmitted(). */
 static struct io_piece *cqe_piece(struct gs_io *io, void *data)
 {
 	if (data == TIMER_DATA(io)) {
 		io->timer_armed = false;
 		io->timer_fired = true;
+		return NULL;
+	}
+	if (data == IDLE_DATA(io)) {
+		io->idle_armed = false;
 		return NULL;
 	}
 	return data;
@@ -115,6 +121,8 @@ static void fail_unsubmitted(struct gs_io *io, int err)
 
 		if (data == TIMER_DATA(io))
 			io->timer_armed = false;
+		else if (data == IDLE_DATA(io))
+			io->idle_armed = false;
 		else if (data)
 			stash(io, data, -EIO);
 		io_uring_prep_nop(sqe);
@@ -160,15 +168,25 @@ static struct io_uring_sqe *uring_get_sqe(struct gs_io *io)
 	return sqe;
 }
 
-void uring_arm_timer(struct gs_io *io, long long ns)
+/* Arms a timeout of <ns> whose CQE carries <data>; false when no SQE. */
+static bool arm_timeout(struct gs_io *io, struct __kernel_timespec *ts,
+			long long ns, void *data)
 {
 	struct io_uring_sqe *sqe = uring_get_sqe(io);
 
 	if (!sqe)
+		return false;
+	*ts = (struct __kernel_timespec){ .tv_sec = ns / 1000000000,
+					  .tv_nsec = ns % 1000000000 };
+	io_uring_prep_timeout(sqe, ts, 0, 0);
+	io_uring_sqe_set_data(sqe, data);
+	return true;
+}
+
+void uring_arm_timer(struct gs_io *io, long long ns)
+{
+	if (!arm_timeout(io, &io->timer_ts, ns, TIMER_DATA(io)))
 		return;
-	io->timer_ts = (struct __kernel_timespec){ .tv_nsec = ns };
-	io_uring_prep_timeout(sqe, &io->timer_ts, 0, 0);
-	io_uring_sqe_set_data(sqe, TIMER_DATA(io));
 	io->timer_armed = true;
 	uring_submit(io);
 }
@@ -221,7 +239,8 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		return -ENOMEM;
 	*op = (struct io_op){ .io = io, .write = write, .buf_idx = buf_idx,
 			      .buf = buf, .len = len, .chunk = ci,
-			      .tier = c->tier, .pending = n, .done = done,
+			      .tier = c->tier, .start_ns = mono_ns(),
+			      .pending = n, .done = done,
 			      .owner = owner, .npieces = n };
 	for (int i = 0; i < n; i++) {
 		op->pieces[i] = (struct io_piece){ .op = op, .piece = pieces[i] };
@@ -270,6 +289,8 @@ static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
 	if (--op->pending)
 		return;
 	io->inflight--;
+	if (!op->write && op->res == 0)
+		measure_io(e, op->tier, mono_ns() - op->start_ns);
 	if (op->res < 0) {
 		STAT_ADD(e, io_errors, 1);
 		log_warn("%s of a %s chunk failed: %s", op->write ? "write" : "read",
@@ -368,6 +389,8 @@ int gs_io_run(struct gs_io *io, bool wait)
 	writer_waiters_check(io);
 	if (!list_empty(&io->sync_waiters))
 		writer_sync_check(io);
+	if (!io->idle_armed)
+		iobufs_idle(io);
 	return n;
 }
 
@@ -392,13 +415,71 @@ int iobuf_get(struct gs_io *io, struct iobufs *bs)
 		return idx;
 	iov = (struct iovec){ iobuf_ptr(io, idx), GS_IO_BUFFER };
 	if (io_uring_register_buffers_update_tag(&io->uring, idx, &iov,
-						 NULL, 1) == 1) {
+						 NULL, 1) == 1)
 		io->buf_state[idx] = BUF_REGISTERED;
-		STAT_ADD(io->e, io_buffer_bytes, GS_IO_BUFFER);
-	} else {
+	else
 		io->buf_state[idx] = BUF_PLAIN;
-	}
+	bs->resident++;
+	STAT_ADD(io->e, io_buffer_bytes, GS_IO_BUFFER);
 	return idx;
+}
+
+/* Gives buffer <idx> (free) back: its slot emptied, then its pages
+ * dropped; false when the kernel keeps the slot (the pages stay, as its
+ * pinned copy must match them). */
+static bool iobuf_return(struct gs_io *io, int idx)
+{
+	struct iovec iov = { NULL, 0 };
+
+	if (io->buf_state[idx] == BUF_REGISTERED &&
+	    io_uring_register_buffers_update_tag(&io->uring, idx, &iov,
+						 NULL, 1) != 1)
+		return false;
+	madvise(iobuf_ptr(io, idx), GS_IO_BUFFER, MADV_DONTNEED);
+	io->buf_state[idx] = BUF_UNUSED;
+	STAT_SUB(io->e, io_buffer_bytes, GS_IO_BUFFER);
+	STAT_ADD(io->e, io_buffer_returns, 1);
+	return true;
+}
+
+/* Gives back the buffers of <bs> free for IOBUF_IDLE_MS at <now>, oldest
+ * first (the bottom of the stack); returns when the next one comes due,
+ * 0 when no other free buffer holds pages. */
+static uint64_t iobufs_trim(struct gs_io *io, struct iobufs *bs, uint64_t now)
+{
+	uint64_t due, next = 0;
+
+	if (bs->resident + bs->nfree <= bs->n)
+		return 0;		/* every resident buffer is in use */
+	for (unsigned i = 0; i < bs->nfree; i++) {
+		int idx = bs->free[i];
+
+		if (io->buf_state[idx] == BUF_UNUSED)
+			continue;
+		due = bs->put_ns[i] + IOBUF_IDLE_MS * 1000000ull;
+		if (due <= now && iobuf_return(io, idx))
+			bs->resident--;
+		else if (!next || due < next)
+			next = due > now ? due : now;
+	}
+	return next;
+}
+
+void iobufs_idle(struct gs_io *io)
+{
+	uint64_t now = mono_ns(), floor = IOBUF_IDLE_MS * 1000000ull / 4;
+	uint64_t due = iobufs_trim(io, &io->stream_bufs, now);
+	uint64_t wdue = iobufs_trim(io, &io->writer_bufs, now);
+
+	if (!due || (wdue && wdue < due))
+		due = wdue;
+	if (!due)
+		return;
+	due = due - now > floor ? due - now : floor;
+	if (!arm_timeout(io, &io->idle_ts, due, IDLE_DATA(io)))
+		return;
+	io->idle_armed = true;
+	uring_submit(io);
 }
 
 /* Registers <io>'s <n> buffers: a sparse table filled on first use, or,
@@ -423,24 +504,33 @@ static int iobufs_register(struct gs_io *io, unsigned n)
 	if (ret < 0)
 		return ret;
 	memset(io->buf_state, BUF_REGISTERED, n);
+	io->stream_bufs.resident = io->stream_bufs.n;
+	io->writer_bufs.resident = io->writer_bufs.n;
 	STAT_ADD(io->e, io_buffer_bytes, (uint64_t)n * GS_IO_BUFFER);
 	return 0;
 }
 
-/* What <io>'s registered buffers no longer hold. */
+/* What <io>'s buffers no longer hold. */
 static void iobufs_unaccount(struct gs_io *io)
 {
 	unsigned n = io->bufmem_len / GS_IO_BUFFER;
 
 	for (unsigned i = 0; io->buf_state && i < n; i++)
-		if (io->buf_state[i] == BUF_REGISTERED)
+		if (io->buf_state[i] != BUF_UNUSED)
 			STAT_SUB(io->e, io_buffer_bytes, GS_IO_BUFFER);
+}
+
+static void iobufs_free(struct iobufs *bs)
+{
+	free(bs->free);
+	free(bs->put_ns);
 }
 
 static int iobufs_init(struct iobufs *bs, unsigned n, unsigned base)
 {
 	bs->free = calloc(n ? n : 1, sizeof(int));
-	if (!bs->free)
+	bs->put_ns = calloc(n ? n : 1, sizeof(uint64_t));
+	if (!bs->free || !bs->put_ns)
 		return -ENOMEM;
 	bs->n = n;
 	bs->base = base;
@@ -516,8 +606,8 @@ out_mem:
 	free(io->buf_state);
 	munmap(io->bufmem, io->bufmem_len);
 out_iobufs:
-	free(io->stream_bufs.free);
-	free(io->writer_bufs.free);
+	iobufs_free(&io->stream_bufs);
+	iobufs_free(&io->writer_bufs);
 out_uring:
 	io_uring_queue_exit(&io->uring);
 out_efd:
@@ -545,8 +635,8 @@ void gs_io_destroy(struct gs_io **iop)
 	free(io->buf_state);
 	if (io->bufmem)
 		munmap(io->bufmem, io->bufmem_len);
-	free(io->stream_bufs.free);
-	free(io->writer_bufs.free);
+	iobufs_free(&io->stream_bufs);
+	iobufs_free(&io->writer_bufs);
 	close(io->efd);
 	free(io->sink);
 	free(io);

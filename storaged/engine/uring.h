@@ -60,6 +60,10 @@ static inline void defer(struct gs_io *io, struct deferred *d, gs_done_fn fn,
 /* A buffer of <bs>, registered on its first use; -1 when none is free. */
 int iobuf_get(struct gs_io *io, struct iobufs *bs);
 
+/* Gives back what stayed free for IOBUF_IDLE_MS and arms the timer for
+ * the next (from gs_io_run, while that timer is not armed). */
+void iobufs_idle(struct gs_io *io);
+
 /* The registered-buffer index for I/O on buffer <idx>, -1 for plain I/O. */
 static inline int iobuf_fixed(const struct gs_io *io, int idx)
 {
@@ -68,6 +72,7 @@ static inline int iobuf_fixed(const struct gs_io *io, int idx)
 
 static inline void iobuf_put(struct iobufs *bs, int idx)
 {
+	bs->put_ns[bs->nfree] = mono_ns();
 	bs->free[bs->nfree++] = idx;
 }
 

@@ -41,18 +41,33 @@ void hooks_crash_point(const char *point)
 		kill(getpid(), SIGKILL);
 }
 
-bool hooks_head_admit_any(void)
+/* Whether the environment's <name> is <want>, read once into <*cache>
+ * (-1: not read yet). */
+static bool env_is(const char *name, const char *want, int *cache)
 {
-	static int any = -1;		/* -1: not read yet */
-	int v = __atomic_load_n(&any, __ATOMIC_RELAXED);
+	int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
 
 	if (v < 0) {
-		const char *spec = getenv("GOBLIN_TEST_HEAD_ADMIT");
+		const char *spec = getenv(name);
 
-		v = spec && !strcmp(spec, "any");
-		__atomic_store_n(&any, v, __ATOMIC_RELAXED);
+		v = spec && !strcmp(spec, want);
+		__atomic_store_n(cache, v, __ATOMIC_RELAXED);
 	}
 	return v;
+}
+
+bool hooks_head_admit_any(void)
+{
+	static int any = -1;
+
+	return env_is("GOBLIN_TEST_HEAD_ADMIT", "any", &any);
+}
+
+bool hooks_chunks_off(void)
+{
+	static int off = -1;
+
+	return env_is("GOBLIN_TEST_CHUNKS", "off", &off);
 }
 
 /* Parses the distance row <spec> into <row>: the count of nodes, or

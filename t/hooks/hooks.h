@@ -11,6 +11,8 @@
  *     not yet acknowledged), recovery (a record replayed at start),
  *     checkpoint (a checkpoint written, not yet renamed over the journal),
  *     after-checkpoint (renamed: the append that weighed it not yet made);
+ *   GOBLIN_TEST_CHUNKS=off      the RAM chunk cache takes nothing (disk
+ *                               faults meet every GET)
  *   GOBLIN_TEST_HEAD_ADMIT=any  every head miss admits (the policy's
  *     measure, README "Head cache");
  *   GOBLIN_TEST_NUMA="10 20 30 20"  with --numa, simulates as many nodes
@@ -34,6 +36,8 @@ struct numa_topo;
 void hooks_crash_point(const char *point);
 /* Whether GOBLIN_TEST_HEAD_ADMIT is "any" (read once). */
 bool hooks_head_admit_any(void);
+/* Whether GOBLIN_TEST_CHUNKS is "off" (read once). */
+bool hooks_chunks_off(void);
 /* The simulated topology of GOBLIN_TEST_NUMA for <cfg> (numa >= 0)
  * into <t>: 1, 0 without the variable, or -EINVAL with a reason in <err>
  * for a bad row or a node the row does not have. */
@@ -45,6 +49,7 @@ int hooks_numa_cpu_node(int node);
 
 #define GS_CRASH_POINT(point)			hooks_crash_point(point)
 #define GS_HOOK_HEAD_ADMIT_ANY()		hooks_head_admit_any()
+#define GS_HOOK_CHUNKS_OFF()			hooks_chunks_off()
 #define GS_HOOK_NUMA_TOPO(t, cfg, err, errlen)	hooks_numa_topo(t, cfg, err, errlen)
 #define GS_HOOK_NUMA_CPU_NODE(node)		hooks_numa_cpu_node(node)
 

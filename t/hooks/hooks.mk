@@ -5,7 +5,7 @@
 # Only those files are compiled again, into t/obj-hooks/; the rest are the
 # product's own objects.  t/check-product keeps the product free of them.
 HOOKED_SRCS := $(addprefix $(ENGINE_DIR)/,heads.c journal.c \
-               journal_replay.c numa_topo.c writer.c)
+               journal_replay.c numa_topo.c ramchunk.c writer.c)
 HOOKS_SRCS  := t/hooks/hooks.c
 HOOKS_HDRS  := t/hooks/hooks.h
 # unit tests that set GOBLIN_TEST_* link the hooked library

@@ -283,21 +283,25 @@ class Device:
 # ---- goblin-store ----
 
 class Store(Daemon):
-    """One goblin-store on a free port; argv is the pool/budget options."""
+    """One goblin-store on a free port; argv is the pool/budget options;
+    <hooks>: the hooked test build, which reads the GOBLIN_TEST_* of <env>
+    (t/hooks/)."""
 
-    def __init__(self, work, name, args, http=False):
+    def __init__(self, work, name, args, http=False, hooks=False, env=None):
         self.work = work
         self.args = list(args)
         self.http = http
+        self.hooks = hooks
         self.socket = os.path.join(work, name + ".sock")
         self.log = os.path.join(work, name + ".log")
         self.exits = []             # wait statuses of earlier runs
-        super().__init__(name, lambda port: self.argv(), 20,
+        super().__init__(name, lambda port: self.argv(), 20, env=env,
                          log=self.log, sock=self.socket if http else None)
 
     def argv(self):
         return store_argv(self.port, *self.args, mlock=False, http=self.http,
-                          sock=self.socket if self.http else None)
+                          sock=self.socket if self.http else None,
+                          binary=store_binary(hooks=True) if self.hooks else None)
 
     def _kill(self):
         if self.proc and self.proc.poll() is None:

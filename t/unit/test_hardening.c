@@ -400,7 +400,8 @@ static void stalled_reader(void)
 	int ret;
 
 	small_config(&cfg);
-	cfg.io_streams = 1;		/* one window in all */
+	cfg.io_streams = 1;		/* one window in all: the two buffers */
+	cfg.io_buffers = 2;		/* a stream whose HDD chunk leads takes */
 	e = open_engine(&cfg, "stall", 1);
 	if (!e)
 		return;
