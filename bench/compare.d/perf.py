@@ -140,6 +140,17 @@ def prefix_mean(g):
     return weighted / n if n else None
 
 
+def adaptive_prefix_mean(gob):
+    """The mean SSD prefix of the objects goblin-store session <gob> wrote
+    in its relayout phase (prefix_bytes / prefix_objects over it: the
+    prefixes it sized from what it had measured), else prefix_mean() of its
+    stats at the end; None without either."""
+    rl = ((gob.get("phases") or {}).get("relayout") or {}).get("heads") or {}
+    if rl.get("prefix_objects"):
+        return rl["prefix_bytes"] / rl["prefix_objects"]
+    return prefix_mean(gob.get("stats_goblin") or {})
+
+
 def disk_figures(gob):
     """goblin-store in disk-sized: MB read per HDD seek beside the mean
     tail (hdd_bytes / hdd_objects: object size less its head and SSD
@@ -159,7 +170,8 @@ def disk_figures(gob):
             if stalls is not None and gets else None,
             "ssd_bytes": g.get("ssd_bytes"), "ssd_used_bytes": g.get("ssd_used_bytes"),
             "index_bytes_per_object": g.get("index_bytes_per_object"),
-            "mean_prefix_bytes": prefix_mean(g), "prefix_stats": prefix_stats(g)}
+            "mean_prefix_bytes": adaptive_prefix_mean(gob),
+            "prefix_stats": prefix_stats(g)}
 
 
 def disk_text(d):

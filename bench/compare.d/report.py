@@ -33,7 +33,8 @@ HEAD_COUNTERS = ("head_hits", "head_misses", "head_admissions",
                  "head_evictions", "evictions", "disk_evictions", "disk_reads",
                  "disk_read_bytes")
 # ... and these where the build has them (deltas only when both ends do)
-OPTIONAL_COUNTERS = ("delivery_stalls",)
+OPTIONAL_COUNTERS = ("delivery_stalls", "prefix_bytes", "prefix_objects",
+                     "chunk_hits", "chunk_hit_bytes")
 
 
 def head_delta(before, after):
