@@ -130,6 +130,11 @@ def prefix_mean(g):
     for total, count in PREFIX_SUM_KEYS:
         if isinstance(g.get(total), (int, float)) and g.get(count):
             return g[total] / g[count]
+    # goblin-store's: prefix_bytes over the prefix_objects_* counts
+    count = sum(v for k, v in g.items() if k.startswith("prefix_objects_")
+                and isinstance(v, (int, float)))
+    if isinstance(g.get("prefix_bytes"), (int, float)) and count:
+        return g["prefix_bytes"] / count
     n = weighted = 0
     for k, v in g.items():
         m = PREFIX_BUCKET.match(k)
@@ -146,9 +151,8 @@ def adaptive_prefix_mean(gob):
     prefixes it sized from what it had measured), else prefix_mean() of its
     stats at the end; None without either."""
     rl = ((gob.get("phases") or {}).get("relayout") or {}).get("heads") or {}
-    if rl.get("prefix_objects"):
-        return rl["prefix_bytes"] / rl["prefix_objects"]
-    return prefix_mean(gob.get("stats_goblin") or {})
+    mean = prefix_mean(rl)
+    return mean if mean is not None else prefix_mean(gob.get("stats_goblin") or {})
 
 
 def disk_figures(gob):

@@ -33,7 +33,9 @@ HEAD_COUNTERS = ("head_hits", "head_misses", "head_admissions",
                  "head_evictions", "evictions", "disk_evictions", "disk_reads",
                  "disk_read_bytes")
 # ... and these where the build has them (deltas only when both ends do)
-OPTIONAL_COUNTERS = ("delivery_stalls", "prefix_bytes", "prefix_objects",
+OPTIONAL_COUNTERS = ("delivery_stalls", "prefix_bytes", "prefix_objects_0",
+                     "prefix_objects_le_256k", "prefix_objects_le_512k",
+                     "prefix_objects_le_1m", "prefix_objects_gt_1m",
                      "chunk_hits", "chunk_hit_bytes")
 
 
