@@ -46,9 +46,25 @@ static void clock_remove(struct gs_engine *e, struct ramchunk *rc)
 	rc->clock_pos = UINT32_MAX;
 }
 
-/* Frees <rc>'s slots and <rc>, off the CLOCK already. */
+/* Frees <obj>'s table of cached chunks once it holds none. */
+static void table_put(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct ramchunk **ram = obj_disk(obj)->ram;
+
+	for (uint32_t c = 0; c < obj->nchunks; c++)
+		if (ram[c])
+			return;
+	STAT_SUB(e, index_record_bytes, table_bytes(obj));
+	free(ram);
+	obj_disk(obj)->ram = NULL;
+}
+
+/* Frees <rc>'s slots and <rc>, off the CLOCK already, and its object's
+ * table when that was the last. */
 static void entry_free(struct gs_engine *e, struct ramchunk *rc)
 {
+	struct gs_obj *obj = rc->obj;
+
 	for (uint32_t i = 0; i < rc->nslots; i++)
 		region_free(&e->region, rc->off[i]);
 	if (rc->published) {
@@ -56,8 +72,9 @@ static void entry_free(struct gs_engine *e, struct ramchunk *rc)
 		STAT_SUB(e, ram_chunk_bytes, rc->len);
 	}
 	STAT_SUB(e, index_record_bytes, entry_bytes(rc->nslots));
-	obj_disk(rc->obj)->ram[rc->chunk] = NULL;
+	obj_disk(obj)->ram[rc->chunk] = NULL;
 	free(rc);
+	table_put(e, obj);
 }
 
 bool ramchunk_drop_one(struct gs_engine *e)
@@ -102,18 +119,14 @@ void ramchunk_forget(struct gs_engine *e, struct gs_obj *obj)
 
 void ramchunk_free_all(struct gs_engine *e, struct gs_obj *obj)
 {
-	struct ramchunk **ram;
+	struct obj_disk *d = obj_disk(obj);
 
-	if (!obj->on_disk || !(ram = obj_disk(obj)->ram))
-		return;
-	for (uint32_t c = 0; c < obj->nchunks; c++)
-		if (ram[c]) {
-			clock_remove(e, ram[c]);
-			entry_free(e, ram[c]);
+	/* the last entry_free() frees the table too */
+	for (uint32_t c = 0; obj->on_disk && d->ram && c < obj->nchunks; c++)
+		if (d->ram[c]) {
+			clock_remove(e, d->ram[c]);
+			entry_free(e, d->ram[c]);
 		}
-	STAT_SUB(e, index_record_bytes, table_bytes(obj));
-	free(ram);
-	obj_disk(obj)->ram = NULL;
 }
 
 const struct ramchunk *ramchunk_get(struct gs_engine *e, struct gs_obj *obj,

@@ -467,6 +467,7 @@ static void chunk_policy(char *val)
 	struct gs_stats a, b;
 	struct gs_config cfg;
 	char err[256], ssd[300], hdd[300], key[16];
+	uint64_t idx0;
 
 	store_config(&cfg, 8 << 20, 2 << 20, 64 << 20, 128 << 20);
 	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/policy-ssd", tmpdir);
@@ -481,6 +482,8 @@ static void chunk_policy(char *val)
 		snprintf(key, sizeof(key), i < 6 ? "c%d" : i == 6 ? "hot" : "warm", i);
 		CHECK(put(io, key, val, size) == 0, "put %s", key);
 	}
+	gs_stats(e, &a);
+	idx0 = a.index_record_bytes;
 	CHECK(read_hits(e, io, "hot", val) == 0, "hot: read, cached");
 	CHECK(read_hits(e, io, "warm", val) == 0, "warm: read, cached");
 	gs_stats(e, &a);
@@ -539,6 +542,26 @@ static void chunk_policy(char *val)
 	      (unsigned long long)(b.head_evictions - a.head_evictions),
 	      (unsigned long long)(b.chunk_evictions - a.chunk_evictions));
 	CHECK(b.pins == 0, "pins %llu", (unsigned long long)b.pins);
+
+	/* once an object's last cached chunk goes, so does its table: with
+	 * every new object deleted, no chunk of c0..hot left, the index is
+	 * what it was before anything was read */
+	for (int i = 0; i < 40 && b.ram_chunks; i++) {
+		snprintf(key, sizeof(key), "more%d", i);
+		CHECK(put(io, key, val, size) == 0, "put %s", key);
+		gs_stats(e, &b);
+	}
+	CHECK(b.ram_chunks == 0, "every chunk dropped for heads: %llu left",
+	      (unsigned long long)b.ram_chunks);
+	for (int i = 0; i < 40; i++)	/* some of these were never stored */
+		for (int k = 0; k < 2; k++) {
+			snprintf(key, sizeof(key), k ? "more%d" : "new%d", i);
+			gs_delete(e, key, strlen(key));
+		}
+	gs_stats(e, &b);
+	CHECK(b.index_record_bytes == idx0, "index record bytes %llu, before "
+	      "any read %llu", (unsigned long long)b.index_record_bytes,
+	      (unsigned long long)idx0);
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
 }
