@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 #define RING_MAGIC		0x474f424cu	/* "GOBL" */
-#define RING_VERSION		2
+#define RING_VERSION		3
 #define RING_KEY_MAX		250		/* = GS_KEY_MAX (asserted in storaged/link/link_internal.h) */
 #define RING_ALIGN		4096u
 
@@ -69,6 +69,19 @@
  * default of goblin-store --max-object and of nginx's goblin_max_object,
  * a size each parses as it parses its own setting. */
 #define RING_MAX_OBJECT_DEFAULT	"64M"
+
+/*
+ * An object's attributes: opaque bytes stored, journaled and replaced with
+ * the object (the nginx module keeps the HTTP response headers a cache
+ * replays there); at most RING_ATTR_MAX of them.
+ */
+#define RING_ATTR_MAX		4096u
+/* WOPEN: a value whose size is not known until WFINISH (at most the
+ * daemon's --max-object); ring_meta.size of an object still being filled
+ * whose size is not known yet. */
+#define RING_SIZE_UNKNOWN	UINT64_MAX
+/* A completion's <buf> when it hands no buffer over. */
+#define RING_NO_BUF		UINT32_MAX
 
 /* Geometry limits; a hello asking outside them is clamped. */
 #define RING_SQ_MIN		16u
@@ -95,6 +108,8 @@ enum ring_op {
 	RING_OP_DELETE,		/* key -> DELETE */
 	RING_OP_STATS,		/* -> STATS: "name value\n" lines in an rx buf */
 	RING_OP_MORE,		/* handle, len: the READ may stage len more */
+	RING_OP_SETATTR,	/* handle, buf, len -> SETATTR: the pinned
+				 * object's attributes are now those bytes */
 	/* completion-only opcodes */
 	RING_OP_DATA,		/* buf holds len bytes at object offset off;
 				 * a READ read in place (link_direct.c) starts
@@ -104,15 +119,37 @@ enum ring_op {
 	RING_OP_MAX
 };
 
+/* sqe.opflags */
+#define RING_LOOKUP_FILLING	0x1u	/* LOOKUP: also find an object still
+					 * being written by a SHARED writer */
+#define RING_LOOKUP_ATTR	0x2u	/* LOOKUP: hand its attributes over in
+					 * an rx buffer (cqe.buf) */
+#define RING_WOPEN_SHARED	0x4u	/* WOPEN: findable with
+					 * RING_LOOKUP_FILLING from WOPEN on */
+
+/* sqe.cond of WFINISH: when the finished object takes its key. */
+enum ring_if {
+	RING_IF_ANY = 0,		/* always */
+	RING_IF_ABSENT,			/* only if the key has no live object */
+	RING_IF_PRESENT,		/* only if it has one */
+	RING_IF_CAS,			/* only if that one's CAS is sqe.off */
+};
+
+/* ring_meta.state */
+#define RING_META_FILLING	0x1u	/* still being written: bytes come as
+					 * they land, size may be unknown */
+
 /* An object's metadata as LOOKUP returns it. */
 struct ring_meta {
-	uint64_t size;
+	uint64_t size;			/* the value's bytes (attributes apart) */
 	uint64_t cas;
 	int64_t mtime;			/* unix time it was stored */
 	int64_t exptime;		/* absolute, 0 = never */
 	uint64_t head_off;		/* bytes [0, head_len) are here in */
 	uint64_t head_len;		/*   the head region */
 	uint32_t flags;
+	uint32_t attr_len;		/* its attributes' bytes */
+	uint32_t state;			/* RING_META_* */
 	uint32_t pad;
 };
 
@@ -120,25 +157,43 @@ struct ring_meta {
 struct ring_sqe {
 	uint64_t user_data;		/* echoed in every completion */
 	uint8_t op;			/* enum ring_op */
-	uint8_t pad0;
+	uint8_t cond;			/* WFINISH: enum ring_if */
 	uint16_t klen;
 	uint32_t handle;		/* from LOOKUP or WOPEN */
-	uint64_t off;			/* READ: first byte */
-	uint64_t len;			/* READ: bytes; WOPEN: size; WDATA: bytes */
-	uint32_t buf;			/* BUFREL, WDATA: buffer index */
+	uint64_t off;			/* READ: first byte; WFINISH (IF_CAS),
+					 * DELETE: the CAS (0: any) */
+	uint64_t len;			/* READ: bytes (RING_SIZE_UNKNOWN: to
+					 * the end); WOPEN: size or
+					 * RING_SIZE_UNKNOWN; WDATA, SETATTR:
+					 * bytes */
+	uint32_t buf;			/* BUFREL, WDATA, SETATTR: buffer index */
 	uint32_t flags;			/* WOPEN: the object's flags */
 	int64_t exptime;		/* WOPEN: memcache-style exptime */
 	char key[256];
 	uint64_t grant;			/* READ: bytes it may stage before a MORE
 					 * grants more (0: no bound) */
-	uint8_t pad1[8];
+	uint32_t opflags;		/* RING_LOOKUP_*, RING_WOPEN_* */
+	uint32_t attr_len;		/* WOPEN: the first attr_len bytes the
+					 * WDATAs carry are the attributes
+					 * (at most RING_ATTR_MAX), the value
+					 * follows */
 };
 
 /*
- * Completion entry: 96 bytes.  <res> is 0 or -errno.  LOOKUP fills
- * <handle> and <meta>; WOPEN fills <handle>; DATA, STATS and TXDONE fill
- * <buf> (and DATA <off>, <len>); WFINISH sets <len> to 1 when it replaced
- * an object, 0 when it created one, and <meta.cas>.
+ * Completion entry: 104 bytes.  <res> is 0 or -errno.  LOOKUP fills
+ * <handle> and <meta>, and with RING_LOOKUP_ATTR <buf>: an rx buffer
+ * holding the meta.attr_len attribute bytes (RING_NO_BUF when there are
+ * none), given back with BUFREL.  WOPEN fills <handle>; DATA, STATS and
+ * TXDONE fill <buf> (and DATA <off>, <len>); WFINISH sets <len> to 1 when
+ * it replaced an object, 0 when it created one, and <meta.cas>; its res is
+ * -EEXIST or -ENOENT when sqe.cond failed.  DELETE: -EEXIST when sqe.off
+ * is not the CAS.  SETATTR: 0, -ENOENT (no longer its key's live object)
+ * or -E2BIG; its tx buffer is free again with it (no TXDONE).
+ *
+ * READ of an object still filling: DATA as its bytes land on their tiers
+ * (checked); the READ completion comes at the end with <len> the value's
+ * final size, or res -ECONNABORTED when the writer was aborted: the reader
+ * must cut its client (never a short body that looks complete).
  */
 struct ring_cqe {
 	uint64_t user_data;
@@ -169,6 +224,11 @@ struct ring_welcome {
 	uint32_t pad;
 	uint64_t ring_size;
 	uint64_t region_size;
+	uint64_t store_id;		/* the store's identity: random, kept in
+					 * the pool marker, new with --fresh and
+					 * at each start of a store without
+					 * pools; with the CAS an ETag that
+					 * never repeats */
 };
 
 /* One queue's indices, each on its own cache line. */

@@ -19,7 +19,7 @@
 #include "ring.h"
 
 _Static_assert(sizeof(struct ring_sqe) == 320, "ring_sqe is 320 bytes");
-_Static_assert(sizeof(struct ring_cqe) == 96, "ring_cqe is 96 bytes");
+_Static_assert(sizeof(struct ring_cqe) == 104, "ring_cqe is 104 bytes");
 _Static_assert(RING_KEY_MAX < sizeof(((struct ring_sqe *)0)->key),
 	       "a key fits an sqe");
 

@@ -38,10 +38,10 @@ MODULE = os.environ.get("GOBLIN_NGX_MODULE",
                         os.path.join(TOP, "build", "ngx_http_goblin_module.so"))
 NGINX = os.environ.get("TEST_NGINX_BINARY", "/usr/sbin/nginx")
 
-RING_MAGIC, RING_VERSION = 0x474F424C, 2
+RING_MAGIC, RING_VERSION = 0x474F424C, 3
 OP = dict(LOOKUP=1, READ=2, BUFREL=3, RELEASE=4, WOPEN=5, WDATA=6,
-          WFINISH=7, WABORT=8, DELETE=9, STATS=10, MORE=11, DATA=12,
-          TXDONE=13)
+          WFINISH=7, WABORT=8, DELETE=9, STATS=10, MORE=11, SETATTR=12,
+          DATA=13, TXDONE=14)
 F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1, 2, 4
 F_SEAL_FUTURE_WRITE = 0x10
 F_ADD_SEALS, F_GET_SEALS = 1033, 1034
@@ -143,14 +143,16 @@ def connect(path, timeout=10):
 
 
 def recv_welcome(s):
-    """(res, ring_size, region_size, fds), or Refused on EOF."""
+    """(res, ring_size, region_size, fds), or Refused on EOF; the
+    store's identity is left in recv_welcome.store_id."""
     try:
         msg, fds, _, _ = socket.recv_fds(s, 64, 2)
     except (ConnectionResetError, BrokenPipeError):
         raise Refused("reset")
     if not msg:
         raise Refused("closed")
-    magic, ver, res, _, ring_size, region_size = struct.unpack("<IIiIQQ", msg)
+    magic, ver, res, _, ring_size, region_size, recv_welcome.store_id = \
+        struct.unpack("<IIiIQQQ", msg)
     return res, ring_size, region_size, fds
 
 
@@ -194,14 +196,14 @@ class Worker:
         self.m32[off // 4] = v & 0xffffffff
 
     def submit(self, op, key=b"", handle=0, off=0, length=0, buf=0,
-               flags=0, exptime=0, grant=0):
+               flags=0, exptime=0, grant=0, cond=0, opflags=0, attr_len=0):
         self.ud += 1
         tail = self.u32(self.idx(0, 1))
         slot = self.sq_off + (tail & (self.sq - 1)) * 320
-        struct.pack_into("<QBBHIQQIIq", self.m, slot, self.ud, op, 0,
+        struct.pack_into("<QBBHIQQIIq", self.m, slot, self.ud, op, cond,
                          len(key), handle, off, length, buf, flags, exptime)
         self.m[slot + 48:slot + 48 + 256] = key.ljust(256, b"\0")
-        struct.pack_into("<Q", self.m, slot + 304, grant)
+        struct.pack_into("<QII", self.m, slot + 304, grant, opflags, attr_len)
         self.u32(self.idx(0, 1), tail + 1)
         self.s.send(b"\1")
         return self.ud
@@ -212,12 +214,13 @@ class Worker:
         while True:
             head = self.u32(self.idx(1, 0))
             if head != self.u32(self.idx(1, 1)):
-                slot = self.cq_off + (head & (self.cq - 1)) * 96
-                f = struct.unpack_from("<QIiIIQQQQqqQQI", self.m, slot)
+                slot = self.cq_off + (head & (self.cq - 1)) * 104
+                f = struct.unpack_from("<QIiIIQQQQqqQQIIII", self.m, slot)
                 self.u32(self.idx(1, 0), head + 1)
                 return dict(ud=f[0], op=f[1], res=f[2], handle=f[3],
                             buf=f[4], off=f[5], len=f[6], size=f[7],
-                            head_off=f[11], head_len=f[12])
+                            head_off=f[11], head_len=f[12], cas=f[8],
+                            attr_len=f[14], state=f[15])
             left = deadline - time.time()
             if left <= 0:
                 raise TimeoutError("no completion in %ds" % timeout)
