@@ -115,6 +115,7 @@ struct pool_dir {
 	int fixed;			/* index among the registered files */
 	uint64_t grown;			/* bytes the extents file holds */
 	dev_t dev;			/* the file system it is on */
+	uint64_t id;			/* the store identity its marker holds */
 };
 
 struct pool {
@@ -253,6 +254,7 @@ struct gs_engine {
 	uint16_t ramchunks_epoch;	/* laps of ramchunks_hand, from 1 (wraps) */
 	struct journal *journal;
 	uint64_t next_cas;
+	uint64_t store_id;		/* gs_engine_identity() */
 	int64_t invalid_at;		/* see gs_invalidate() */
 	int nfiles;
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */

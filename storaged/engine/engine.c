@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "engine.h"
 #include "index.h"
@@ -49,6 +50,42 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 			 GS_MAX_PIECES);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * The store's identity: what the markers of its pools hold (the journal's
+ * dir first: the SSD pool's, then the HDD pool's), else a new random one,
+ * written into every marker that lacks it before anything is stored.
+ * --fresh wipes the markers' (pool_open), and a store without pools gets
+ * a new one at each start: a store that forgot its objects is a new store.
+ */
+static int engine_identity(struct gs_engine *e, char *err, size_t errlen)
+{
+	uint64_t id = 0;
+	int ret;
+
+	for (int t = GS_TIER_SSD; t < GS_TIERS && !id; t++)
+		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs &&
+		     !id; i++)
+			id = e->pools[t].dirs[i].id;
+	while (!id) {
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "cannot draw the store's identity: getrandom: %s",
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	for (int t = GS_TIER_SSD; t < GS_TIERS; t++) {
+		if (!e->has_pool[t])
+			continue;
+		ret = pool_keep_id(&e->pools[t], id, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	e->store_id = id;
 	return 0;
 }
 
@@ -99,6 +136,9 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		if (ret < 0)
 			goto out_ssd;
 	}
+	ret = engine_identity(e, err, errlen);
+	if (ret < 0)
+		goto out_hdd;
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs; i++) {
 			e->pools[t].dirs[i].fixed = e->nfiles;
@@ -163,6 +203,11 @@ void gs_engine_close(struct gs_engine **ep)
 const struct gs_config *gs_engine_config(const struct gs_engine *e)
 {
 	return &e->cfg;
+}
+
+uint64_t gs_engine_identity(const struct gs_engine *e)
+{
+	return e->store_id;
 }
 
 int gs_engine_region_fd(const struct gs_engine *e)

@@ -71,6 +71,12 @@ void gs_engine_close(struct gs_engine **ep);
  * caller's). */
 const struct gs_config *gs_engine_config(const struct gs_engine *e);
 
+/* The store's identity: random and never 0, kept in its pools' markers
+ * (the same across restarts, kill -9 included), new with cfg.fresh and at
+ * each start of a store without pools.  With an object's CAS, a name of
+ * its value no other store or former life of this one gives. */
+uint64_t gs_engine_identity(const struct gs_engine *e);
+
 /* The RAM region's memfd (heads live at gs_meta.head_off), its size, and
  * where the engine maps it (gs_obj_head() and gs_stream_peek() point into
  * that mapping). */
