@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "attr.h"
 #include "engine.h"
 #include "index.h"
 #include "journal.h"
@@ -170,6 +171,7 @@ out_ssd:
 out_region:
 	region_close(&e->region);
 out_free:
+	attr_table_free(e);
 	free(e->buckets);
 	free(e);
 	return ret;
@@ -187,6 +189,7 @@ void gs_engine_close(struct gs_engine **ep)
 	engine_unlink_all(e);
 	pthread_mutex_unlock(&e->lock);
 	free(e->heads);
+	attr_table_free(e);
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		if (e->has_pool[t])
 			pool_close(&e->pools[t]);
@@ -239,7 +242,9 @@ void gs_stats(struct gs_engine *e, struct gs_stats *st)
 	st->hdd_pool_bytes = e->pools[GS_TIER_HDD].size;
 	st->hdd_used_bytes = e->pools[GS_TIER_HDD].used;
 	st->index_table_bytes = engine_index_table_bytes(e);
-	st->index_bytes = st->index_record_bytes + st->index_table_bytes;
+	st->index_attr_bytes = attr_bytes(e);
+	st->index_bytes = st->index_record_bytes + st->index_table_bytes +
+			  st->index_attr_bytes;
 	measure_stats(e, st);
 	pthread_mutex_unlock(&e->lock);
 }
