@@ -309,7 +309,7 @@ ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx)
     }
 
     if (r->headers_out.etag == NULL
-        && ngx_http_goblin_set_etag(r, ctx->meta.cas) != NGX_OK)
+        && ngx_http_goblin_set_etag(ctx, ctx->meta.cas) != NGX_OK)
     {
         return NGX_ERROR;
     }

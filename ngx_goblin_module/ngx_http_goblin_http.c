@@ -265,13 +265,18 @@ ngx_http_goblin_conditional(const ngx_http_goblin_cond_t *c, int64_t *start,
 }
 
 
-/* The ETag of an object stored with <cas> into <buf> (ETAG_LEN bytes);
- * returns its length. */
+/*
+ * The ETag of an object stored with <cas> in the store <store_id> (the
+ * welcome's) into <buf> (ETAG_LEN bytes); returns its length.  The store's
+ * identity is new with --fresh and with each start of a store without
+ * pools, so an ETag never names two contents, nor one of another node.
+ */
 size_t
-ngx_http_goblin_etag(unsigned char *buf, uint64_t cas)
+ngx_http_goblin_etag(unsigned char *buf, uint64_t store_id, uint64_t cas)
 {
     return (size_t) snprintf((char *) buf, NGX_HTTP_GOBLIN_ETAG_LEN,
-                             "\"%" PRIx64 "\"", cas);
+                             "\"%016" PRIx64 "-%" PRIx64 "\"", store_id,
+                             cas);
 }
 
 

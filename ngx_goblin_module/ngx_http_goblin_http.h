@@ -23,7 +23,7 @@
 
 /* buffer sizes, the terminating NUL included */
 #define NGX_HTTP_GOBLIN_ETAG_LEN                                              \
-    sizeof("\"ffffffffffffffff\"")
+    sizeof("\"ffffffffffffffff-ffffffffffffffff\"")
 #define NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN                                     \
     sizeof("bytes -9223372036854775808--9223372036854775808/"                 \
            "18446744073709551615")
@@ -52,7 +52,8 @@ int ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
     const unsigned char *etag, size_t etag_len);
 int ngx_http_goblin_conditional(const ngx_http_goblin_cond_t *c,
     int64_t *start, int64_t *end);
-size_t ngx_http_goblin_etag(unsigned char *buf, uint64_t cas);
+size_t ngx_http_goblin_etag(unsigned char *buf, uint64_t store_id,
+    uint64_t cas);
 size_t ngx_http_goblin_content_range(unsigned char *buf, int rc,
     int64_t start, int64_t end, uint64_t size);
 void ngx_http_goblin_key_exten(const unsigned char *key, size_t len,

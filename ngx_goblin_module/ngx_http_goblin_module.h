@@ -112,6 +112,7 @@ typedef struct {
     struct ring                    ring;
     u_char                        *region;
     size_t                         region_size;
+    uint64_t                       store_id; /* the welcome's: ETags */
     ngx_uint_t                     refs;
 } ngx_http_goblin_map_t;
 
@@ -287,7 +288,7 @@ ngx_int_t ngx_http_goblin_error_status(ngx_http_request_t *r, int res);
 ngx_int_t ngx_http_goblin_retry_later(ngx_http_request_t *r);
 ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
-ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
+ngx_int_t ngx_http_goblin_set_etag(ngx_http_goblin_ctx_t *ctx, uint64_t cas);
 
 /*
  * ngx_http_goblin_attr.c: an object's attributes as the module stores them

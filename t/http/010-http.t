@@ -128,7 +128,7 @@ GoblinTest::mc_set('blob', 'xyz') eq 'STORED' or die;
 --- request
 GET /obj/page.html
 --- response_headers_like
-ETag: "[0-9a-f]+"
+ETag: "[0-9a-f]{16}-[0-9a-f]+"
 Last-Modified: \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT
 --- no_error_log
 [alert]

@@ -146,12 +146,13 @@ static const struct {
 };
 
 static const struct {
-	uint64_t cas;
+	uint64_t store_id, cas;
 	const char *etag;
 } etag_values[] = {
-	{ 0, "\"0\"" },
-	{ 0xabc, "\"abc\"" },
-	{ UINT64_MAX, "\"ffffffffffffffff\"" },
+	{ 0, 0, "\"0000000000000000-0\"" },
+	{ 0x1234abcd, 0xabc, "\"000000001234abcd-abc\"" },
+	{ UINT64_MAX, UINT64_MAX,
+	  "\"ffffffffffffffff-ffffffffffffffff\"" },
 };
 
 static const struct {
@@ -228,7 +229,8 @@ static void check_header_values(void)
 
 	CHECK(NGX_HTTP_GOBLIN_ETAG_LEN <= sizeof(buf), "ETag fits");
 	for (i = 0; i < sizeof(etag_values) / sizeof(etag_values[0]); i++) {
-		n = ngx_http_goblin_etag(buf, etag_values[i].cas);
+		n = ngx_http_goblin_etag(buf, etag_values[i].store_id,
+					 etag_values[i].cas);
 		CHECK(n == strlen(etag_values[i].etag)
 		      && memcmp(buf, etag_values[i].etag, n) == 0,
 		      "ETag of %llx: '%.*s', want '%s'",
