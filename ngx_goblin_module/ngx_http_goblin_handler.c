@@ -22,6 +22,8 @@ static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk);
 static ngx_int_t ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx);
+static ngx_int_t ngx_http_goblin_replay_attr(ngx_http_goblin_ctx_t *ctx,
+    uint32_t buf);
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_set_content_type(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx);
@@ -79,6 +81,20 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     m = &ctx->meta;
 
     link->stats.hits++;
+
+    if (cqe->buf != RING_NO_BUF) {
+        /* the stored headers, replayed before ours; the buffer goes back
+         * once they are parsed */
+        rc = ngx_http_goblin_replay_attr(ctx, cqe->buf);
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+
+        if (rc != NGX_OK) {
+            ngx_http_goblin_fail(ctx, rc == NGX_DECLINED
+                                      ? NGX_HTTP_BAD_GATEWAY
+                                      : NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+    }
 
     if (m->head_len > m->size || m->head_off > ctx->map->region_size
         || m->head_len > ctx->map->region_size - m->head_off)
@@ -247,6 +263,28 @@ ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+/* The object's stored attributes (ngx_http_goblin_attr.c) from rx buffer
+ * <buf> into r->headers_out.  NGX_DECLINED: a malformed blob. */
+static ngx_int_t
+ngx_http_goblin_replay_attr(ngx_http_goblin_ctx_t *ctx, uint32_t buf)
+{
+    u_char                  *p;
+    ngx_http_request_t      *r;
+    ngx_http_goblin_attr_t   a;
+
+    r = ctx->request;
+    p = (u_char *) ring_rx_buf(&ctx->map->ring, buf);
+
+    if (ngx_http_goblin_attr_parse(r, p, ctx->meta.attr_len, &a) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "goblin: \"%V\" has malformed attributes", &ctx->key);
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_goblin_attr_replay(r, &a);
+}
+
+
 /*
  * Status, validators, type and range of a found object.  Returns NGX_OK
  * (send ctx->start..end), NGX_DONE (a 304 or 416 without body) or
@@ -263,9 +301,16 @@ ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx)
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = (off_t) ctx->meta.size;
-    r->headers_out.last_modified_time = (time_t) ctx->meta.mtime;
 
-    if (ngx_http_goblin_set_etag(r, ctx->meta.cas) != NGX_OK) {
+    /* a stored Last-Modified or ETag (an origin's) stands */
+
+    if (r->headers_out.last_modified == NULL) {
+        r->headers_out.last_modified_time = (time_t) ctx->meta.mtime;
+    }
+
+    if (r->headers_out.etag == NULL
+        && ngx_http_goblin_set_etag(ctx, ctx->meta.cas) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -296,6 +341,11 @@ ngx_http_goblin_set_content_type(ngx_http_goblin_ctx_t *ctx)
     ngx_http_request_t  *r;
 
     r = ctx->request;
+
+    if (r->headers_out.content_type.len) {
+        /* stored with the object */
+        return NGX_OK;
+    }
 
     ngx_http_goblin_key_exten(ctx->key.data, ctx->key.len, &data, &len);
 
@@ -331,7 +381,7 @@ ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx)
     ngx_memzero(&cond, sizeof(ngx_http_goblin_cond_t));
     cond.etag = r->headers_out.etag->value.data;
     cond.etag_len = r->headers_out.etag->value.len;
-    cond.mtime = (time_t) ctx->meta.mtime;
+    cond.mtime = r->headers_out.last_modified_time;
     cond.size = (off_t) ctx->meta.size;
     cond.if_range_time = -1;
 

@@ -352,6 +352,7 @@ ngx_http_goblin_attach(ngx_http_goblin_link_t *link)
 
     map->region = region;
     map->region_size = w.region_size;
+    map->store_id = w.store_id;
     map->refs = 1;
 
     link->map = map;
@@ -367,9 +368,10 @@ ngx_http_goblin_attach(ngx_http_goblin_link_t *link)
 
     ngx_log_error(NGX_LOG_NOTICE, link->log, 0,
                   "goblin: attached to storaged at %V (ring of %uD entries, "
-                  "%uD+%uD staging buffers, head region %uz bytes)",
+                  "%uD+%uD staging buffers, head region %uz bytes, store %016uxL)",
                   &link->conf->storaged->url, map->ring.sq_entries,
-                  map->ring.n_rx, map->ring.n_tx, map->region_size);
+                  map->ring.n_rx, map->ring.n_tx, map->region_size,
+                  map->store_id);
 
     return NGX_OK;
 }

@@ -12,6 +12,8 @@
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
+ *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
+ *                              stored with it (build, parse, replay)
  *   ngx_http_goblin_http.c     Range, conditionals, header values (pure)
  *   ngx_http_goblin_link.c     the link to storaged: connect, hand-over,
  *                              doorbell, losing and reconnecting
@@ -23,12 +25,13 @@
  *
  *   module   ->  content status link
  *   content  ->  put request ring http
- *   handler  ->  request ring http
+ *   handler  ->  request ring http attr
  *   put      ->  request ring
  *   status   ->  request ring
  *   request  ->  ring http
  *   link     ->  ring
  *   ring     ->
+ *   attr     ->
  *   http     ->
  *
  * The ring knows no HTTP: it hands a request's completions to the
@@ -109,6 +112,7 @@ typedef struct {
     struct ring                    ring;
     u_char                        *region;
     size_t                         region_size;
+    uint64_t                       store_id; /* the welcome's: ETags */
     ngx_uint_t                     refs;
 } ngx_http_goblin_map_t;
 
@@ -284,7 +288,45 @@ ngx_int_t ngx_http_goblin_error_status(ngx_http_request_t *r, int res);
 ngx_int_t ngx_http_goblin_retry_later(ngx_http_request_t *r);
 ngx_table_elt_t *ngx_http_goblin_add_header(ngx_http_request_t *r,
     const char *key, ngx_str_t *value);
-ngx_int_t ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas);
+ngx_int_t ngx_http_goblin_set_etag(ngx_http_goblin_ctx_t *ctx, uint64_t cas);
+
+/*
+ * ngx_http_goblin_attr.c: an object's attributes as the module stores them
+ * (opaque bytes to the daemon, at most RING_ATTR_MAX):
+ *
+ *     "GA1 <status> <received>\r\n"     status: 3 digits; received: unix
+ *     *( "<Header-Name>: <value>\r\n" )   time the response (or PUT) arrived
+ *
+ * then the headers a cache replays.  ETags goblin-store makes are
+ * "<store_id as 16 hex>-<cas as hex>" (quoted), never repeating.
+ */
+typedef struct {
+    ngx_uint_t                     status;
+    time_t                         received;
+    ngx_array_t                    headers; /* of ngx_table_elt_t: key,
+                                               value (lowcase_key, hash) */
+} ngx_http_goblin_attr_t;
+
+/* Builds the attribute bytes of <status>, <received> and the headers of
+ * r->headers_out that a cache replays (Content-Type incl.
+ * r->headers_out.content_type, Content-Encoding, Content-Language,
+ * Content-Disposition, Cache-Control, Expires, Last-Modified, ETag, Vary;
+ * plus any in <extra>, of ngx_table_elt_t, may be NULL) into <out>
+ * (allocated from r->pool); a header with a bad name or a control
+ * character in its value is left out.  NGX_DECLINED when they would exceed
+ * RING_ATTR_MAX. */
+ngx_int_t ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
+    time_t received, ngx_array_t *extra, ngx_str_t *out);
+/* Parses <p>,<len> into <a> (from r->pool); NGX_ERROR on a malformed blob
+ * (logged).  Lines that are no valid header are skipped. */
+ngx_int_t ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p,
+    size_t len, ngx_http_goblin_attr_t *a);
+/* Sets r->headers_out from <a> (Content-Type to headers_out.content_type,
+ * ETag, Last-Modified etc. to their slots so nginx's not_modified/range
+ * filters see them); headers nginx makes itself (Content-Length, Date,
+ * Transfer-Encoding, ...) are never replayed. */
+ngx_int_t ngx_http_goblin_attr_replay(ngx_http_request_t *r,
+    ngx_http_goblin_attr_t *a);
 
 /* ngx_http_goblin_content.c */
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);

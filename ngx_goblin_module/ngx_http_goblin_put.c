@@ -559,7 +559,7 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         r->headers_out.content_length_n = 0;
     }
 
-    if (ngx_http_goblin_set_etag(r, cqe->meta.cas) != NGX_OK) {
+    if (ngx_http_goblin_set_etag(ctx, cqe->meta.cas) != NGX_OK) {
         ngx_http_goblin_finalize(ctx, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }

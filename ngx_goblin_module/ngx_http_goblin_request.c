@@ -308,10 +308,13 @@ ngx_http_goblin_add_header(ngx_http_request_t *r, const char *key,
 }
 
 
-/* ETag from the object's <cas>, for GET, HEAD and PUT alike. */
+/* ETag from the object's <cas> in the store <ctx> is attached to, for GET,
+ * HEAD and PUT alike. */
 ngx_int_t
-ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas)
+ngx_http_goblin_set_etag(ngx_http_goblin_ctx_t *ctx, uint64_t cas)
 {
+    ngx_http_request_t  *r = ctx->request;
+
     ngx_str_t         etag;
     ngx_table_elt_t  *h;
 
@@ -320,7 +323,7 @@ ngx_http_goblin_set_etag(ngx_http_request_t *r, uint64_t cas)
         return NGX_ERROR;
     }
 
-    etag.len = ngx_http_goblin_etag(etag.data, cas);
+    etag.len = ngx_http_goblin_etag(etag.data, ctx->map->store_id, cas);
 
     h = ngx_http_goblin_add_header(r, "ETag", &etag);
     if (h == NULL) {

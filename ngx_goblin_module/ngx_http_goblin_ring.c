@@ -293,6 +293,28 @@ ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
     switch (cqe->op) {
 
     case RING_OP_LOOKUP:
+        /* every LOOKUP asks for the attributes (ngx_http_goblin_submit):
+         * a found object with some hands their rx buffer over */
+        if (cqe->res != 0 || cqe->meta.attr_len == 0
+            || cqe->buf == RING_NO_BUF)
+        {
+            cqe->buf = RING_NO_BUF;
+            return NULL;
+        }
+
+        if (cqe->buf >= ring->n_rx || cqe->meta.attr_len > ring->buf_size
+            || cqe->meta.attr_len > RING_ATTR_MAX)
+        {
+            return "storaged handed attributes in a bad rx buffer";
+        }
+
+        if (ngx_http_goblin_rx_held[cqe->buf]) {
+            return "storaged staged an rx buffer nginx still holds";
+        }
+
+        ngx_http_goblin_rx_held[cqe->buf] = 1;
+        return NULL;
+
     case RING_OP_READ:
     case RING_OP_WOPEN:
     case RING_OP_WFINISH:
@@ -381,6 +403,11 @@ ngx_http_goblin_orphan(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
     case RING_OP_LOOKUP:
         if (cqe->res == 0) {
             ngx_http_goblin_send_orphan(link, RING_OP_RELEASE, cqe->handle, 0);
+
+            if (cqe->buf != RING_NO_BUF) {
+                ngx_http_goblin_send_orphan(link, RING_OP_BUFREL, 0,
+                                            cqe->buf);
+            }
         }
         break;
 
@@ -447,6 +474,12 @@ ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe)
     }
 
     sqe->user_data = ctx->ud;
+
+    if (sqe->op == RING_OP_LOOKUP) {
+        /* a found object's attributes come with it, or cqe.buf is
+         * RING_NO_BUF (ngx_http_goblin_check_cqe) */
+        sqe->opflags |= RING_LOOKUP_ATTR;
+    }
 
     if (ngx_queue_empty(&link->backlog)
         && ring_sq_push(&link->map->ring, sqe) == 0)

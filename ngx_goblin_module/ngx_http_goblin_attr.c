@@ -1,0 +1,531 @@
+
+/*
+ * ngx_http_goblin_module: an object's attributes, the HTTP metadata the
+ * daemon keeps with it as opaque bytes (at most RING_ATTR_MAX):
+ *
+ *     "GA1 <status> <received>\r\n"
+ *     *( "<Header-Name>: <value>\r\n" )
+ *
+ * <status> is three digits, <received> the unix time the response (or
+ * PUT) arrived.  Built from a response's (or a PUT's) headers, parsed
+ * back from a LOOKUP's rx buffer and replayed into r->headers_out.  A
+ * stored blob is not trusted: a name that is not a token, a value with a
+ * control character (no CR/LF injection) and a header nginx makes itself
+ * (Content-Length, Date, ...) are skipped on the way back, as are lines
+ * that are no header at all.
+ */
+
+
+#include "ngx_http_goblin_module.h"
+
+
+#define NGX_HTTP_GOBLIN_ATTR_MAGIC  "GA1 "
+
+
+static ngx_int_t ngx_http_goblin_attr_add(u_char **p, u_char *end,
+    ngx_str_t *key, ngx_str_t *value);
+static ngx_uint_t ngx_http_goblin_attr_kept(ngx_str_t *key);
+static ngx_uint_t ngx_http_goblin_attr_framing(ngx_str_t *lowcase_key);
+static ngx_uint_t ngx_http_goblin_attr_name_valid(u_char *p, size_t len);
+static ngx_uint_t ngx_http_goblin_attr_value_valid(u_char *p, size_t len);
+
+
+/* the response headers a cache replays (besides Content-Type) */
+static ngx_str_t  ngx_http_goblin_attr_names[] = {
+    ngx_string("Content-Encoding"),
+    ngx_string("Content-Language"),
+    ngx_string("Content-Disposition"),
+    ngx_string("Cache-Control"),
+    ngx_string("Expires"),
+    ngx_string("Last-Modified"),
+    ngx_string("ETag"),
+    ngx_string("Vary"),
+    ngx_null_string
+};
+
+
+/* headers nginx makes for every response: never taken from a blob */
+static ngx_str_t  ngx_http_goblin_attr_framing_names[] = {
+    ngx_string("content-length"),
+    ngx_string("content-range"),
+    ngx_string("transfer-encoding"),
+    ngx_string("connection"),
+    ngx_string("keep-alive"),
+    ngx_string("upgrade"),
+    ngx_string("trailer"),
+    ngx_string("te"),
+    ngx_string("date"),
+    ngx_string("server"),
+    ngx_string("accept-ranges"),
+    ngx_null_string
+};
+
+
+ngx_int_t
+ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
+    time_t received, ngx_array_t *extra, ngx_str_t *out)
+{
+    u_char           *p, *end, *lm;
+    ngx_str_t         key, value;
+    ngx_uint_t        i, last_modified;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    if (status < 100 || status > 999) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "goblin: attributes of status %ui", status);
+        return NGX_ERROR;
+    }
+
+    out->data = ngx_pnalloc(r->pool, RING_ATTR_MAX);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+    end = p + RING_ATTR_MAX;
+
+    p = ngx_sprintf(p, NGX_HTTP_GOBLIN_ATTR_MAGIC "%03ui %T" CRLF,
+                    status, received);
+
+    /* Content-Type, with the charset nginx would add to it */
+
+    if (r->headers_out.content_type.len) {
+        ngx_str_set(&key, "Content-Type");
+        value = r->headers_out.content_type;
+
+        if (r->headers_out.content_type_len == r->headers_out.content_type.len
+            && r->headers_out.charset.len)
+        {
+            value.len = r->headers_out.content_type.len
+                        + sizeof("; charset=") - 1
+                        + r->headers_out.charset.len;
+            value.data = ngx_pnalloc(r->pool, value.len);
+            if (value.data == NULL) {
+                return NGX_ERROR;
+            }
+
+            lm = ngx_cpymem(value.data, r->headers_out.content_type.data,
+                            r->headers_out.content_type.len);
+            lm = ngx_cpymem(lm, "; charset=", sizeof("; charset=") - 1);
+            ngx_memcpy(lm, r->headers_out.charset.data,
+                       r->headers_out.charset.len);
+        }
+
+        if (ngx_http_goblin_attr_add(&p, end, &key, &value) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+    }
+
+    last_modified = 0;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || !ngx_http_goblin_attr_kept(&h[i].key)) {
+            continue;
+        }
+
+        if (h[i].key.len == sizeof("Last-Modified") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Last-Modified",
+                               h[i].key.len) == 0)
+        {
+            last_modified = 1;
+        }
+
+        if (ngx_http_goblin_attr_add(&p, end, &h[i].key, &h[i].value)
+            != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    /* a Last-Modified nginx would make from last_modified_time alone */
+
+    if (!last_modified && r->headers_out.last_modified == NULL
+        && r->headers_out.last_modified_time != -1)
+    {
+        lm = ngx_pnalloc(r->pool, sizeof("Mon, 28 Sep 1970 06:00:00 GMT"));
+        if (lm == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_str_set(&key, "Last-Modified");
+        value.data = lm;
+        value.len = ngx_http_time(lm, r->headers_out.last_modified_time) - lm;
+
+        if (ngx_http_goblin_attr_add(&p, end, &key, &value) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+    }
+
+    if (extra) {
+        h = extra->elts;
+
+        for (i = 0; i < extra->nelts; i++) {
+            if (ngx_http_goblin_attr_add(&p, end, &h[i].key, &h[i].value)
+                != NGX_OK)
+            {
+                return NGX_DECLINED;
+            }
+        }
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/* Appends "<key>: <value>\r\n" at *<p>; a header that could not be read
+ * back (bad name, control characters in the value) is left out. */
+static ngx_int_t
+ngx_http_goblin_attr_add(u_char **p, u_char *end, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    if (!ngx_http_goblin_attr_name_valid(key->data, key->len)
+        || !ngx_http_goblin_attr_value_valid(value->data, value->len))
+    {
+        return NGX_OK;
+    }
+
+    if ((size_t) (end - *p) < key->len + sizeof(": ") - 1 + value->len + 2) {
+        return NGX_DECLINED;
+    }
+
+    *p = ngx_cpymem(*p, key->data, key->len);
+    *(*p)++ = ':'; *(*p)++ = ' ';
+    *p = ngx_cpymem(*p, value->data, value->len);
+    *(*p)++ = CR; *(*p)++ = LF;
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_goblin_attr_kept(ngx_str_t *key)
+{
+    ngx_str_t  *n;
+
+    for (n = ngx_http_goblin_attr_names; n->len; n++) {
+        if (n->len == key->len
+            && ngx_strncasecmp(n->data, key->data, key->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_uint_t
+ngx_http_goblin_attr_framing(ngx_str_t *lowcase_key)
+{
+    ngx_str_t  *n;
+
+    for (n = ngx_http_goblin_attr_framing_names; n->len; n++) {
+        if (n->len == lowcase_key->len
+            && ngx_strncmp(n->data, lowcase_key->data, n->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* An RFC 9110 token. */
+static ngx_uint_t
+ngx_http_goblin_attr_name_valid(u_char *p, size_t len)
+{
+    u_char  *last;
+
+    if (len == 0) {
+        return 0;
+    }
+
+    for (last = p + len; p < last; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')
+            || (*p >= 'A' && *p <= 'Z'))
+        {
+            continue;
+        }
+
+        if (ngx_strchr("!#$%&'*+-.^_`|~", *p) == NULL || *p == '\0') {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* Visible characters, spaces and tabs (and obs-text); no CR, LF, NUL. */
+static ngx_uint_t
+ngx_http_goblin_attr_value_valid(u_char *p, size_t len)
+{
+    u_char  *last;
+
+    for (last = p + len; p < last; p++) {
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+ngx_int_t
+ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p, size_t len,
+    ngx_http_goblin_attr_t *a)
+{
+    u_char           *last, *eol, *colon, *v, *ve;
+    time_t            received;
+    ngx_uint_t        status, i;
+    ngx_table_elt_t  *h;
+
+    if (len > RING_ATTR_MAX) {
+        goto malformed;
+    }
+
+    last = p + len;
+
+    if (len < sizeof("GA1 200 0\r\n") - 1
+        || ngx_strncmp(p, NGX_HTTP_GOBLIN_ATTR_MAGIC,
+                       sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1) != 0)
+    {
+        goto malformed;
+    }
+
+    p += sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1;
+
+    status = 0;
+
+    for (i = 0; i < 3; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            goto malformed;
+        }
+
+        status = status * 10 + (p[i] - '0');
+    }
+
+    p += 3;
+
+    if (status < 100 || *p++ != ' ' || p == last) {
+        goto malformed;
+    }
+
+    received = 0;
+
+    for (v = p; p < last && *p >= '0' && *p <= '9'; p++) {
+        if (received > (NGX_MAX_TIME_T_VALUE - (*p - '0')) / 10) {
+            goto malformed;
+        }
+
+        received = received * 10 + (*p - '0');
+    }
+
+    if (p == v || last - p < 2 || p[0] != CR || p[1] != LF) {
+        goto malformed;
+    }
+
+    p += 2;
+
+    if (ngx_array_init(&a->headers, r->pool, 8, sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    a->status = status;
+    a->received = received;
+
+    while (p < last) {
+
+        for (eol = p; eol + 1 < last; eol++) {
+            if (eol[0] == CR && eol[1] == LF) {
+                break;
+            }
+        }
+
+        if (eol + 1 >= last) {
+            /* the last line has no CRLF: cut short */
+            goto malformed;
+        }
+
+        colon = ngx_strlchr(p, eol, ':');
+
+        if (colon == NULL
+            || !ngx_http_goblin_attr_name_valid(p, colon - p))
+        {
+            goto skip;
+        }
+
+        for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
+            /* void */
+        }
+
+        for (ve = eol; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--) {
+            /* void */
+        }
+
+        if (!ngx_http_goblin_attr_value_valid(v, ve - v)) {
+            goto skip;
+        }
+
+        h = ngx_array_push(&a->headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->key.len = colon - p;
+        h->key.data = ngx_pnalloc(r->pool, h->key.len * 2 + (ve - v) + 1);
+        if (h->key.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(h->key.data, p, h->key.len);
+        h->lowcase_key = h->key.data + h->key.len;
+        ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+        h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+
+        h->value.len = ve - v;
+        h->value.data = h->lowcase_key + h->key.len;
+        ngx_memcpy(h->value.data, v, h->value.len);
+        h->value.data[h->value.len] = '\0';
+
+        p = eol + 2;
+        continue;
+
+    skip:
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "goblin: skipped a stored attribute line of %uz bytes",
+                      (size_t) (eol - p));
+        p = eol + 2;
+    }
+
+    return NGX_OK;
+
+malformed:
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "goblin: malformed attributes (%uz bytes)", len);
+
+    return NGX_ERROR;
+}
+
+
+ngx_int_t
+ngx_http_goblin_attr_replay(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
+{
+    size_t            n;
+    ngx_str_t         lk;
+    ngx_uint_t        i;
+    ngx_table_elt_t  *src, *h, **cc;
+
+    src = a->headers.elts;
+
+    for (i = 0; i < a->headers.nelts; i++) {
+
+        lk.data = src[i].lowcase_key;
+        lk.len = src[i].key.len;
+
+        if (ngx_http_goblin_attr_framing(&lk)) {
+            continue;
+        }
+
+        if (lk.len == sizeof("content-type") - 1
+            && ngx_strncmp(lk.data, "content-type", lk.len) == 0)
+        {
+            if (src[i].value.len == 0) {
+                continue;
+            }
+
+            r->headers_out.content_type = src[i].value;
+            r->headers_out.content_type_lowcase = NULL;
+            r->headers_out.content_type_hash = 0;
+
+            /* the type alone: nginx adds no charset to one with params */
+            for (n = 0; n < src[i].value.len; n++) {
+                if (src[i].value.data[n] == ';'
+                    || src[i].value.data[n] == ' ')
+                {
+                    break;
+                }
+            }
+
+            r->headers_out.content_type_len = n;
+            continue;
+        }
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        *h = src[i];
+        h->hash = 1;
+
+        switch (lk.len) {
+
+        case sizeof("etag") - 1:
+            if (ngx_strncmp(lk.data, "etag", lk.len) == 0) {
+                r->headers_out.etag = h;
+            }
+            break;
+
+        case sizeof("expires") - 1:
+            if (ngx_strncmp(lk.data, "expires", lk.len) == 0) {
+                r->headers_out.expires = h;
+            }
+            break;
+
+        case sizeof("last-modified") - 1:
+            if (ngx_strncmp(lk.data, "last-modified", lk.len) == 0) {
+                r->headers_out.last_modified = h;
+                r->headers_out.last_modified_time =
+                    ngx_parse_http_time(h->value.data, h->value.len);
+            } else if (ngx_strncmp(lk.data, "cache-control", lk.len) == 0) {
+                if (r->headers_out.cache_control.elts == NULL
+                    && ngx_array_init(&r->headers_out.cache_control,
+                                      r->pool, 1, sizeof(ngx_table_elt_t *))
+                       != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+
+                cc = ngx_array_push(&r->headers_out.cache_control);
+                if (cc == NULL) {
+                    return NGX_ERROR;
+                }
+
+                *cc = h;
+            }
+            break;
+
+        case sizeof("content-encoding") - 1:
+            if (ngx_strncmp(lk.data, "content-encoding", lk.len) == 0) {
+                r->headers_out.content_encoding = h;
+            }
+            break;
+        }
+    }
+
+    return NGX_OK;
+}
