@@ -220,6 +220,7 @@ class Worker:
                 return dict(ud=f[0], op=f[1], res=f[2], handle=f[3],
                             buf=f[4], off=f[5], len=f[6], size=f[7],
                             head_off=f[11], head_len=f[12], cas=f[8],
+                            mtime=f[9], exptime=f[10], flags=f[13],
                             attr_len=f[14], state=f[15])
             left = deadline - time.time()
             if left <= 0:
