@@ -18,6 +18,7 @@
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
 #include "concat.h"
+#include "fill.h"
 #include "heads.h"
 #include "hook_points.h"
 #include "index.h"
@@ -92,6 +93,9 @@ struct gs_writer {
 	void *spill;			/* the chunk's bytes while reclaimed */
 	bool spilled;			/* cur_buf reclaimed mid-chunk */
 	struct concat *concat;		/* an append or prepend: all it is */
+	struct fill *fill;		/* a grid's (unknown size, shared) */
+	char *last_p;			/* what gs_writer_buf() gave last */
+	char *fin_buf;			/* finish: a spilled last chunk, aligned */
 };
 
 /* An append or prepend writer: a front for concat.c. */
@@ -125,7 +129,12 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	if (mode != GS_WRITE_SET)
 		return concat_writer_open(io, key, klen, size,
 					  mode == GS_WRITE_PREPEND, wp);
-	ret = engine_new_record(e, key, klen, size, &obj);
+	if (klen > GS_KEY_MAX)
+		return -EINVAL;
+	if (size == GS_SIZE_UNKNOWN)
+		ret = engine_new_grid(e, key, klen, size, &obj);
+	else
+		ret = engine_new_record(e, key, klen, size, &obj);
 	if (ret < 0)
 		return ret;
 	w = calloc(1, sizeof(*w));
@@ -135,6 +144,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	}
 	w->obj = obj;
 	w->io = io;
+	w->fill = obj->fill ? obj_fill(obj) : NULL;
 	w->obj->meta.flags = flags;
 	w->obj->meta.exptime = gs_exptime(exptime);
 	w->cur_off = engine_chunk_start(w->obj, 0);
@@ -211,6 +221,17 @@ static void writer_drop_spill(struct gs_writer *w)
 	w->spill = NULL;
 	w->spilled = false;
 	admission_release(w->io, w->cur_admitted);
+}
+
+/* Keeps the first failure of <w> for its done callback; a fill's readers
+ * are cut at once. */
+static void writer_fail(struct gs_writer *w, int err)
+{
+	if (w->error)
+		return;
+	w->error = err;
+	if (w->fill)
+		fill_abort(w->io->e, w->fill);
 }
 
 bool writer_reclaim_bufs(struct gs_io *io)
@@ -317,9 +338,11 @@ static void writer_commit(void *arg, int res)
 	if (res == 0)
 		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
-	if (res == 0)
+	if (res == 0 && w->fill)
+		res = fill_link(e, w->obj, w->pos, w->cond, w->cas, &stored);
+	else if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
-	if (res == 0)
+	if (res == 0 && !w->fill)
 		stored.cas = w->obj->meta.cas;
 	if (res == 0 && w->head_caching) {
 		engine_head_publish(e, w->obj, w->head_slot);
@@ -328,6 +351,8 @@ static void writer_commit(void *arg, int res)
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
+	w->fill = NULL;			/* the grid may be gone; a failure
+					 * ended it (writer_fail, fill_link) */
 	if (res == 0)
 		GS_CRASH_POINT("after-journal");
 	if (res == 0 && stored.cas > journal_synced(e)) {
@@ -347,15 +372,22 @@ static void writer_write_done(struct io_op *op)
 	struct gs_writer *w = op->owner;
 	struct gs_engine *e = w->io->e;
 
-	iobuf_put(&w->io->writer_bufs, op->buf_idx);
+	if (op->buf_idx >= 0)
+		iobuf_put(&w->io->writer_bufs, op->buf_idx);
 	admission_release(w->io, op->len);
 	w->inflight--;
-	if (op->res < 0 && !w->error)
-		w->error = -EIO;
+	if (op->res < 0)
+		writer_fail(w, -EIO);
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
 		GS_CRASH_POINT("chunk-write");
+		if (w->fill)
+			fill_chunk_written(w->fill, op->chunk);
+	}
+	if (op->buf_idx < 0 && op->buf == w->fin_buf) {
+		free(w->fin_buf);
+		w->fin_buf = NULL;
 	}
 	if (w->inflight)
 		return;
@@ -379,11 +411,12 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 	/* an on-disk object's head is cached as it is written when a slot
 	 * is free or holds a cached chunk; writes never drop heads for it */
 	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
+	    !w->fill &&
 	    engine_head_alloc(e, ROOM_DROP_CHUNKS, &w->head_slot) == 0)
 		w->head_caching = true;
 	pthread_mutex_unlock(&e->lock);
-	if (ret < 0 && !w->error)
-		w->error = ret;
+	if (ret < 0)
+		writer_fail(w, ret);
 }
 
 static int writer_sink(struct gs_writer *w, void **p, size_t *len,
@@ -392,6 +425,67 @@ static int writer_sink(struct gs_writer *w, void **p, size_t *len,
 	*p = w->io->sink;
 	*len = part_end - w->pos < SINK_LEN ? part_end - w->pos : SINK_LEN;
 	return 0;
+}
+
+/* gs_writer_buf() of a fill writer, up to its chunks: -E2BIG past
+ * max_object (unknown size), 0 with the head slot's room (where readers
+ * find the head's bytes at once; a RAM-only grid's head is the slot), the
+ * sink after a failure, or 1: the chunk's buffer, as any writer's. */
+static int fill_writer_head(struct gs_writer *w, void **p, size_t *len)
+{
+	struct gs_engine *e = w->io->e;
+	struct fill *f = w->fill;
+
+	if (w->pos >= f->cap) {
+		if (f->size != GS_SIZE_UNKNOWN) {
+			*len = 0;
+			return 0;
+		}
+		writer_fail(w, -E2BIG);
+		return -E2BIG;
+	}
+	if (!w->error && f->head_cap && !f->head_owned) {
+		int ret;
+
+		pthread_mutex_lock(&e->lock);
+		ret = engine_head_alloc(e, ROOM_DROP_HEADS | ROOM_EVICT,
+					&f->head_off);
+		f->head_owned = ret == 0;
+		pthread_mutex_unlock(&e->lock);
+		if (ret < 0)
+			writer_fail(w, -ENOMEM);
+	}
+	if (w->error)
+		return writer_sink(w, p, len, f->cap);
+	if (w->pos < f->head_cap && !w->obj->on_disk) {
+		*p = (char *)e->region.base + f->head_off + w->pos;
+		*len = f->head_cap - w->pos;
+		w->last_p = *p;
+		return 0;
+	}
+	return 1;
+}
+
+/* gs_writer_advance() of a fill writer: the bytes just given (at
+ * w->last_p) go to the head slot too, and its readers are told. */
+static void fill_writer_fed(struct gs_writer *w, size_t n)
+{
+	struct gs_engine *e = w->io->e;
+	struct fill *f = w->fill;
+	uint64_t from = w->pos - n;
+
+	if (w->error || !n)
+		return;
+	if (from < f->head_cap) {
+		uint64_t k = f->head_cap - from < n ? f->head_cap - from : n;
+		char *dst = (char *)e->region.base + f->head_off + from;
+
+		if (w->obj->on_disk)
+			memcpy(dst, w->last_p, k);
+		fill_head_bytes(f, from + k);
+	}
+	if (!w->obj->on_disk && w->pos > f->head_cap)
+		fill_ram_bytes(f, w->pos);
 }
 
 int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
@@ -404,7 +498,12 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 
 	if (w->concat)
 		return concat_buf(w->concat, p, len, wake, arg);
-	if (w->pos < obj->meta.head_len) {
+	if (w->fill) {
+		int ret = fill_writer_head(w, p, len);
+
+		if (ret <= 0)
+			return ret;
+	} else if (w->pos < obj->meta.head_len) {
 		if (!w->error && !obj->has_head)
 			writer_reserve(w, -1);
 		if (w->error)
@@ -430,6 +529,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	if (c->tier == GS_TIER_RAM) {
 		*p = (char *)chunk_ram(io->e, obj, w->cur) + (w->pos - w->cur_off);
 		*len = part_end - w->pos;
+		w->last_p = *p;
 		return 0;
 	}
 	if (w->cur_buf < 0 && w->spilled) {
@@ -459,6 +559,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	}
 	*p = iobuf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
 	*len = part_end - w->pos;
+	w->last_p = *p;
 	return 0;
 }
 
@@ -488,6 +589,8 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	w->pos += n;
 	if (w->cur_buf >= 0)
 		w->fed_at = mono_ns();
+	if (w->fill)
+		fill_writer_fed(w, n);
 	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
 		return;
 	c = &obj_chunks(obj)[w->cur];
@@ -516,12 +619,116 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		writer_unhold(w);
 		admission_release(w->io, w->cur_admitted);
 		STAT_ADD(w->io->e, io_errors, 1);
-		w->error = -EIO;
+		writer_fail(w, -EIO);
 	} else {
 		w->inflight++;
 		uring_submit(w->io);
 		list_del(&w->hold);	/* the write gives the buffer back */
 		w->cur_buf = -1;
+	}
+}
+
+int gs_writer_share(struct gs_writer *w)
+{
+	struct gs_engine *e = w->io->e;
+	struct gs_obj *obj = w->obj, *g;
+	int ret;
+
+	if (w->concat || w->pos || w->head_caching || obj->has_head ||
+	    (w->fill && w->fill->head_owned))
+		return -EINVAL;
+	if (!w->fill) {
+		/* no space reserved yet: the record becomes a grid */
+		ret = engine_new_grid(e, obj->key, obj->klen, obj->meta.size, &g);
+		if (ret < 0)
+			return ret;
+		g->meta.flags = obj->meta.flags;
+		g->meta.exptime = obj->meta.exptime;
+		w->obj = g;
+		w->fill = obj_fill(g);
+		w->cur_off = engine_chunk_start(g, 0);
+		free(obj);
+	}
+	if (w->fill->shared)
+		return 0;
+	return fill_share(e, w->obj);
+}
+
+/* Finish of a writer of unknown size: the size is what was given; the
+ * chunk it ends in is cut there and written (reserved first at its whole
+ * length, which the stored record gives back).  A value the RAM limit
+ * holds is stored from the head slot: its last chunk needs no write. */
+static void fill_writer_cut(struct gs_writer *w)
+{
+	struct gs_engine *e = w->io->e;
+	struct fill *f = w->fill;
+	struct gs_obj *obj = w->obj;
+	struct chunk *c;
+	uint32_t len, alen, old;
+	char *buf;
+
+	if (w->cur >= obj->nchunks || w->pos <= w->cur_off ||
+	    (!obj->on_disk && w->pos <= f->head_cap))
+		goto out_drop;
+	c = &obj_chunks(obj)[w->cur];
+	len = w->pos - w->cur_off;
+	if (c->tier == GS_TIER_RAM) {
+		c->len = len;		/* in place already */
+		return;
+	}
+	if (w->error || w->pos <= engine_ram_limit(e))
+		goto out_drop;
+	writer_reserve(w, w->cur);
+	if (w->error)
+		goto out_drop;
+	f->trunc = w->cur;
+	f->trunc_len = c->len;
+	old = w->cur_admitted;
+	c->len = len;
+	alen = round_up(len, tier_align(e, c->tier));
+	w->cur_admitted = alen;
+	admission_release(w->io, old - alen);
+	if (w->cur_buf >= 0) {
+		buf = iobuf_ptr(w->io, w->cur_buf);
+	} else {
+		w->fin_buf = aligned_alloc(4096, round_up(alen, 4096));
+		if (!w->fin_buf) {
+			writer_fail(w, -ENOMEM);
+			goto out_drop;
+		}
+		memcpy(w->fin_buf, w->spill, len);
+		free(w->spill);
+		w->spill = NULL;
+		w->spilled = false;
+		buf = w->fin_buf;
+	}
+	memset(buf + len, 0, alen - len);
+	c->sum = XXH3_64bits(buf, len);
+	if (uring_op_start(w->io, obj, w->cur, true, buf, w->cur_buf,
+			   writer_write_done, w) < 0) {
+		STAT_ADD(e, io_errors, 1);
+		writer_fail(w, -EIO);
+		if (w->cur_buf < 0)
+			admission_release(w->io, w->cur_admitted);
+		goto out_drop;
+	}
+	w->inflight++;
+	uring_submit(w->io);
+	if (w->cur_buf >= 0) {
+		list_del(&w->hold);	/* the write gives the buffer back */
+		w->cur_buf = -1;
+	}
+	w->cur++;
+	return;
+
+out_drop:
+	free(w->fin_buf);
+	w->fin_buf = NULL;
+	writer_drop_spill(w);
+	if (w->cur_buf >= 0) {
+		writer_unhold(w);
+		admission_release(w->io, w->cur_admitted);
+		kick(w->io);
 	}
 }
 
@@ -543,7 +750,9 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		free(w);
 		return concat_finish(k, cas, done, arg);
 	}
-	if (w->pos != w->obj->meta.size)
+	if (w->fill && w->fill->size == GS_SIZE_UNKNOWN)
+		fill_writer_cut(w);
+	else if (w->pos != w->obj->meta.size)
 		return -EINVAL;
 	*wp = NULL;
 	w->cond = cond;
@@ -568,6 +777,8 @@ void gs_writer_abort(struct gs_writer **wp)
 		free(w);
 		return;
 	}
+	if (w->fill)
+		fill_abort(w->io->e, w->fill);
 	waiter_del(&w->waiter);
 	writer_drop_spill(w);
 	if (w->cur_buf >= 0) {
