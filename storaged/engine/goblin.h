@@ -263,7 +263,8 @@ unsigned gs_stream_bufs_used(const struct gs_stream *s);
  * Reads the whole pinned <obj> into <buf>, which is aligned to 4096 and has
  * room for gs_read_size(obj) bytes: head copied, disk chunks read by the
  * kernel directly into their place.  <done>(<arg>, res) fires with 0,
- * -EBADMSG or -EIO.  Returns 0 (armed) or -errno.
+ * -EBADMSG or -EIO.  Returns 0 (armed) or -errno (-EINVAL: an object of
+ * gs_lookup_filling(), which streams read).
  */
 typedef void (*gs_done_fn)(void *arg, int res);
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,

@@ -109,7 +109,8 @@ uint64_t gs_obj_tier_bytes(const struct gs_obj *obj, enum gs_tier t)
 
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 {
-	uint64_t off = obj->on_disk ? 0 : obj->meta.head_len;
+	uint64_t off = obj->on_disk ? 0 : obj->fill ? obj_fill(obj)->head_cap :
+		       obj->meta.head_len;
 
 	for (uint32_t k = 0; k < i; k++)
 		off += obj_chunks(obj)[k].len;
@@ -428,9 +429,7 @@ int engine_new_grid(struct gs_engine *e, const void *key, size_t klen,
 	for (uint32_t k = 0; k < n; k++)
 		obj_runs(obj)[k] = UINT64_MAX;
 	obj->on_disk = home_on_disk(e, cap);
-	obj->meta.size = size;
-	if (!obj->on_disk)
-		obj->meta.head_len = engine_head_len(e, cap);
+	obj->meta.size = size;		/* no head_len: the head is the fill's */
 	if (fill_init(obj, cap, size, engine_head_len(e, cap)) < 0) {
 		free(obj);
 		return -ENOMEM;

@@ -499,7 +499,8 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		w->fed_at = mono_ns();
 	if (w->fill)
 		fill_writer_fed(w, n);
-	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
+	if (w->pos <= obj->meta.head_len || w->pos <= w->cur_off ||
+	    w->cur >= obj->nchunks)
 		return;
 	c = &obj_chunks(obj)[w->cur];
 	if (w->pos < w->cur_off + c->len)

@@ -51,6 +51,8 @@
 
 /* The ring's key field carries any key the engine takes, and no more. */
 _Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");
+/* WOPEN's and ring_meta's unknown size is the engine's. */
+_Static_assert(RING_SIZE_UNKNOWN == GS_SIZE_UNKNOWN, "unknown sizes differ");
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
