@@ -191,6 +191,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool head_loading:1;		/* a read is bringing its head in */
 	bool has_head:1;		/* meta.head_off holds its head */
 	bool has_attr:1;		/* e->attrs holds its attributes */
+	bool fill:1;			/* a fill's grid (fill.h), never linked */
 	char key[];			/* then, 8-aligned, with chunks: */
 };
 
@@ -271,6 +272,8 @@ struct gs_engine {
 	struct measure measure;
 	pthread_mutex_t io_lock;	/* guards io_list */
 	struct list io_list;		/* of struct gs_io, by engine_node */
+	struct list fills;		/* of struct fill: shared, filling
+					 * (fill.c; under e->lock) */
 };
 
 #endif /* GOBLIN_ENGINE_T_H */

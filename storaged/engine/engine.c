@@ -108,6 +108,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->io_lock, NULL);
 	list_init(&e->io_list);
+	list_init(&e->fills);
 	e->heads_epoch = 1;		/* a seen_epoch of 0: never missed */
 	e->has_pool[GS_TIER_SSD] = cfg->ssd_dir.n > 0;
 	e->has_pool[GS_TIER_HDD] = cfg->hdd_dir.n > 0;

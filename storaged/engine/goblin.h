@@ -44,6 +44,10 @@
 #define GS_HDD_CHUNK	(1u << 20)
 #define GS_IO_BUFFER	(1u << 20)	/* one registered buffer holds a chunk */
 #define GS_ATTR_MAX	4096u		/* bytes of an object's attributes */
+/* A writer's size not known until gs_writer_finish() (at most max_object);
+ * gs_meta.size of an object still filling whose size is not known yet;
+ * a stream's length: to the end. */
+#define GS_SIZE_UNKNOWN	UINT64_MAX
 
 enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
 
@@ -117,6 +121,22 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp);
 /* The pinned <obj>'s meta; valid until gs_obj_put(). */
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
+/*
+ * Looks up the object a shared writer (gs_writer_share()) of <key> is
+ * filling and pins it, as gs_lookup() does: 0 or -ENOENT (no shared writer
+ * is filling <key>; gs_lookup() never finds one).  While it fills,
+ * gs_obj_filling() is true and gs_meta.size is GS_SIZE_UNKNOWN unless the
+ * writer gave its size; streams over it deliver bytes as they land (RAM
+ * head bytes once copied, disk chunks once written and their checksum
+ * recorded), and end at the final size once the writer finished: the pinned
+ * <obj> then holds the stored value (gs_meta says its size and CAS).  Its
+ * streams get -ECONNABORTED when the writer is aborted or its link fails.
+ */
+int gs_lookup_filling(struct gs_engine *e, const void *key, size_t klen,
+		      struct gs_obj **objp);
+/* Whether the pinned <obj> is still being filled by its writer (and may
+ * yet be aborted); read it again after a stream's wake. */
+bool gs_obj_filling(const struct gs_obj *obj);
 /* The bytes [0, *<len>) of the pinned <obj> that are in RAM, at
  * gs_meta.head_off in the region; NULL with *<len> 0 when none.  An object
  * larger than ram_head on an engine with pools lives whole on disk and its
@@ -199,7 +219,9 @@ unsigned gs_io_pending(const struct gs_io *io);
 typedef void (*gs_wake_fn)(void *arg);
 
 /*
- * Streams bytes [<off>, <off>+<len>) of the pinned <obj> in offset order:
+ * Streams bytes [<off>, <off>+<len>) of the pinned <obj> in offset order
+ * (<len> GS_SIZE_UNKNOWN: to the end; of an object still filling, see
+ * gs_lookup_filling()):
  * the head straight from the RAM region, then disk chunks as they land
  * (tail reads submitted first, up to io_buffers chunks ahead).  <wake>
  * fires when gs_stream_peek() has something new after returning -EAGAIN.
@@ -266,7 +288,8 @@ unsigned gs_stream_bufs_used(const struct gs_stream *s);
  * Reads the whole pinned <obj> into <buf>, which is aligned to 4096 and has
  * room for gs_read_size(obj) bytes: head copied, disk chunks read by the
  * kernel directly into their place.  <done>(<arg>, res) fires with 0,
- * -EBADMSG or -EIO.  Returns 0 (armed) or -errno.
+ * -EBADMSG or -EIO.  Returns 0 (armed) or -errno (-EINVAL: an object of
+ * gs_lookup_filling(), which streams read).
  */
 typedef void (*gs_done_fn)(void *arg, int res);
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
@@ -318,15 +341,32 @@ enum gs_write_mode {
  * was built from (keeping a touch since), built again on a newer one when
  * another write came in between.
  *
- * Nothing is visible until gs_writer_finish() completes.  Returns 0,
- * -E2BIG, -ENOMEM, or -EINVAL (a key over GS_KEY_MAX).
+ * GS_WRITE_SET with <size> GS_SIZE_UNKNOWN: the value is the bytes given
+ * up to gs_writer_finish(), at most max_object of them: past that
+ * gs_writer_buf() answers -E2BIG, and so does finish's callback.  Its space
+ * is reserved in steps as its bytes arrive and what the final size does not
+ * need goes back at finish; it is stored as an object of that size is.
+ *
+ * Nothing is visible until gs_writer_finish() completes (a shared writer's
+ * object is found by gs_lookup_filling() meanwhile).  Returns 0, -E2BIG,
+ * -ENOMEM, or -EINVAL (a key over GS_KEY_MAX).
  */
 int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 		   uint64_t size, uint32_t flags, int64_t exptime,
 		   enum gs_write_mode mode, struct gs_writer **wp);
+/*
+ * Makes the GS_WRITE_SET writer <w>, before any bytes were given, shared:
+ * its object is findable with gs_lookup_filling() until it is linked or
+ * aborted, and at most one shared writer fills a key at a time.  Returns 0,
+ * -EBUSY (another shared writer fills the key), -EINVAL (not a set, or
+ * bytes given already) or -ENOMEM.
+ */
+int gs_writer_share(struct gs_writer *w);
 /* Where the next bytes of the value go: 0 with <*p>, <*len> > 0, or -EAGAIN
  * when the admission bound or the buffers are exhausted: <wake>(<arg>)
- * fires when to try again (stop reading from the writer meanwhile). */
+ * fires when to try again (stop reading from the writer meanwhile); 0 with
+ * <*len> 0 when every byte of a known size is in; -E2BIG when a writer of
+ * unknown size has max_object bytes. */
 int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 		  gs_wake_fn wake, void *arg);
 /* <n> bytes were put where gs_writer_buf() said. */
@@ -335,8 +375,9 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
  * All bytes given: waits for them to reach their tiers, then links the
  * object if <cond> holds (<cas> for GS_IF_CAS).  <done>(<arg>, res, stored)
  * fires with 0 (stored: <stored> says its CAS and whether it replaced an
- * object), -EEXIST, -ENOENT, -ENOMEM, -EIO.  The writer is freed by then.
- * Returns 0 (never fails for want of memory), or -EINVAL when bytes are
+ * object), -EEXIST, -ENOENT, -ENOMEM, -EIO, or -E2BIG (unknown size, more
+ * than max_object given).  The writer is freed by then.  Returns 0 (never
+ * fails for want of memory), or -EINVAL when bytes of a known size are
  * missing (then <*wp> is untouched: abort it).
  *
  * An append or prepend takes no <cond>: <cas> (0: none) means only over

@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "attr.h"
 #include "engine.h"
+#include "fill.h"
 #include "heads.h"
 #include "index.h"
 #include "journal.h"
@@ -109,7 +110,8 @@ uint64_t gs_obj_tier_bytes(const struct gs_obj *obj, enum gs_tier t)
 
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i)
 {
-	uint64_t off = obj->on_disk ? 0 : obj->meta.head_len;
+	uint64_t off = obj->on_disk ? 0 : obj->fill ? obj_fill(obj)->head_cap :
+		       obj->meta.head_len;
 
 	for (uint32_t k = 0; k < i; k++)
 		off += obj_chunks(obj)[k].len;
@@ -146,6 +148,10 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
 	attr_drop(e, obj);
+	if (obj->fill) {
+		fill_free_record(e, obj);
+		return;
+	}
 	engine_head_forget(e, obj);
 	ramchunk_free_all(e, obj);
 	if (obj->has_head && region_is_arena(&e->region, obj->meta.head_off))
@@ -236,16 +242,43 @@ static int cut_run(struct gs_obj **objp, uint32_t k)
 
 	if (nr >= GS_MAX_RUNS)
 		return -ENOMEM;
-	obj = realloc(obj, engine_record_size(obj->klen, obj->nchunks, nr + 1));
-	if (!obj)
-		return -ENOMEM;
-	*objp = obj;
+	/* a grid has room for a run per chunk, and readers: it stays */
+	if (!obj->fill) {
+		obj = realloc(obj, engine_record_size(obj->klen, obj->nchunks,
+						      nr + 1));
+		if (!obj)
+			return -ENOMEM;
+		*objp = obj;
+	}
 	runs = obj_runs(obj);
 	memmove(runs + r + 2, runs + r + 1, (nr - r - 1) * sizeof(*runs));
 	runs[r + 1] = UINT64_MAX;
 	for (uint32_t j = k; j < obj->nchunks; j++)
 		obj_chunks(obj)[j].run++;
 	return 0;
+}
+
+/* A grid's next step of <need> bytes for chunk <i>: right after the run
+ * before it when that space is free (one extent, as a known size gets). */
+static bool grid_extend(struct gs_engine *e, const struct gs_obj *obj,
+			uint32_t i, uint64_t need, uint64_t *addr)
+{
+	const struct chunk *c = obj_chunks(obj);
+	uint64_t prev, len = 0;
+	uint32_t k = i;
+
+	if (!obj->fill || i == 0 || c[i - 1].tier != c[i].tier ||
+	    c[i - 1].run == c[i].run)
+		return false;
+	prev = obj_runs(obj)[c[i - 1].run];
+	if (prev == UINT64_MAX)
+		return false;
+	while (k > 0 && c[k - 1].run == c[i - 1].run)
+		len += fill_chunk_reserved(e, obj, --k);
+	if (pool_claim(&e->pools[c[i].tier], prev + len, need) < 0)
+		return false;
+	*addr = prev + len;
+	return true;
 }
 
 /*
@@ -275,9 +308,13 @@ static int reserve_run(struct gs_engine *e, struct gs_obj **objp, uint32_t i)
 		for (uint32_t j = i; j < end; j++)
 			if (j == i || unit == tier_chunk(e, t))
 				need += round_up(c[j].len, align);
-		ret = take_run(e, t, need, unit, &addr, &got);
-		if (ret < 0)
-			return ret;
+		if (grid_extend(e, *objp, i, need, &addr)) {
+			got = need;
+		} else {
+			ret = take_run(e, t, need, unit, &addr, &got);
+			if (ret < 0)
+				return ret;
+		}
 		while (k < end && use + round_up(c[k].len, align) <= got &&
 		       (k == i || unit == tier_chunk(e, t)))
 			use += round_up(c[k++].len, align);
@@ -351,6 +388,54 @@ int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 	obj->meta.size = size;
 	if (!obj->on_disk)
 		obj->meta.head_len = engine_head_len(e, size);
+	*objp = obj;
+	return 0;
+}
+
+int engine_new_grid(struct gs_engine *e, const void *key, size_t klen,
+		    uint64_t size, struct gs_obj **objp)
+{
+	bool unknown = size == GS_SIZE_UNKNOWN;
+	uint64_t cap = unknown ? e->cfg.max_object : size;
+	uint64_t prefix = engine_new_prefix(e), in_run = 0;
+	uint32_t n, nruns, r = 0;
+	struct gs_obj *obj;
+	struct chunk *c;
+
+	if (gs_check_size(e, cap) < 0)
+		return -E2BIG;
+	n = layout(e, cap, prefix, NULL, &nruns);
+	if (n >= GS_MAX_RUNS)
+		return -E2BIG;
+	obj = calloc(1, fill_record_size(klen, n));
+	if (!obj)
+		return -ENOMEM;
+	memcpy(obj->key, key, klen);
+	obj->klen = klen;
+	obj->refs = 1;
+	obj->nchunks = n;
+	obj->fill = true;
+	obj_disk(obj)->head_pos = UINT32_MAX;
+	c = obj_chunks(obj);
+	layout(e, cap, prefix, c, &nruns);
+	/* unknown: a new run every FILL_STEP bytes of a tier */
+	for (uint32_t k = 0; k < n; k++) {
+		if (k && (c[k].run != c[k - 1].run ||
+			  (unknown && in_run >= FILL_STEP))) {
+			r++;
+			in_run = 0;
+		}
+		in_run += c[k].len;
+		c[k].run = r;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		obj_runs(obj)[k] = UINT64_MAX;
+	obj->on_disk = home_on_disk(e, cap);
+	obj->meta.size = size;		/* no head_len: the head is the fill's */
+	if (fill_init(obj, cap, size, engine_head_len(e, cap)) < 0) {
+		free(obj);
+		return -ENOMEM;
+	}
 	*objp = obj;
 	return 0;
 }

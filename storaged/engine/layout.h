@@ -23,6 +23,12 @@ bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how);
  * returns 0, -E2BIG or -ENOMEM. */
 int engine_new_record(struct gs_engine *e, const void *key, size_t klen,
 		      uint64_t size, struct gs_obj **objp);
+/* A fill's grid (fill.h) for <key>: the chunks of a value of <size>
+ * bytes, or of max_object when <size> is GS_SIZE_UNKNOWN (then cut into
+ * runs of FILL_STEP), with no space yet.  No lock needed; 0, -E2BIG or
+ * -ENOMEM. */
+int engine_new_grid(struct gs_engine *e, const void *key, size_t klen,
+		    uint64_t size, struct gs_obj **objp);
 /* Allocates the space of part <i> of <*objp> (-1: the RAM head, else chunk
  * <i>: on a disk tier, with all the chunks after it on that tier, one run
  * when the pool has it), evicting for room; a no-op when it has its space.

@@ -134,11 +134,15 @@ size_t gs_read_size(const struct gs_obj *obj)
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		 gs_done_fn done, void *arg)
 {
-	struct read_into *r = calloc(1, sizeof(*r));
-	uint32_t *order = calloc(obj->nchunks + 1, sizeof(*order));
+	struct read_into *r;
+	uint32_t *order;
 	uint32_t n;
 	int ret = 0;
 
+	if (obj->fill)
+		return -EINVAL;		/* a fill's: read it with a stream */
+	r = calloc(1, sizeof(*r));
+	order = calloc(obj->nchunks + 1, sizeof(*order));
 	if (!r || !order) {
 		free(r);
 		free(order);

@@ -35,65 +35,13 @@
 #include "layout.h"
 #include "log.h"
 #include "ramchunk.h"
-#include "stream.h"
+#include "stream-t.h"
 #include "uring.h"
 #include "window.h"
 
 #define READAHEAD_STALL_MS 100		/* a consumer this slow loses its window */
 #define CALLER_BUF_ALIGN 4096		/* direct I/O on any pool */
 #define CALLER_BUFS_MAX	GS_IO_BUFFERS_MAX /* stream_slot.win fits */
-
-/* ---- streams ---- */
-
-enum { CH_IDLE, CH_INFLIGHT, CH_READY, CH_DONE };
-
-struct stream_slot {
-	uint8_t state;
-	const struct ramchunk *ram;	/* cached in RAM: read from there */
-	bool head_copied;		/* its bytes of the head are in head_slot */
-	bool early;			/* read into s->early, not the window */
-	int8_t win;			/* window buffer holding it, -1 none */
-	uint8_t slices;			/* its slices in that buffer */
-	uint32_t boff;			/* where it starts in that buffer */
-	uint64_t off;			/* object offset of the chunk */
-};
-
-struct gs_stream {
-	struct gs_io *io;
-	struct gs_obj *obj;
-	const char *head;		/* the RAM head when opened, or NULL */
-	uint64_t head_len;
-	uint64_t head_slot;		/* head_loading: where the head goes */
-	uint32_t head_chunks;		/* head_loading: chunks still to copy */
-	bool head_loading;		/* bringing the object's head into RAM */
-	bool read_again;		/* ramchunk_read(): push colder ones out */
-	uint64_t pos, end;
-	uint32_t first, last, cur;
-	uint32_t *order;
-	uint32_t norder, next_submit;
-	struct stream_slot *slots;	/* index: chunk - first */
-	struct window win;		/* taken at once, held until close or
-					 * reclaim, grown and shrunk meanwhile */
-	char *early;			/* the first chunk, read while waiting */
-	size_t early_len;		/*   for a window (early_start) */
-	unsigned window_max;
-	bool have_window;
-	bool caller_bufs;		/* the window is the caller's, for good */
-	bool keep;			/* consumed chunks keep their slices */
-	uint32_t rel;			/*   until gs_stream_release() */
-	struct list hold;		/* on io->holders while it has a window */
-	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
-	uint64_t start;			/* where it was opened */
-	struct drain drain;		/* what its consumer drained, waited */
-	unsigned inflight;
-	int error;
-	bool closed;
-	gs_wake_fn wake;
-	gs_wake_fn released;		/* caller_bufs: the kernel is done with them */
-	void *arg;
-	struct io_waiter waiter;
-	struct deferred def;		/* fires <released> */
-};
 
 static void stream_refill(struct gs_stream *s);
 static void stream_plan(struct gs_stream *s);
@@ -570,7 +518,11 @@ int gs_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		   uint64_t len, gs_wake_fn wake, void *arg,
 		   struct gs_stream **sp)
 {
-	int ret = stream_new(io, obj, off, len, io->e->cfg.io_buffers, sp);
+	int ret;
+
+	if (obj->fill)
+		return fill_open(io, obj, off, len, NULL, 0, wake, NULL, arg, sp);
+	ret = stream_new(io, obj, off, len, io->e->cfg.io_buffers, sp);
 
 	if (ret < 0)
 		return ret;
@@ -591,6 +543,9 @@ int gs_stream_open_into(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	for (unsigned i = 0; i < nbufs; i++)
 		if ((uintptr_t)bufs[i] % CALLER_BUF_ALIGN)
 			return -EINVAL;
+	if (obj->fill)
+		return fill_open(io, obj, off, len, bufs, nbufs, wake, released,
+				 arg, sp);
 	ret = stream_new(io, obj, off, len, nbufs, &s);
 	if (ret < 0)
 		return ret;
@@ -643,6 +598,8 @@ int gs_stream_peek_at(struct gs_stream *s, uint64_t skip, const void **data,
 	const struct chunk *ch;
 	struct stream_slot *sl;
 
+	if (s->fs)
+		return fill_stream_peek_at(s->fs, skip, data, len);
 	if (!skip && !s->error && s->pos >= s->head_len)
 		stream_refill(s);
 	if (s->error)
@@ -685,6 +642,10 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 	uint64_t lo = s->pos > s->head_len ? s->pos : s->head_len;
 	uint32_t was = s->cur;
 
+	if (s->fs) {
+		fill_stream_consume(s->fs, n);
+		return;
+	}
 	s->pos += n;
 	while (s->cur < s->last) {
 		struct stream_slot *sl = &s->slots[s->cur - s->first];
@@ -713,6 +674,8 @@ void gs_stream_consume(struct gs_stream *s, size_t n)
 
 void gs_stream_hold(struct gs_stream *s)
 {
+	if (s->fs)
+		return fill_stream_hold(s->fs);
 	if (s->caller_bufs)
 		s->keep = true;
 	s->rel = s->first;
@@ -722,6 +685,8 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 {
 	bool freed = false;
 
+	if (s->fs)
+		return fill_stream_release(s->fs, off);
 	if (!s->keep)
 		return;
 	if (s->rel < s->first)
@@ -741,12 +706,14 @@ void gs_stream_release(struct gs_stream *s, uint64_t off)
 
 unsigned gs_stream_bufs_used(const struct gs_stream *s)
 {
+	if (s->fs)
+		return fill_stream_bufs_used(s->fs);
 	return s->caller_bufs ? s->win.size : 0;
 }
 
 uint64_t gs_stream_left(const struct gs_stream *s)
 {
-	return s->end - s->pos;
+	return s->fs ? fill_stream_left(s->fs) : s->end - s->pos;
 }
 
 void gs_stream_close(struct gs_stream **sp)
@@ -756,6 +723,11 @@ void gs_stream_close(struct gs_stream **sp)
 	if (!s)
 		return;
 	*sp = NULL;
+	if (s->fs) {
+		fill_stream_close(&s->fs);
+		free(s);
+		return;
+	}
 	s->closed = true;
 	drain_end(s->io->e, &s->drain);
 	waiter_del(&s->waiter);

@@ -24,6 +24,23 @@ void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
 /* Whether <order> (<n> chunks) jumps ahead anywhere (an HDD chunk leads). */
 bool order_leads(const uint32_t *order, uint32_t n);
 
+/* ---- stream_fill.c: streams over a fill's grid (gs_stream_* there) ---- */
+
+struct fill_stream;
+/* gs_stream_open() (<bufs> NULL) or gs_stream_open_into() of grid <obj>. */
+int fill_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
+		     uint64_t len, void *const *bufs, unsigned nbufs,
+		     gs_wake_fn wake, gs_wake_fn released, void *arg,
+		     struct fill_stream **fsp);
+int fill_stream_peek_at(struct fill_stream *fs, uint64_t skip,
+			const void **data, size_t *len);
+void fill_stream_consume(struct fill_stream *fs, size_t n);
+void fill_stream_hold(struct fill_stream *fs);
+void fill_stream_release(struct fill_stream *fs, uint64_t off);
+unsigned fill_stream_bufs_used(const struct fill_stream *fs);
+uint64_t fill_stream_left(const struct fill_stream *fs);
+void fill_stream_close(struct fill_stream **fsp);
+
 /* ---- stream.c, for gs_io_run() ---- */
 
 /* Frees window buffers for the streams waiting for one by reclaiming

@@ -31,6 +31,7 @@
 #define GOBLIN_URING_T_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -125,6 +126,8 @@ struct gs_io {
 	unsigned early_bufs;		/* streams' first chunks read before
 					 * they had a window (stream.c) */
 	struct list engine_node;	/* on e->io_list */
+	pthread_mutex_t remote_lock;	/* guards remote: other threads post */
+	struct list remote;		/* of struct fill_waiter (fill.c) */
 };
 
 /* A buffer's state (gs_io.buf_state): BUF_UNUSED holds no pages. */

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fill.h"
 #include "log.h"
 #include "measure.h"
 #include "pool.h"
@@ -373,6 +374,7 @@ int gs_io_run(struct gs_io *io, bool wait)
 			return ret;
 	}
 	n = complete_all(io);
+	n += fill_remote_run(io);
 	n += fire_deferred(io);
 	if (!list_empty(&io->stream_bufs.waiters) && stream_reclaim_windows(io))
 		io->timer_fired = true;
@@ -556,6 +558,8 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	list_init(&io->holders);
 	list_init(&io->writer_holders);
 	list_init(&io->sync_waiters);
+	list_init(&io->remote);
+	pthread_mutex_init(&io->remote_lock, NULL);
 	io->sink = malloc(SINK_LEN);
 	if (!io->sink) {
 		ret = -ENOMEM;
@@ -613,6 +617,7 @@ out_uring:
 out_efd:
 	close(io->efd);
 out_free:
+	pthread_mutex_destroy(&io->remote_lock);
 	free(io->sink);
 	free(io);
 	return ret;
@@ -638,6 +643,7 @@ void gs_io_destroy(struct gs_io **iop)
 	iobufs_free(&io->stream_bufs);
 	iobufs_free(&io->writer_bufs);
 	close(io->efd);
+	pthread_mutex_destroy(&io->remote_lock);
 	free(io->sink);
 	free(io);
 	*iop = NULL;

@@ -19,6 +19,7 @@
 
 #include "attr.h"
 #include "concat.h"
+#include "fill.h"
 #include "heads.h"
 #include "hook_points.h"
 #include "index.h"
@@ -66,35 +67,6 @@ void admission_release(struct gs_io *io, uint64_t n)
 
 /* ---- writers ---- */
 
-struct gs_writer {
-	struct deferred def;
-	struct gs_io *io;
-	struct gs_obj *obj;
-	uint64_t pos;
-	uint32_t cur;
-	uint64_t cur_off;
-	int cur_buf;
-	uint64_t cur_admitted;
-	uint64_t credit;		/* admitted for us already (append data) */
-	uint64_t head_slot;		/* head_caching: the head's copy */
-	bool head_caching;		/* a free head slot was at hand */
-	unsigned inflight;
-	int error;
-	bool finishing, aborted, waited;
-	enum gs_if cond;
-	uint64_t cas;
-	gs_stored_fn done;
-	void *arg;
-	struct io_waiter waiter;
-	struct gs_stored stored;	/* linked, waiting for the sync */
-	struct list sync_node;		/* on io->sync_waiters */
-	struct list hold;		/* on io->writer_holders with cur_buf */
-	uint64_t fed_at;		/* mono_ns() of the last bytes in cur_buf */
-	void *spill;			/* the chunk's bytes while reclaimed */
-	bool spilled;			/* cur_buf reclaimed mid-chunk */
-	struct concat *concat;		/* an append or prepend: all it is */
-	struct attr *attr;		/* gs_writer_attr(), until linked */
-};
 
 /* An append or prepend writer: a front for concat.c. */
 static int concat_writer_open(struct gs_io *io, const void *key, size_t klen,
@@ -127,7 +99,12 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	if (mode != GS_WRITE_SET)
 		return concat_writer_open(io, key, klen, size,
 					  mode == GS_WRITE_PREPEND, wp);
-	ret = engine_new_record(e, key, klen, size, &obj);
+	if (klen > GS_KEY_MAX)
+		return -EINVAL;
+	if (size == GS_SIZE_UNKNOWN)
+		ret = engine_new_grid(e, key, klen, size, &obj);
+	else
+		ret = engine_new_record(e, key, klen, size, &obj);
 	if (ret < 0)
 		return ret;
 	w = calloc(1, sizeof(*w));
@@ -137,6 +114,7 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 	}
 	w->obj = obj;
 	w->io = io;
+	w->fill = obj->fill ? obj_fill(obj) : NULL;
 	w->obj->meta.flags = flags;
 	w->obj->meta.exptime = gs_exptime(exptime);
 	w->cur_off = engine_chunk_start(w->obj, 0);
@@ -157,7 +135,7 @@ static void writer_hold(struct gs_writer *w)
 }
 
 /* Gives cur_buf back (after its write, or on an abort). */
-static void writer_unhold(struct gs_writer *w)
+void writer_unhold(struct gs_writer *w)
 {
 	iobuf_put(&w->io->writer_bufs, w->cur_buf);
 	w->cur_buf = -1;
@@ -205,7 +183,7 @@ static int writer_unspill(struct gs_writer *w, gs_wake_fn wake, void *arg)
 }
 
 /* The spilled chunk of <w> will not be written: its admission goes. */
-static void writer_drop_spill(struct gs_writer *w)
+void writer_drop_spill(struct gs_writer *w)
 {
 	if (!w->spilled)
 		return;
@@ -213,6 +191,17 @@ static void writer_drop_spill(struct gs_writer *w)
 	w->spill = NULL;
 	w->spilled = false;
 	admission_release(w->io, w->cur_admitted);
+}
+
+/* Keeps the first failure of <w> for its done callback; a fill's readers
+ * are cut at once. */
+void writer_fail(struct gs_writer *w, int err)
+{
+	if (w->error)
+		return;
+	w->error = err;
+	if (w->fill)
+		fill_abort(w->io->e, w->fill);
 }
 
 bool writer_reclaim_bufs(struct gs_io *io)
@@ -323,7 +312,20 @@ int gs_writer_attr(struct gs_writer *w, const void *p, size_t len)
 		return -ENOMEM;
 	attr_free(&w->attr);
 	w->attr = a;
-	return 0;
+	return w->fill ? writer_attr_to_grid(w) : 0;
+}
+
+int writer_attr_to_grid(struct gs_writer *w)
+{
+	struct gs_engine *e = w->io->e;
+	int ret = 0;
+
+	pthread_mutex_lock(&e->lock);
+	attr_drop(e, w->obj);
+	if (w->attr)
+		ret = attr_attach(e, w->obj, &w->attr);
+	pthread_mutex_unlock(&e->lock);
+	return ret;
 }
 
 /* The record's space is all reserved (it moves no more): it takes the
@@ -346,11 +348,13 @@ static void writer_commit(void *arg, int res)
 	if (res == 0)
 		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
-	if (res == 0)
+	if (res == 0 && !w->fill)
 		res = writer_attach_attr(w);
-	if (res == 0)
+	if (res == 0 && w->fill)
+		res = fill_link(e, w->obj, w->pos, w->cond, w->cas, &stored);
+	else if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
-	if (res == 0)
+	if (res == 0 && !w->fill)
 		stored.cas = w->obj->meta.cas;
 	if (res == 0 && w->head_caching) {
 		engine_head_publish(e, w->obj, w->head_slot);
@@ -359,6 +363,8 @@ static void writer_commit(void *arg, int res)
 	engine_unref(e, w->obj);
 	pthread_mutex_unlock(&e->lock);
 	w->obj = NULL;
+	w->fill = NULL;			/* the grid may be gone; a failure
+					 * ended it (writer_fail, fill_link) */
 	if (res == 0)
 		GS_CRASH_POINT("after-journal");
 	if (res == 0 && stored.cas > journal_synced(e)) {
@@ -373,20 +379,27 @@ static void writer_commit(void *arg, int res)
 	writer_free(w);
 }
 
-static void writer_write_done(struct io_op *op)
+void writer_write_done(struct io_op *op)
 {
 	struct gs_writer *w = op->owner;
 	struct gs_engine *e = w->io->e;
 
-	iobuf_put(&w->io->writer_bufs, op->buf_idx);
+	if (op->buf_idx >= 0)
+		iobuf_put(&w->io->writer_bufs, op->buf_idx);
 	admission_release(w->io, op->len);
 	w->inflight--;
-	if (op->res < 0 && !w->error)
-		w->error = -EIO;
+	if (op->res < 0)
+		writer_fail(w, -EIO);
 	if (op->res == 0) {
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
 		GS_CRASH_POINT("chunk-write");
+		if (w->fill)
+			fill_chunk_written(w->fill, op->chunk);
+	}
+	if (op->buf_idx < 0 && op->buf == w->fin_buf) {
+		free(w->fin_buf);
+		w->fin_buf = NULL;
 	}
 	if (w->inflight)
 		return;
@@ -400,7 +413,7 @@ static void writer_write_done(struct io_op *op)
  * arrive (a disk chunk once they are all in): a set whose bytes never come
  * holds no space.  A failure is kept for the done callback; the rest of
  * the value goes to the sink. */
-static void writer_reserve(struct gs_writer *w, int64_t i)
+void writer_reserve(struct gs_writer *w, int64_t i)
 {
 	struct gs_engine *e = w->io->e;
 	int ret;
@@ -410,14 +423,15 @@ static void writer_reserve(struct gs_writer *w, int64_t i)
 	/* an on-disk object's head is cached as it is written when a slot
 	 * is free or holds a cached chunk; writes never drop heads for it */
 	if (ret == 0 && i == 0 && w->obj->on_disk && !w->head_caching &&
+	    !w->fill &&
 	    engine_head_alloc(e, ROOM_DROP_CHUNKS, &w->head_slot) == 0)
 		w->head_caching = true;
 	pthread_mutex_unlock(&e->lock);
-	if (ret < 0 && !w->error)
-		w->error = ret;
+	if (ret < 0)
+		writer_fail(w, ret);
 }
 
-static int writer_sink(struct gs_writer *w, void **p, size_t *len,
+int writer_sink(struct gs_writer *w, void **p, size_t *len,
 		       uint64_t part_end)
 {
 	*p = w->io->sink;
@@ -435,7 +449,12 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 
 	if (w->concat)
 		return concat_buf(w->concat, p, len, wake, arg);
-	if (w->pos < obj->meta.head_len) {
+	if (w->fill) {
+		int ret = fill_writer_head(w, p, len);
+
+		if (ret <= 0)
+			return ret;
+	} else if (w->pos < obj->meta.head_len) {
 		if (!w->error && !obj->has_head)
 			writer_reserve(w, -1);
 		if (w->error)
@@ -461,6 +480,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	if (c->tier == GS_TIER_RAM) {
 		*p = (char *)chunk_ram(io->e, obj, w->cur) + (w->pos - w->cur_off);
 		*len = part_end - w->pos;
+		w->last_p = *p;
 		return 0;
 	}
 	if (w->cur_buf < 0 && w->spilled) {
@@ -490,6 +510,7 @@ int gs_writer_buf(struct gs_writer *w, void **p, size_t *len,
 	}
 	*p = iobuf_ptr(io, w->cur_buf) + (w->pos - w->cur_off);
 	*len = part_end - w->pos;
+	w->last_p = *p;
 	return 0;
 }
 
@@ -519,7 +540,10 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 	w->pos += n;
 	if (w->cur_buf >= 0)
 		w->fed_at = mono_ns();
-	if (w->pos <= obj->meta.head_len || w->cur >= obj->nchunks)
+	if (w->fill)
+		fill_writer_fed(w, n);
+	if (w->pos <= obj->meta.head_len || w->pos <= w->cur_off ||
+	    w->cur >= obj->nchunks)
 		return;
 	c = &obj_chunks(obj)[w->cur];
 	if (w->pos < w->cur_off + c->len)
@@ -547,7 +571,7 @@ void gs_writer_advance(struct gs_writer *w, size_t n)
 		writer_unhold(w);
 		admission_release(w->io, w->cur_admitted);
 		STAT_ADD(w->io->e, io_errors, 1);
-		w->error = -EIO;
+		writer_fail(w, -EIO);
 	} else {
 		w->inflight++;
 		uring_submit(w->io);
@@ -574,7 +598,9 @@ int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		free(w);
 		return concat_finish(k, cas, done, arg);
 	}
-	if (w->pos != w->obj->meta.size)
+	if (w->fill && w->fill->size == GS_SIZE_UNKNOWN)
+		fill_writer_cut(w);
+	else if (w->pos != w->obj->meta.size)
 		return -EINVAL;
 	*wp = NULL;
 	w->cond = cond;
@@ -599,6 +625,8 @@ void gs_writer_abort(struct gs_writer **wp)
 		free(w);
 		return;
 	}
+	if (w->fill)
+		fill_abort(w->io->e, w->fill);
 	waiter_del(&w->waiter);
 	writer_drop_spill(w);
 	if (w->cur_buf >= 0) {

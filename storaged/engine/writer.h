@@ -5,7 +5,7 @@
 #ifndef GOBLIN_WRITER_H
 #define GOBLIN_WRITER_H
 
-#include "engine-t.h"
+#include "uring-t.h"
 
 struct io_waiter;
 
@@ -22,6 +22,73 @@ static inline bool admission_full(struct gs_engine *e, uint64_t more)
 
 	return cur && cur + more > e->cfg.admission_bytes;
 }
+
+/* ---- a set writer's insides (writer.c, fill_writer.c) ---- */
+
+struct gs_writer {
+	struct deferred def;
+	struct gs_io *io;
+	struct gs_obj *obj;
+	uint64_t pos;
+	uint32_t cur;
+	uint64_t cur_off;
+	int cur_buf;
+	uint64_t cur_admitted;
+	uint64_t credit;		/* admitted for us already (append data) */
+	uint64_t head_slot;		/* head_caching: the head's copy */
+	bool head_caching;		/* a free head slot was at hand */
+	unsigned inflight;
+	int error;
+	bool finishing, aborted, waited;
+	enum gs_if cond;
+	uint64_t cas;
+	gs_stored_fn done;
+	void *arg;
+	struct io_waiter waiter;
+	struct gs_stored stored;	/* linked, waiting for the sync */
+	struct list sync_node;		/* on io->sync_waiters */
+	struct list hold;		/* on io->writer_holders with cur_buf */
+	uint64_t fed_at;		/* mono_ns() of the last bytes in cur_buf */
+	void *spill;			/* the chunk's bytes while reclaimed */
+	bool spilled;			/* cur_buf reclaimed mid-chunk */
+	struct concat *concat;		/* an append or prepend: all it is */
+	struct fill *fill;		/* a grid's (unknown size, shared) */
+	struct attr *attr;		/* gs_writer_attr(), until linked (a
+					 * grid's are on the grid at once) */
+	char *last_p;			/* what gs_writer_buf() gave last */
+	char *fin_buf;			/* finish: a spilled last chunk, aligned */
+};
+
+/* A fill writer's attributes go on its grid, for its readers: 0 or
+ * -ENOMEM.  Takes e->lock. */
+int writer_attr_to_grid(struct gs_writer *w);
+/* Keeps the first failure of <w> for its done callback; a fill's readers
+ * are cut at once. */
+void writer_fail(struct gs_writer *w, int err);
+/* The sink for <w>'s bytes up to <part_end> after a failure; 0. */
+int writer_sink(struct gs_writer *w, void **p, size_t *len, uint64_t part_end);
+/* Reserves part <i> (-1: the head) of <w>'s object; a failure is kept. */
+void writer_reserve(struct gs_writer *w, int64_t i);
+/* The spilled chunk of <w> will not be written: its admission goes. */
+void writer_drop_spill(struct gs_writer *w);
+/* Gives cur_buf back (after its write, or on an abort). */
+void writer_unhold(struct gs_writer *w);
+/* A chunk write of <w> completed (io_op done callback). */
+void writer_write_done(struct io_op *op);
+
+/* ---- fill_writer.c: a writer of unknown size or a shared one ---- */
+
+/* gs_writer_buf() of a fill writer, up to its chunks: -E2BIG past
+ * max_object (unknown size), 0 with the head slot's room (where readers
+ * find the head's bytes at once; a RAM-only grid's head is the slot), the
+ * sink after a failure, or 1: the chunk's buffer, as any writer's. */
+int fill_writer_head(struct gs_writer *w, void **p, size_t *len);
+/* gs_writer_advance() of a fill writer: the <n> bytes just given (at
+ * w->last_p) go to the head slot too, and its readers are told. */
+void fill_writer_fed(struct gs_writer *w, size_t n);
+/* Finish of a writer of unknown size: the chunk the size ends in is cut
+ * there and written. */
+void fill_writer_cut(struct gs_writer *w);
 
 /* ---- writer.c, for gs_io_run() ---- */
 

@@ -55,6 +55,8 @@ _Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");
 /* ... and its attributes, which a LOOKUP_ATTR hands over in one rx buffer. */
 _Static_assert(RING_ATTR_MAX == GS_ATTR_MAX, "ring and engine attribute limits differ");
 _Static_assert(RING_ATTR_MAX <= RING_BUF_SIZE, "attributes fit an rx buffer");
+/* WOPEN's and ring_meta's unknown size is the engine's. */
+_Static_assert(RING_SIZE_UNKNOWN == GS_SIZE_UNKNOWN, "unknown sizes differ");
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 

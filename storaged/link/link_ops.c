@@ -99,7 +99,12 @@ static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 		cqe.res = -EBUSY;
 		goto out;
 	}
-	cqe.res = gs_lookup(srv->e, sqe->key, sqe->klen, &obj);
+	/* FILLING: the object a shared writer fills, else the live one */
+	cqe.res = -ENOENT;
+	if (sqe->opflags & RING_LOOKUP_FILLING)
+		cqe.res = gs_lookup_filling(srv->e, sqe->key, sqe->klen, &obj);
+	if (cqe.res)
+		cqe.res = gs_lookup(srv->e, sqe->key, sqe->klen, &obj);
 	if (cqe.res) {
 		handle_put(h);
 		goto out;
@@ -153,6 +158,8 @@ static void read_end(struct link_handle *h, int res)
 	struct ring_cqe cqe = { .user_data = h->ud, .op = RING_OP_READ,
 				.res = res, .handle = h->id };
 
+	if (res == 0)		/* of an object that was filling: known now */
+		cqe.len = gs_obj_meta(h->obj)->size;
 	if (h->fill >= 0)
 		rx_give(h->c, (uint32_t)h->fill);
 	h->fill = -1;
@@ -244,7 +251,10 @@ static void op_read(struct link_conn *c, const struct ring_sqe *sqe)
 		post_cqe(c, &cqe);
 		return;
 	}
-	size = gs_obj_meta(h->obj)->size;
+	/* an object filling may not know its size yet: its stream ends at
+	 * the final one (RING_SIZE_UNKNOWN: to the end) */
+	size = gs_obj_filling(h->obj) ? RING_SIZE_UNKNOWN :
+	       gs_obj_meta(h->obj)->size;
 	h->ud = sqe->user_data;
 	h->pos = sqe->off < size ? sqe->off : size;
 	h->end = sqe->off + sqe->len < sqe->off || sqe->off + sqe->len > size ?
@@ -345,6 +355,13 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 				 &h->w);
 	if (cqe.res)
 		goto out_put;
+	/* SHARED: findable while filling; one at a time per key */
+	if (sqe->opflags & RING_WOPEN_SHARED)
+		cqe.res = gs_writer_share(h->w);
+	if (cqe.res) {
+		gs_writer_abort(&h->w);
+		goto out_put;
+	}
 	h->size = sqe->len;
 	h->klen = sqe->klen;
 	memcpy(h->key, sqe->key, sqe->klen);

@@ -27,6 +27,7 @@ build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS) $(UNIT_TEST_HDRS)
 # Engine tests link libgoblin (its defaults from gs_config_init) and the
 # memcache item semantics (mc_items.o).
 ENGINE_TESTS := test_engine test_region test_pool test_stream test_readahead \
+                test_fill \
                 test_journal \
                 test_journal_damage \
                 test_arena test_index test_attr \
