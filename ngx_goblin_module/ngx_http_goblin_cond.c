@@ -142,6 +142,7 @@ ngx_http_goblin_precondition_found(ngx_http_goblin_ctx_t *ctx,
     present = (cqe->res == 0);
 
     if (present) {
+        ctx->handle = cqe->handle;
         ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
 
         if (cqe->buf != RING_NO_BUF) {
