@@ -8,7 +8,10 @@
 # a restart with pools (same store, CAS goes on), across --fresh and
 # across a RAM-only restart (a new store identity), and an ETag of the
 # old identity no longer matches (If-None-Match, If-Match, If-Range).
-# Every body is checked by length and sha256.
+# A stored blob is not trusted: attributes written straight through the
+# ring (t/lib/linkharness.py) with bad names, control characters, bare LFs,
+# headers nginx makes itself or lines that are no header are skipped, a
+# malformed blob is 502.  Every body is checked by length and sha256.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use Test::Nginx::Socket;
@@ -51,7 +54,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
 master_on();
 workers(1);
 repeat_each(1);
-plan tests => goblin_plan(34);
+plan tests => goblin_plan(39);
 no_shuffle();
 
 our %Meta = (
@@ -266,6 +269,53 @@ sub ram_identity () {
     is($c2, 412, 'DELETE If-Match with the old ETag: 412');
 }
 
+# Stores <value> under <key> with the attribute bytes <attrs> through the
+# ring, as a worker would; the WFINISH's res.
+sub ring_put ($$$) {
+    my ($key, $value, $attrs) = @_;
+    my $py = 'import sys; sys.path.insert(0, "t/lib"); import linkharness; '
+           . 'w = linkharness.Worker(sys.argv[1]); '
+           . 'c = w.put(sys.argv[2].encode(), bytes.fromhex(sys.argv[3]), '
+           . 'attrs=bytes.fromhex(sys.argv[4])); w.close(); print(c["res"])';
+    my $out = `/usr/bin/python3 -c '$py' $ENV{TEST_NGINX_GOBLIN_SOCKET} $key @{[ unpack 'H*', $value ]} @{[ unpack 'H*', $attrs ]}`;
+    chomp $out;
+    return $out;
+}
+
+# Blobs nobody checked on the way in.  (5 tests)
+sub untrusted_blobs () {
+    my $port = server_port();
+    my $blob = "GA1 200 1\r\nContent-Type: text/x-ok\r\n"
+             . "Set-Cookie\0: a=b\r\nthis is no header\r\n"
+             . "X-Bad: a\x01b\r\nX-Split: a\nInjected: yes\r\n"
+             . "Content-Length: 99999\r\nTransfer-Encoding: chunked\r\n"
+             . "Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+             . "Cache-Control: max-age=1\r\nX-Fine:  padded  \r\n";
+    is(ring_put('blob/odd', 'odd body', $blob), '0', 'stored through the ring');
+    my ($st, $h, $b) = http_request($port, 'GET', '/obj/blob/odd');
+    ok($st == 200 && $b eq 'odd body'
+       && ($h->{'content-type'} // '') eq 'text/x-ok'
+       && ($h->{'cache-control'} // '') eq 'max-age=1'
+       && ($h->{'x-fine'} // '') eq 'padded'
+       && ($h->{'content-length'} // '') eq '8'
+       && !exists $h->{'transfer-encoding'}
+       && ($h->{date} // '') !~ /1970/
+       && !grep({ exists $h->{$_} } 'set-cookie', 'x-bad', 'x-split',
+                'injected', 'this is no header'),
+       'GET replays the valid headers only: no control characters, bare '
+       . 'LFs, framing or junk lines');
+
+    ring_put('blob/nomagic', 'x', "HTTP/1.1 200 OK\r\nX-A: b\r\n");
+    ($st) = http_request($port, 'GET', '/obj/blob/nomagic');
+    is($st, 502, 'a blob that is not GA1: 502');
+    ring_put('blob/cut', 'x', "GA1 200 1\r\nContent-Type: text/plain");
+    ($st) = http_request($port, 'GET', '/obj/blob/cut');
+    is($st, 502, 'a blob cut short (no CRLF at its end): 502');
+    ring_put('blob/status', 'x', "GA1 20x 1\r\n");
+    ($st) = http_request($port, 'GET', '/obj/blob/status');
+    is($st, 502, 'a blob with a bad status: 502');
+}
+
 run_tests();
 goblin_stop('ram');
 goblin_stop();
@@ -296,7 +346,13 @@ main::new_identity();
 
 
 
-=== TEST 5: a RAM-only store: a new identity at each start
+=== TEST 5: stored blobs are not trusted
+--- init
+main::untrusted_blobs();
+
+
+
+=== TEST 6: a RAM-only store: a new identity at each start
 --- http_config
     goblin_storaged unix:$TEST_NGINX_GOBLIN_SOCKET_RAM;
 --- init
