@@ -68,6 +68,11 @@ static int grow(struct attr_table *t)
 	return 0;
 }
 
+int attr_room(struct gs_engine *e)
+{
+	return e->attrs.nbuckets ? 0 : grow(&e->attrs);
+}
+
 int attr_attach(struct gs_engine *e, struct gs_obj *obj, struct attr **ap)
 {
 	struct attr_table *t = &e->attrs;

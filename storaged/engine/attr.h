@@ -26,8 +26,11 @@ struct attr *attr_new(const void *p, size_t len);
 void attr_free(struct attr **ap);
 
 /* Gives <obj> (which has none) the attributes <*ap> and clears <*ap>:
- * 0, or -ENOMEM (the table could not be made; <*ap> stays the caller's). */
+ * 0, or -ENOMEM (the table could not be made; <*ap> stays the caller's).
+ * After attr_room() returned 0 it cannot fail. */
 int attr_attach(struct gs_engine *e, struct gs_obj *obj, struct attr **ap);
+/* Makes the table if there is none yet: 0 or -ENOMEM. */
+int attr_room(struct gs_engine *e);
 /* <obj>'s attributes, NULL when it has none. */
 const struct attr *attr_of(const struct gs_engine *e, const struct gs_obj *obj);
 /* <obj>'s attribute bytes, 0 when none. */

@@ -506,7 +506,9 @@ int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 	if (len && !(a = attr_new(p, len)))
 		return -ENOMEM;
 	pthread_mutex_lock(&e->lock);
-	if (obj->linked && !obj_dead(e, obj, time(NULL))) {
+	if (obj->linked && !obj_dead(e, obj, time(NULL)))
+		ret = a ? attr_room(e) : 0;
+	if (ret == 0) {
 		/* the journal first: a restart brings back what it has */
 		ret = journal_setattr(e, obj, p, len);
 		if (ret < 0)
@@ -514,9 +516,8 @@ int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 	}
 	if (ret == 0) {
 		attr_drop(e, obj);
-		if (a && attr_attach(e, obj, &a) < 0)
-			log_warn("attributes of \"%.*s\" not kept: out of memory (a restart brings them back)",
-				 obj->klen, obj->key);
+		if (a)
+			attr_attach(e, obj, &a);	/* there is room */
 		obj->referenced = true;
 	}
 	pthread_mutex_unlock(&e->lock);

@@ -6,6 +6,8 @@
  *   link_conn.c      a worker's connection: hello, welcome (fd passing),
  *                    doorbells, CQ overflow, dropping it; who may attach
  *   link_ops.c       the ring operations (LOOKUP, READ, ... STATS)
+ *   link_attr.c      objects' attributes (LOOKUP_ATTR, WOPEN's attr_len,
+ *                    SETATTR) and WFINISH's condition
  *   link_server.c    the socket, accepting, the thread (loop.c),
  *                    start/stop
  *   link_internal.h  the types they share, the hot-path helpers inline

@@ -1,7 +1,8 @@
 /*
- * The nginx link's insides, shared by link_conn.c, link_ops.c and
- * link_server.c: a worker's connection, its handles and buffers, and the
- * server that holds them.  Not for use outside the link.
+ * The nginx link's insides, shared by link_conn.c, link_ops.c,
+ * link_attr.c, link_direct.c and link_server.c: a worker's connection,
+ * its handles and buffers, and the server that holds them.  Not for use
+ * outside the link.
  *
  * nginx workers attach over a unix socket, get the head region and a ring
  * of their own (shared/ring-t.h), and from then on talk through the ring
@@ -51,6 +52,9 @@
 
 /* The ring's key field carries any key the engine takes, and no more. */
 _Static_assert(RING_KEY_MAX == GS_KEY_MAX, "ring and engine key limits differ");
+/* ... and its attributes, which a LOOKUP_ATTR hands over in one rx buffer. */
+_Static_assert(RING_ATTR_MAX == GS_ATTR_MAX, "ring and engine attribute limits differ");
+_Static_assert(RING_ATTR_MAX <= RING_BUF_SIZE, "attributes fit an rx buffer");
 
 #define MAX_OVERFLOW	65536u		/* completions held back per worker */
 
@@ -91,6 +95,7 @@ struct link_handle {
 	int fill;			/* rx buffer being filled, or -1 */
 	uint32_t fill_len;
 	uint32_t nbufs;			/* rx buffers out with nginx */
+	bool lookup_attr;		/* LOOKUP_ATTR waits for an rx buffer */
 
 	/* H_WRITER */
 	struct gs_writer *w;
@@ -100,6 +105,10 @@ struct link_handle {
 	int error;
 	bool finish, finishing, orphan;
 	uint64_t finish_ud;
+	uint8_t cond;			/* WFINISH's enum gs_if, and its CAS */
+	uint64_t cas;
+	char *attr;			/* WOPEN's attr_len bytes, as they come */
+	uint32_t attr_len, attr_got;
 	uint16_t klen;
 	char key[RING_KEY_MAX];
 
@@ -149,8 +158,9 @@ struct link_conn {
  * against the objects; no circle):
  *
  *   link_server  ->  link_conn link_ops
- *   link_ops     ->  link_conn link_direct
+ *   link_ops     ->  link_conn link_direct link_attr
  *   link_direct  ->  link_conn
+ *   link_attr    ->  link_conn
  *   link_conn    ->
  */
 struct link_upcalls {
@@ -254,6 +264,32 @@ bool link_direct_bufrel(struct link_handle *h, uint32_t b);
  * them back and once its reads are over. */
 void link_direct_close(struct link_handle *h);
 
+/* ---- link_attr.c: attributes, conditions ---- */
+
+/* The LOOKUP completion of <h>'s pinned object: handle, meta, attr_len. */
+void link_lookup_meta(struct link_handle *h, struct ring_cqe *cqe);
+/* LOOKUP_ATTR: the attributes copied into an rx buffer handed over with
+ * <cqe> (cqe->buf; RING_NO_BUF when there are none), meta.attr_len what
+ * was copied; false when no rx buffer is free (then wait for one, with
+ * h->lookup_attr set: link_pump_lookup_attr() posts the completion). */
+bool link_lookup_attr_buf(struct link_handle *h, struct ring_cqe *cqe);
+void link_pump_lookup_attr(struct link_handle *h);
+/* WOPEN's attr_len: the first so many bytes the WDATAs carry are the
+ * attributes (h->attr).  0, -E2BIG (over RING_ATTR_MAX) or -ENOMEM. */
+int link_wopen_attr(struct link_handle *h, const struct ring_sqe *sqe);
+/* Takes the attributes' bytes off the front of queued WDATA <q>, handing
+ * them to the writer (gs_writer_attr) once whole; true when <q> held
+ * nothing else (give it back). */
+bool link_writer_take_attr(struct link_handle *h, struct wdata *q);
+/* SETATTR: the pinned object's attributes become the <len> bytes of tx
+ * buffer <buf>, which is nginx's again with the completion (no TXDONE):
+ * 0, -ENOENT (no longer its key's live object), -E2BIG, -EINVAL (no such
+ * handle). */
+void link_op_setattr(struct link_conn *c, const struct ring_sqe *sqe);
+/* WFINISH: sqe.cond as h->cond (enum gs_if), sqe.off as h->cas; -EINVAL
+ * for an unknown condition. */
+int link_wfinish_cond(struct link_handle *h, const struct ring_sqe *sqe);
+
 /* ---- link_server.c ---- */
 
 /* A descriptor came back: listen again if out of them before. */
@@ -305,6 +341,7 @@ static inline void handle_put(struct link_handle *h)
 	list_del(&h->wait_link);
 	c->nkind[h->kind]--;
 	free(h->q);
+	free(h->attr);
 	memset(h, 0, sizeof(*h));
 	h->c = c;
 	h->gen = gen;

@@ -2,7 +2,8 @@
  * The nginx link's operations: what a worker submits through its ring
  * (LOOKUP, READ, MORE, BUFREL, RELEASE, WOPEN, WDATA, WFINISH, WABORT,
  * DELETE, STATS), each checked on its own copy of the SQE, and the pumps
- * that stream objects into rx buffers and tx buffers into writers.
+ * that stream objects into rx buffers and tx buffers into writers; what
+ * objects' attributes and WFINISH's condition add is in link_attr.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,12 +83,10 @@ static bool key_ok(const struct ring_sqe *sqe)
 static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 {
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
-				.op = RING_OP_LOOKUP };
+				.op = RING_OP_LOOKUP, .buf = RING_NO_BUF };
 	struct link_server *srv = c->srv;
-	const struct gs_meta *m;
 	struct link_handle *h;
 	struct gs_obj *obj;
-	uint64_t head_len;
 
 	srv->st[ST_ring_lookups]++;
 	if (!key_ok(sqe)) {
@@ -117,14 +116,15 @@ static void op_lookup(struct link_conn *c, const struct ring_sqe *sqe)
 	h->obj = obj;
 	srv->st[ST_ring_lookup_hits]++;
 	srv->st[ST_ring_pins]++;
-	m = gs_obj_meta(obj);
-	gs_obj_head(srv->e, obj, &head_len);	/* 0: the head comes over the ring */
-	cqe.handle = h->id;
-	cqe.meta = (struct ring_meta){
-		.size = m->size, .cas = m->cas, .mtime = m->mtime,
-		.exptime = m->exptime, .head_off = m->head_off,
-		.head_len = head_len, .flags = m->flags,
-	};
+	link_lookup_meta(h, &cqe);
+	if ((sqe->opflags & RING_LOOKUP_ATTR) && !link_lookup_attr_buf(h, &cqe)) {
+		/* no rx buffer free: the completion waits for one, as READs
+		 * do (a BUFREL brings us back) */
+		h->ud = sqe->user_data;
+		h->lookup_attr = true;
+		wait_for_buffer(h);
+		return;
+	}
 out:
 	post_cqe(c, &cqe);
 }
@@ -337,10 +337,9 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 		goto out;
 	}
 	h->q = calloc(c->ring.n_tx, sizeof(*h->q));
-	if (!h->q) {
-		cqe.res = -ENOMEM;
+	cqe.res = h->q ? link_wopen_attr(h, sqe) : -ENOMEM;
+	if (cqe.res)
 		goto out_put;
-	}
 	cqe.res = gs_writer_open(c->srv->io, sqe->key, sqe->klen, sqe->len,
 				 sqe->flags, exptime_absolute(sqe->exptime), GS_WRITE_SET,
 				 &h->w);
@@ -407,8 +406,10 @@ static void writer_finish(struct link_handle *h)
 	struct link_conn *c = h->c;
 	int ret = h->error;
 
+	if (!ret && h->attr_got < h->attr_len)
+		ret = -EINVAL;		/* the attributes were cut short */
 	if (!ret)
-		ret = gs_writer_finish(&h->w, GS_IF_ANY, 0, writer_done, h);
+		ret = gs_writer_finish(&h->w, h->cond, h->cas, writer_done, h);
 	if (!ret) {
 		h->finishing = true;
 		c->busy++;
@@ -432,6 +433,12 @@ static void pump_write(struct link_handle *h)
 
 	while (h->qlen && !c->dead) {
 		q = &h->q[h->qhead];
+		if (link_writer_take_attr(h, q)) {
+			txdone(c, q);
+			h->qhead = (h->qhead + 1) % c->ring.n_tx;
+			h->qlen--;
+			continue;
+		}
 		if (!h->error) {
 			ret = gs_writer_buf(h->w, &p, &len, handle_wake, h);
 			if (ret == -EAGAIN)
@@ -465,7 +472,8 @@ static void op_wdata(struct link_conn *c, const struct ring_sqe *sqe)
 
 	if (!h || h->finish || b >= c->ring.n_tx || c->tx_daemon[b] ||
 	    !sqe->len || sqe->len > c->ring.buf_size ||
-	    h->given + sqe->len > h->size || h->qlen >= c->ring.n_tx) {
+	    h->given + sqe->len > h->size + h->attr_len ||
+	    h->qlen >= c->ring.n_tx) {
 		link_conn_kill(c, "bad WDATA");
 		return;
 	}
@@ -482,7 +490,7 @@ static void op_wfinish(struct link_conn *c, const struct ring_sqe *sqe)
 {
 	struct link_handle *h = handle_find(c, sqe->handle, H_WRITER);
 
-	if (!h || h->finish) {
+	if (!h || h->finish || link_wfinish_cond(h, sqe) < 0) {
 		link_conn_kill(c, "bad WFINISH");
 		return;
 	}
@@ -515,15 +523,21 @@ static void op_wabort(struct link_conn *c, const struct ring_sqe *sqe)
 	writer_drop(h);
 }
 
-/* ---- DELETE, STATS ---- */
+/* ---- DELETE, STATS (SETATTR: link_attr.c) ---- */
 
+/* DELETE: with sqe.off, only the object of that CAS (-EEXIST). */
 static void op_delete(struct link_conn *c, const struct ring_sqe *sqe)
 {
 	struct ring_cqe cqe = { .user_data = sqe->user_data,
 				.op = RING_OP_DELETE };
+	struct gs_engine *e = c->srv->e;
 
-	cqe.res = key_ok(sqe) ? gs_delete(c->srv->e, sqe->key, sqe->klen)
-			      : -EINVAL;
+	if (!key_ok(sqe))
+		cqe.res = -EINVAL;
+	else if (sqe->off)
+		cqe.res = gs_delete_cas(e, sqe->key, sqe->klen, sqe->off);
+	else
+		cqe.res = gs_delete(e, sqe->key, sqe->klen);
 	if (!cqe.res)
 		c->srv->st[ST_ring_deletes]++;
 	post_cqe(c, &cqe);
@@ -619,6 +633,9 @@ static void dispatch(struct link_conn *c, const struct ring_sqe *sqe)
 	case RING_OP_STATS:
 		op_stats(c, sqe);
 		break;
+	case RING_OP_SETATTR:
+		link_op_setattr(c, sqe);
+		break;
 	default:
 		link_conn_kill(c, "unknown opcode");
 	}
@@ -652,7 +669,10 @@ void link_run_ready(struct link_server *srv)
 			continue;
 		switch (h->kind) {
 		case H_OBJ:
-			pump_read(h);
+			if (h->lookup_attr)
+				link_pump_lookup_attr(h);
+			else
+				pump_read(h);
 			break;
 		case H_WRITER:
 			pump_write(h);

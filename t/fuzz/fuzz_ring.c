@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c libgoblin
+ * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_attr.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (t/unit/link_local.h: no socket, no thread) over a small RAM-only
@@ -62,6 +62,7 @@ static struct ring w;
 static uint64_t ud;
 static uint8_t sub_key[4096];		/* key of submission ud & 4095 */
 static unsigned sub_blind[4096];	/* blind_releases when submitted */
+static uint32_t sub_attr[4096];		/* WOPEN's attr_len */
 static unsigned blind_releases;		/* RELEASEs of handles not reaped */
 static bool raw_keys;
 static bool cq_scribbled;		/* our own CQ reads mean nothing now */
@@ -128,6 +129,29 @@ static void check_bytes(const uint8_t *p, unsigned key, uint64_t off,
 			fail("wrong byte", c);
 }
 
+/* Rx buffer <c->buf> is ours now (DATA, STATS, LOOKUP_ATTR): whether its
+ * bytes are the staging's to check (see below). */
+static bool take_rx(const struct ring_cqe *c)
+{
+	bool verify;
+
+	if (c->buf >= w.n_rx || c->len > w.buf_size)
+		fail("bad rx buffer", c);
+	/* staged twice: legal only if we gave it back blind before reaping
+	 * the completion that brought it, and then only the last staging's
+	 * bytes are there */
+	verify = !rx_blind[c->buf];
+	if (rx_ours[c->buf]) {
+		if (!rx_blind[c->buf])
+			fail("rx buffer staged twice", c);
+		verify = --rx_blind[c->buf] == 0;
+	} else {
+		rx_ours[c->buf] = 1;
+		held[nheld++] = c->buf;
+	}
+	return verify;
+}
+
 static void reap(void)
 {
 	struct ring_cqe c;
@@ -144,8 +168,14 @@ static void reap(void)
 				(unsigned long long)c.len);
 		switch (c.op) {
 		case RING_OP_LOOKUP:
+			if (c.res && c.buf != RING_NO_BUF)
+				fail("failed LOOKUP with a buffer", &c);
 			if (c.res)
 				break;
+			if (c.meta.attr_len > RING_ATTR_MAX)
+				fail("attributes over RING_ATTR_MAX", &c);
+			if (c.buf != RING_NO_BUF)
+				take_rx(&c);
 			if (c.meta.head_len > c.meta.size ||
 			    c.meta.head_off > region_size ||
 			    c.meta.head_len > region_size - c.meta.head_off)
@@ -162,25 +192,16 @@ static void reap(void)
 		case RING_OP_WOPEN:
 			if (!c.res)
 				track_add(c.handle, sub_key[c.user_data & 4095], 1);
+			/* the value's first byte comes after the attributes */
+			if (!c.res)
+				track_find(c.handle)->given =
+					-(uint64_t)sub_attr[c.user_data & 4095];
 			break;
 		case RING_OP_DATA:
 		case RING_OP_STATS:
 			if (c.op == RING_OP_STATS && c.res)
 				break;
-			if (c.buf >= w.n_rx || c.len > w.buf_size)
-				fail("bad rx buffer", &c);
-			/* staged twice: legal only if we gave it back blind
-			 * before reaping the completion that brought it, and
-			 * then only the last staging's bytes are there */
-			verify = !rx_blind[c.buf];
-			if (rx_ours[c.buf]) {
-				if (!rx_blind[c.buf])
-					fail("rx buffer staged twice", &c);
-				verify = --rx_blind[c.buf] == 0;
-			} else {
-				rx_ours[c.buf] = 1;
-				held[nheld++] = c.buf;
-			}
+			verify = take_rx(&c);
 			t = track_find(c.handle);
 			if (c.op == RING_OP_DATA && t && !t->writer &&
 			    t->key < NKEYS && verify)
@@ -188,6 +209,7 @@ static void reap(void)
 					    t->key, c.off, c.len, &c);
 			break;
 		case RING_OP_TXDONE:
+		case RING_OP_SETATTR:
 			if (c.buf >= w.n_tx || !tx_daemon[c.buf])
 				fail("tx buffer returned it did not hold", &c);
 			tx_daemon[c.buf]--;
@@ -250,7 +272,7 @@ static void submit(struct input *in)
 	e.user_data = ++ud;
 	e.op = (uint8_t)rd(in, 1);
 	if (e.op < 240)
-		e.op = e.op % (RING_OP_MORE + 1);
+		e.op = e.op % (RING_OP_SETATTR + 1);
 	ksel = (uint8_t)rd(in, 1);
 	sub_key[ud & 4095] = ksel < 240 ? ksel % NKEYS : NKEYS;
 	sub_blind[ud & 4095] = blind_releases;
@@ -269,6 +291,11 @@ static void submit(struct input *in)
 	e.len = pick_u64(in);
 	e.grant = pick_u64(in);
 	e.flags = (uint32_t)rd(in, 1);
+	/* from the same byte: LOOKUP_ATTR and the others, WFINISH's cond (an
+	 * unknown one too) */
+	e.opflags = e.flags & 7;
+	e.cond = (uint8_t)((e.flags >> 3) % (RING_IF_CAS + 2));
+	sub_attr[ud & 4095] = 0;
 	e.exptime = (int64_t)pick_u64(in);
 	bsel = (uint8_t)rd(in, 1);
 
@@ -309,6 +336,17 @@ static void submit(struct input *in)
 				t->given += e.len;
 			tx_daemon[e.buf]++;
 		}
+		break;
+	case RING_OP_WOPEN:
+		e.attr_len = (uint32_t)(e.grant % (RING_ATTR_MAX + 2));
+		sub_attr[ud & 4095] = e.attr_len;
+		e.buf = bsel;
+		break;
+	case RING_OP_SETATTR:
+		e.buf = bsel < 224 ? bsel % w.n_tx : (uint32_t)rd(in, 2);
+		e.len = e.len % (RING_ATTR_MAX + 2);
+		if (e.buf < w.n_tx)
+			tx_daemon[e.buf]++;
 		break;
 	default:
 		e.buf = bsel;

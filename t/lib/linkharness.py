@@ -220,6 +220,7 @@ class Worker:
                 return dict(ud=f[0], op=f[1], res=f[2], handle=f[3],
                             buf=f[4], off=f[5], len=f[6], size=f[7],
                             head_off=f[11], head_len=f[12], cas=f[8],
+                            mtime=f[9], exptime=f[10], flags=f[13],
                             attr_len=f[14], state=f[15])
             left = deadline - time.time()
             if left <= 0:
@@ -231,6 +232,122 @@ class Worker:
                         return None
                 except ConnectionResetError:
                     return None
+
+    # ---- whole operations, one at a time (a test's, not nginx's way) ----
+
+    def wait(self, ud, timeout=10):
+        """The completion of submission <ud>; TXDONEs and others that come
+        first are kept in self.early (a list)."""
+        if not hasattr(self, "early"):
+            self.early = []
+        for i, c in enumerate(self.early):
+            if c["ud"] == ud and c["op"] != OP["TXDONE"]:
+                return self.early.pop(i)
+        while True:
+            c = self.cqe(timeout)
+            if c is None:
+                raise EOFError("the daemon closed the worker")
+            if c["ud"] == ud and c["op"] != OP["TXDONE"]:
+                return c
+            self.early.append(c)
+
+    def tx_free(self, buf):
+        """Waits for the TXDONE of tx buffer <buf>."""
+        if not hasattr(self, "early"):
+            self.early = []
+        for i, c in enumerate(self.early):
+            if c["op"] == OP["TXDONE"] and c["buf"] == buf:
+                self.early.pop(i)
+                return
+        while True:
+            c = self.cqe()
+            if c is None:
+                raise EOFError("the daemon closed the worker")
+            if c["op"] == OP["TXDONE"] and c["buf"] == buf:
+                return
+            self.early.append(c)
+
+    def tx_buf(self, i):
+        start = self.buf_off + (self.n_rx + i) * self.buf_size
+        return start
+
+    def rx_bytes(self, buf, n):
+        start = self.buf_off + buf * self.buf_size
+        return bytes(self.m[start:start + n])
+
+    def put(self, key, value, attrs=b"", cond=0, cas=0, attr_len=None):
+        """WOPEN (<attrs> first in the WDATAs, attr_len their length unless
+        given), WDATAs through tx buffer 0, WFINISH with <cond>, <cas>:
+        the WOPEN completion when it failed, else the WFINISH's."""
+        body = attrs + value
+        ud = self.submit(OP["WOPEN"], key=key, length=len(value),
+                         attr_len=len(attrs) if attr_len is None else attr_len)
+        c = self.wait(ud)
+        if c["res"]:
+            return c
+        h = c["handle"]
+        for off in range(0, len(body), self.buf_size):
+            piece = body[off:off + self.buf_size]
+            start = self.tx_buf(0)
+            self.m[start:start + len(piece)] = piece
+            self.submit(OP["WDATA"], handle=h, buf=0, length=len(piece))
+            self.tx_free(0)
+        return self.wait(self.submit(OP["WFINISH"], handle=h, cond=cond,
+                                     off=cas))
+
+    def lookup(self, key, attr=True):
+        """LOOKUP (with RING_LOOKUP_ATTR when <attr>): (cqe, attribute
+        bytes or None when it handed no buffer over); the rx buffer goes
+        back at once."""
+        c = self.wait(self.submit(OP["LOOKUP"], key=key,
+                                  opflags=0x2 if attr else 0))
+        got = None
+        if c["res"] == 0 and c["buf"] != 0xffffffff:
+            got = self.rx_bytes(c["buf"], c["attr_len"])
+            self.submit(OP["BUFREL"], buf=c["buf"])
+        return c, got
+
+    def read(self, handle, size):
+        """READ of the whole value of <handle>: its bytes, or None when
+        the READ failed."""
+        ud = self.submit(OP["READ"], handle=handle, off=0, length=size)
+        got = bytearray()
+        while True:
+            c = self.cqe()
+            if c is None:
+                return None
+            if c["op"] == OP["DATA"] and c["ud"] == ud:
+                got[c["off"]:c["off"] + c["len"]] = self.rx_bytes(c["buf"],
+                                                                  c["len"])
+                self.submit(OP["BUFREL"], buf=c["buf"])
+            elif c["op"] == OP["READ"] and c["ud"] == ud:
+                return bytes(got) if c["res"] == 0 else None
+            else:
+                if not hasattr(self, "early"):
+                    self.early = []
+                self.early.append(c)
+
+    def get(self, key):
+        """(attribute bytes or None, value bytes or None, cqe): LOOKUP_ATTR,
+        READ of the whole value (its head from the region when it is
+        there), RELEASE."""
+        c, attrs = self.lookup(key)
+        if c["res"]:
+            return None, None, c
+        value = self.read(c["handle"], c["size"])
+        self.submit(OP["RELEASE"], handle=c["handle"])
+        return attrs, value, c
+
+    def setattr(self, handle, attrs, length=None):
+        """SETATTR of <attrs> through tx buffer 1: its completion."""
+        start = self.tx_buf(1)
+        self.m[start:start + len(attrs)] = attrs
+        return self.wait(self.submit(OP["SETATTR"], handle=handle, buf=1,
+                                     length=len(attrs) if length is None
+                                     else length))
+
+    def delete(self, key, cas=0):
+        return self.wait(self.submit(OP["DELETE"], key=key, off=cas))
 
     def stats(self):
         self.submit(OP["STATS"])

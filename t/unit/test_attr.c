@@ -6,8 +6,9 @@
  * gs_update and touch keep them; objects without any cost no index bytes
  * more; after kill -9 (the journal as appended), after a clean close (a
  * checkpoint of PUTA records) and after a checkpoint taken mid-run, every
- * attribute and value byte is back; a damaged PUTA with good records after
- * it is refused, and --journal-salvage drops the object it names; a
+ * attribute and value byte is back; a damaged PUTA or ATTR with good
+ * records after it is refused, and --journal-salvage drops the object it
+ * names; a torn ATTR at the tail is cut (the attributes before stay); a
  * journal of version 1 is still read; the identity is kept across opens and
  * new with fresh or without pools.
  */
@@ -474,6 +475,33 @@ static void test_damage(void)
 	      "the others are back");
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
+	/* an ATTR damaged (b's), good records after: refused; salvage drops
+	 * b, whose attributes are not vouched for */
+	h->version = JOURNAL_VERSION;
+	h->sum = journal_hdr_sum(h);
+	buf[off + ((struct jrec *)(buf + off))->len - 8] ^= 0x40;	/* a again */
+	off = find_rec(buf, size, JREC_ATTR, sizeof(struct jhdr));
+	CHECK(off, "an ATTR record");
+	buf[off + ((struct jrec *)(buf + off))->len - 8] ^= 0x01;
+	spit(jpath, buf, size);
+	cfg.journal_salvage = false;
+	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == -EUCLEAN &&
+	      strstr(err, "damage, not a torn tail"),
+	      "a damaged ATTR is refused: %s", err);
+	cfg.journal_salvage = true;
+	e = eopen(&cfg, "salvage ATTR");
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	{
+		struct gs_obj *obj;
+
+		CHECK(gs_lookup(e, "b", 1, &obj) == -ENOENT,
+		      "salvage drops the object the damaged ATTR names");
+	}
+	CHECK(holds(e, io, "a", 1000, 1, 50, 2) && holds(e, io, "c", 1000, 6, 0, 0),
+	      "a and c are back");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	cfg.journal_salvage = false;
 	/* a torn ATTR at the tail is cut: the attributes before it stay */
 	config(&cfg);
 	cfg.fresh = true;
