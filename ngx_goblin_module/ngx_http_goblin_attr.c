@@ -22,6 +22,12 @@
 #define NGX_HTTP_GOBLIN_ATTR_MAGIC  "GA1 "
 
 
+static ngx_int_t ngx_http_goblin_attr_content_type(ngx_http_request_t *r,
+    ngx_str_t *value);
+static u_char *ngx_http_goblin_attr_first_line(u_char *p, u_char *last,
+    ngx_http_goblin_attr_t *a);
+static ngx_int_t ngx_http_goblin_attr_line(ngx_http_request_t *r, u_char *p,
+    u_char *eol, ngx_http_goblin_attr_t *a);
 static ngx_int_t ngx_http_goblin_attr_add(u_char **p, u_char *end,
     ngx_str_t *key, ngx_str_t *value);
 static ngx_uint_t ngx_http_goblin_attr_kept(ngx_str_t *key);
@@ -88,28 +94,11 @@ ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
     p = ngx_sprintf(p, NGX_HTTP_GOBLIN_ATTR_MAGIC "%03ui %T" CRLF,
                     status, received);
 
-    /* Content-Type, with the charset nginx would add to it */
-
     if (r->headers_out.content_type.len) {
         ngx_str_set(&key, "Content-Type");
-        value = r->headers_out.content_type;
 
-        if (r->headers_out.content_type_len == r->headers_out.content_type.len
-            && r->headers_out.charset.len)
-        {
-            value.len = r->headers_out.content_type.len
-                        + sizeof("; charset=") - 1
-                        + r->headers_out.charset.len;
-            value.data = ngx_pnalloc(r->pool, value.len);
-            if (value.data == NULL) {
-                return NGX_ERROR;
-            }
-
-            lm = ngx_cpymem(value.data, r->headers_out.content_type.data,
-                            r->headers_out.content_type.len);
-            lm = ngx_cpymem(lm, "; charset=", sizeof("; charset=") - 1);
-            ngx_memcpy(lm, r->headers_out.charset.data,
-                       r->headers_out.charset.len);
+        if (ngx_http_goblin_attr_content_type(r, &value) != NGX_OK) {
+            return NGX_ERROR;
         }
 
         if (ngx_http_goblin_attr_add(&p, end, &key, &value) != NGX_OK) {
@@ -184,6 +173,36 @@ ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
     }
 
     out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/* The response's Content-Type, with the charset nginx would add to it. */
+static ngx_int_t
+ngx_http_goblin_attr_content_type(ngx_http_request_t *r, ngx_str_t *value)
+{
+    u_char  *p;
+
+    *value = r->headers_out.content_type;
+
+    if (r->headers_out.content_type_len != r->headers_out.content_type.len
+        || r->headers_out.charset.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    value->len = r->headers_out.content_type.len + sizeof("; charset=") - 1
+                 + r->headers_out.charset.len;
+    value->data = ngx_pnalloc(r->pool, value->len);
+    if (value->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(value->data, r->headers_out.content_type.data,
+                   r->headers_out.content_type.len);
+    p = ngx_cpymem(p, "; charset=", sizeof("; charset=") - 1);
+    ngx_memcpy(p, r->headers_out.charset.data, r->headers_out.charset.len);
 
     return NGX_OK;
 }
@@ -290,70 +309,130 @@ ngx_http_goblin_attr_value_valid(u_char *p, size_t len)
 }
 
 
+/* the request headers a PUT stores */
+static ngx_str_t  ngx_http_goblin_attr_put_names[] = {
+    ngx_string("Content-Type"),
+    ngx_string("Content-Encoding"),
+    ngx_string("Content-Language"),
+    ngx_string("Content-Disposition"),
+    ngx_string("Cache-Control"),
+    ngx_string("Expires"),
+    ngx_null_string
+};
+
+
+ngx_int_t
+ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
+{
+    ngx_str_t        *n;
+    ngx_uint_t        i;
+    ngx_array_t       extra;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *e;
+
+    out->len = 0;
+
+    if (ngx_array_init(&extra, r->pool, 4, sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        for (n = ngx_http_goblin_attr_put_names; n->len; n++) {
+            if (n->len == h[i].key.len
+                && ngx_strncasecmp(n->data, h[i].key.data, n->len) == 0)
+            {
+                e = ngx_array_push(&extra);
+                if (e == NULL) {
+                    return NGX_ERROR;
+                }
+
+                /* the name as the module spells it */
+                *e = h[i];
+                e->key = *n;
+                break;
+            }
+        }
+    }
+
+    if (extra.nelts == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, ngx_time(), &extra,
+                                      out);
+}
+
+
+ngx_int_t
+ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
+{
+    ngx_int_t                rc;
+    ngx_http_request_t      *r;
+    ngx_http_goblin_attr_t   a;
+
+    r = ctx->request;
+
+    if (cqe->buf == RING_NO_BUF) {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_goblin_attr_parse(r,
+                                    (u_char *) ring_rx_buf(&ctx->map->ring,
+                                                           cqe->buf),
+                                    cqe->meta.attr_len, &a);
+
+    /* parsed into r->pool: the buffer goes back now */
+    ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "goblin: \"%V\" has malformed attributes", &ctx->key);
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_goblin_attr_replay(r, &a);
+}
+
+
 ngx_int_t
 ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p, size_t len,
     ngx_http_goblin_attr_t *a)
 {
-    u_char           *last, *eol, *colon, *v, *ve;
-    time_t            received;
-    ngx_uint_t        status, i;
-    ngx_table_elt_t  *h;
+    u_char     *last, *eol;
+    ngx_int_t   rc;
+
+    last = p + len;
 
     if (len > RING_ATTR_MAX) {
         goto malformed;
     }
 
-    last = p + len;
-
-    if (len < sizeof("GA1 200 0\r\n") - 1
-        || ngx_strncmp(p, NGX_HTTP_GOBLIN_ATTR_MAGIC,
-                       sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1) != 0)
-    {
+    p = ngx_http_goblin_attr_first_line(p, last, a);
+    if (p == NULL) {
         goto malformed;
     }
-
-    p += sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1;
-
-    status = 0;
-
-    for (i = 0; i < 3; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            goto malformed;
-        }
-
-        status = status * 10 + (p[i] - '0');
-    }
-
-    p += 3;
-
-    if (status < 100 || *p++ != ' ' || p == last) {
-        goto malformed;
-    }
-
-    received = 0;
-
-    for (v = p; p < last && *p >= '0' && *p <= '9'; p++) {
-        if (received > (NGX_MAX_TIME_T_VALUE - (*p - '0')) / 10) {
-            goto malformed;
-        }
-
-        received = received * 10 + (*p - '0');
-    }
-
-    if (p == v || last - p < 2 || p[0] != CR || p[1] != LF) {
-        goto malformed;
-    }
-
-    p += 2;
 
     if (ngx_array_init(&a->headers, r->pool, 8, sizeof(ngx_table_elt_t))
         != NGX_OK)
     {
         return NGX_ERROR;
     }
-
-    a->status = status;
-    a->received = received;
 
     while (p < last) {
 
@@ -368,55 +447,18 @@ ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p, size_t len,
             goto malformed;
         }
 
-        colon = ngx_strlchr(p, eol, ':');
+        rc = ngx_http_goblin_attr_line(r, p, eol, a);
 
-        if (colon == NULL
-            || !ngx_http_goblin_attr_name_valid(p, colon - p))
-        {
-            goto skip;
-        }
-
-        for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
-            /* void */
-        }
-
-        for (ve = eol; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--) {
-            /* void */
-        }
-
-        if (!ngx_http_goblin_attr_value_valid(v, ve - v)) {
-            goto skip;
-        }
-
-        h = ngx_array_push(&a->headers);
-        if (h == NULL) {
+        if (rc == NGX_ERROR) {
             return NGX_ERROR;
         }
 
-        h->key.len = colon - p;
-        h->key.data = ngx_pnalloc(r->pool, h->key.len * 2 + (ve - v) + 1);
-        if (h->key.data == NULL) {
-            return NGX_ERROR;
+        if (rc == NGX_DECLINED) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "goblin: skipped a stored attribute line of %uz "
+                          "bytes", (size_t) (eol - p));
         }
 
-        ngx_memcpy(h->key.data, p, h->key.len);
-        h->lowcase_key = h->key.data + h->key.len;
-        ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
-        h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
-
-        h->value.len = ve - v;
-        h->value.data = h->lowcase_key + h->key.len;
-        ngx_memcpy(h->value.data, v, h->value.len);
-        h->value.data[h->value.len] = '\0';
-
-        p = eol + 2;
-        continue;
-
-    skip:
-
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "goblin: skipped a stored attribute line of %uz bytes",
-                      (size_t) (eol - p));
         p = eol + 2;
     }
 
@@ -428,6 +470,114 @@ malformed:
                   "goblin: malformed attributes (%uz bytes)", len);
 
     return NGX_ERROR;
+}
+
+
+/* "GA1 <status> <received>\r\n" at <p> into <a>; what follows it, or
+ * NULL. */
+static u_char *
+ngx_http_goblin_attr_first_line(u_char *p, u_char *last,
+    ngx_http_goblin_attr_t *a)
+{
+    u_char      *v;
+    time_t       received;
+    ngx_uint_t   status, i;
+
+    if ((size_t) (last - p) < sizeof("GA1 200 0\r\n") - 1
+        || ngx_strncmp(p, NGX_HTTP_GOBLIN_ATTR_MAGIC,
+                       sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1) != 0)
+    {
+        return NULL;
+    }
+
+    p += sizeof(NGX_HTTP_GOBLIN_ATTR_MAGIC) - 1;
+
+    status = 0;
+
+    for (i = 0; i < 3; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return NULL;
+        }
+
+        status = status * 10 + (p[i] - '0');
+    }
+
+    p += 3;
+
+    if (status < 100 || *p++ != ' ' || p == last) {
+        return NULL;
+    }
+
+    received = 0;
+
+    for (v = p; p < last && *p >= '0' && *p <= '9'; p++) {
+        if (received > (NGX_MAX_TIME_T_VALUE - (*p - '0')) / 10) {
+            return NULL;
+        }
+
+        received = received * 10 + (*p - '0');
+    }
+
+    if (p == v || last - p < 2 || p[0] != CR || p[1] != LF) {
+        return NULL;
+    }
+
+    a->status = status;
+    a->received = received;
+
+    return p + 2;
+}
+
+
+/* The header line [<p>, <eol>) into a->headers; NGX_DECLINED when it is
+ * none (skipped). */
+static ngx_int_t
+ngx_http_goblin_attr_line(ngx_http_request_t *r, u_char *p, u_char *eol,
+    ngx_http_goblin_attr_t *a)
+{
+    u_char           *colon, *v, *ve;
+    ngx_table_elt_t  *h;
+
+    colon = ngx_strlchr(p, eol, ':');
+
+    if (colon == NULL || !ngx_http_goblin_attr_name_valid(p, colon - p)) {
+        return NGX_DECLINED;
+    }
+
+    for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++) {
+        /* void */
+    }
+
+    for (ve = eol; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--) {
+        /* void */
+    }
+
+    if (!ngx_http_goblin_attr_value_valid(v, ve - v)) {
+        return NGX_DECLINED;
+    }
+
+    h = ngx_array_push(&a->headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->key.len = colon - p;
+    h->key.data = ngx_pnalloc(r->pool, h->key.len * 2 + (ve - v) + 1);
+    if (h->key.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h->key.data, p, h->key.len);
+    h->lowcase_key = h->key.data + h->key.len;
+    ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+    h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+
+    h->value.len = ve - v;
+    h->value.data = h->lowcase_key + h->key.len;
+    ngx_memcpy(h->value.data, v, h->value.len);
+    h->value.data[h->value.len] = '\0';
+
+    return NGX_OK;
 }
 
 

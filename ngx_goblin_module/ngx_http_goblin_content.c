@@ -2,8 +2,8 @@
 /*
  * ngx_http_goblin_module: the content handler of "goblin" locations: the
  * method (goblin_methods), storaged attached, the key (goblin_key, or the
- * URI), then GET and HEAD (ngx_http_goblin_handler.c), PUT or DELETE
- * (ngx_http_goblin_put.c).
+ * URI), then GET and HEAD (ngx_http_goblin_handler.c), PUT
+ * (ngx_http_goblin_put.c) or DELETE (ngx_http_goblin_cond.c).
  */
 
 
@@ -50,14 +50,16 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
         return ngx_http_goblin_put_handler(r, &key);
     }
 
+    if (r->method == NGX_HTTP_DELETE) {
+        return ngx_http_goblin_delete_handler(r, &key);
+    }
+
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    ctx = ngx_http_goblin_create_ctx(r, r->method == NGX_HTTP_DELETE
-                                        ? ngx_http_goblin_delete_completions
-                                        : ngx_http_goblin_get_completions);
+    ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_get_completions);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -68,8 +70,7 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
         r->read_event_handler = ngx_http_test_reading;
     }
 
-    ngx_http_goblin_submit_key(ctx, r->method == NGX_HTTP_DELETE
-                                    ? RING_OP_DELETE : RING_OP_LOOKUP, 0);
+    ngx_http_goblin_submit_key(ctx, RING_OP_LOOKUP, 0);
     ngx_http_goblin_wait(ctx);
 
     r->main->count++;

@@ -22,8 +22,6 @@ static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk);
 static ngx_int_t ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx);
-static ngx_int_t ngx_http_goblin_replay_attr(ngx_http_goblin_ctx_t *ctx,
-    uint32_t buf);
 static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_set_content_type(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx);
@@ -82,18 +80,14 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 
     link->stats.hits++;
 
-    if (cqe->buf != RING_NO_BUF) {
-        /* the stored headers, replayed before ours; the buffer goes back
-         * once they are parsed */
-        rc = ngx_http_goblin_replay_attr(ctx, cqe->buf);
-        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+    /* the stored headers, replayed before ours */
+    rc = ngx_http_goblin_attr_found(ctx, cqe);
 
-        if (rc != NGX_OK) {
-            ngx_http_goblin_fail(ctx, rc == NGX_DECLINED
-                                      ? NGX_HTTP_BAD_GATEWAY
-                                      : NGX_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
+    if (rc != NGX_OK) {
+        ngx_http_goblin_fail(ctx, rc == NGX_DECLINED
+                                  ? NGX_HTTP_BAD_GATEWAY
+                                  : NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
 
     if (m->head_len > m->size || m->head_off > ctx->map->region_size
@@ -260,28 +254,6 @@ ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx)
     ctx->out = cl;
 
     return NGX_OK;
-}
-
-
-/* The object's stored attributes (ngx_http_goblin_attr.c) from rx buffer
- * <buf> into r->headers_out.  NGX_DECLINED: a malformed blob. */
-static ngx_int_t
-ngx_http_goblin_replay_attr(ngx_http_goblin_ctx_t *ctx, uint32_t buf)
-{
-    u_char                  *p;
-    ngx_http_request_t      *r;
-    ngx_http_goblin_attr_t   a;
-
-    r = ctx->request;
-    p = (u_char *) ring_rx_buf(&ctx->map->ring, buf);
-
-    if (ngx_http_goblin_attr_parse(r, p, ctx->meta.attr_len, &a) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "goblin: \"%V\" has malformed attributes", &ctx->key);
-        return NGX_DECLINED;
-    }
-
-    return ngx_http_goblin_attr_replay(r, &a);
 }
 
 

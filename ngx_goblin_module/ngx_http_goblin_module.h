@@ -8,7 +8,8 @@
  *   ngx_http_goblin_content.c  the content handler: method, key, then
  *                              GET and HEAD, PUT or DELETE
  *   ngx_http_goblin_handler.c  GET and HEAD
- *   ngx_http_goblin_put.c      PUT and DELETE
+ *   ngx_http_goblin_put.c      PUT
+ *   ngx_http_goblin_cond.c     conditional writes (If-Match, ...), DELETE
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
@@ -24,14 +25,15 @@
  * no cycles):
  *
  *   module   ->  content status link
- *   content  ->  put request ring http
+ *   content  ->  put cond request ring http
  *   handler  ->  request ring http attr
- *   put      ->  request ring
+ *   put      ->  cond request ring attr
+ *   cond     ->  request ring http
  *   status   ->  request ring
  *   request  ->  ring http
  *   link     ->  ring
  *   ring     ->
- *   attr     ->
+ *   attr     ->  ring
  *   http     ->
  *
  * The ring knows no HTTP: it hands a request's completions to the
@@ -71,6 +73,7 @@
     STAT(body_timeouts)                                                       \
     STAT(deletes)                                                             \
     STAT(delete_misses)                                                       \
+    STAT(precondition_failed)                                                 \
     STAT(bad_gateway)                                                         \
     STAT(unavailable)                                                         \
     STAT(timeouts)                                                            \
@@ -238,6 +241,12 @@ struct ngx_http_goblin_ctx_s {
     ngx_queue_t                    tx_wait;
     ngx_event_t                    put_timer; /* goblin_put_wait, or
                                                  goblin_body_timeout */
+    ngx_str_t                      attr;    /* a PUT's attributes */
+
+    /* PUT, DELETE: preconditions (ngx_http_goblin_cond.c) */
+    ngx_http_goblin_handler_pt     checked; /* once they are settled */
+    ngx_uint_t                     wplan;   /* NGX_HTTP_GOBLIN_WRITE_* */
+    uint64_t                       wcas;
 
     unsigned                       registered:1;
     unsigned                       body_started:1;
@@ -327,6 +336,17 @@ ngx_int_t ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p,
  * Transfer-Encoding, ...) are never replayed. */
 ngx_int_t ngx_http_goblin_attr_replay(ngx_http_request_t *r,
     ngx_http_goblin_attr_t *a);
+/* The attributes of a PUT: its Content-Type, Content-Encoding,
+ * Content-Language, Content-Disposition, Cache-Control and Expires request
+ * headers, as attr_build() makes them (status 200, received now); out->len
+ * 0 when it has none.  NGX_DECLINED when they exceed RING_ATTR_MAX. */
+ngx_int_t ngx_http_goblin_attr_request(ngx_http_request_t *r,
+    ngx_str_t *out);
+/* The attributes LOOKUP completion <cqe> brought (cqe->buf, RING_NO_BUF
+ * when none): replayed into ctx->request's headers_out, the rx buffer
+ * given back.  NGX_DECLINED for a malformed blob (logged), NGX_ERROR. */
+ngx_int_t ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 
 /* ngx_http_goblin_content.c */
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
@@ -336,7 +356,14 @@ extern const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[];
 
 /* ngx_http_goblin_put.c */
 ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);
-extern const ngx_http_goblin_completion_t  ngx_http_goblin_delete_completions[];
+
+/* ngx_http_goblin_cond.c */
+ngx_int_t ngx_http_goblin_precondition(ngx_http_goblin_ctx_t *ctx,
+    ngx_http_goblin_handler_pt checked, ngx_uint_t absent_ok);
+void ngx_http_goblin_precondition_found(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+ngx_int_t ngx_http_goblin_delete_handler(ngx_http_request_t *r,
+    ngx_str_t *key);
 
 /* ngx_http_goblin_status.c */
 ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);

@@ -1,6 +1,6 @@
 
 /*
- * ngx_http_goblin_module: PUT and DELETE.
+ * ngx_http_goblin_module: PUT.
  *
  * PUT: the body is read unbuffered.  Its first tx buffer's worth (or all
  * of a smaller body) is read into the heap before the PUT takes a tx
@@ -12,13 +12,24 @@
  * next buffer's worth goblin_body_timeout at most (else 408, the writer
  * aborted).  201 or 204 only once the daemon has stored every byte.
  *
- * DELETE: 204, or 404 when there was nothing to delete.
+ * A body of unknown size (chunked, or HTTP/2 without Content-Length) is
+ * stored by a writer of RING_SIZE_UNKNOWN, unless it is all in before the
+ * writer opens; past goblin_max_object it is 413 and the writer aborted,
+ * nothing stored.  The PUT's metadata (Content-Type, Content-Encoding,
+ * Content-Language, Content-Disposition, Cache-Control, Expires) is stored
+ * as the object's attributes (ngx_http_goblin_attr.c): the first attr_len
+ * bytes of the WDATA stream.  Preconditions (ngx_http_goblin_cond.c) are
+ * settled before the body is read, and their outcome rides on WFINISH.
  */
 
 
 #include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_http.h"
 
 
+static ngx_int_t ngx_http_goblin_put_attr(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_put_checked(ngx_http_goblin_ctx_t *ctx);
+static ngx_int_t ngx_http_goblin_put_start(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_put_body(ngx_http_request_t *r);
 static void ngx_http_goblin_put_read(ngx_http_request_t *r);
 static void ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx);
@@ -34,24 +45,18 @@ static void ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_txdone(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_put_timeout(ngx_event_t *ev);
+static void ngx_http_goblin_finish(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
-static void ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 
 
-/* The completions of a PUT: its writer, its tx buffer back, stored. */
+/* The completions of a PUT: its preconditions' LOOKUP, its writer, its tx
+ * buffer back, stored. */
 static const ngx_http_goblin_completion_t  ngx_http_goblin_put_completions[] = {
+    { RING_OP_LOOKUP, ngx_http_goblin_precondition_found },
     { RING_OP_WOPEN, ngx_http_goblin_got_writer },
     { RING_OP_TXDONE, ngx_http_goblin_txdone },
     { RING_OP_WFINISH, ngx_http_goblin_stored },
-    { 0, NULL }
-};
-
-
-/* The completion of a DELETE. */
-const ngx_http_goblin_completion_t  ngx_http_goblin_delete_completions[] = {
-    { RING_OP_DELETE, ngx_http_goblin_deleted },
     { 0, NULL }
 };
 
@@ -69,10 +74,6 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
 
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
 
-    if (r->headers_in.chunked || r->headers_in.content_length_n < 0) {
-        return NGX_HTTP_LENGTH_REQUIRED;
-    }
-
     if (r->headers_in.content_length_n > glcf->max_object) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "goblin: a %O-byte PUT is over goblin_max_object "
@@ -89,11 +90,119 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
 
     ctx->tx_ready = ngx_http_goblin_tx_ready;
     ctx->key = *key;
+
+    /* -1: known once it is all in (chunked; HTTP/2 without a length); an
+     * HTTP/1 request with neither has none */
     ctx->body_size = r->headers_in.content_length_n;
+
+    if (ctx->body_size < 0 && !r->headers_in.chunked
+#if (NGX_HTTP_V2)
+        && r->stream == NULL
+#endif
+       )
+    {
+        ctx->body_size = 0;
+    }
 
     ctx->put_timer.handler = ngx_http_goblin_put_timeout;
     ctx->put_timer.data = ctx;
     ctx->put_timer.log = r->connection->log;
+
+    rc = ngx_http_goblin_put_attr(ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_goblin_precondition(ctx, ngx_http_goblin_put_checked, 1);
+
+    if (rc == NGX_AGAIN) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    if (ctx->wplan == NGX_HTTP_GOBLIN_WRITE_FAILED) {
+        ngx_http_goblin_link->stats.precondition_failed++;
+        return NGX_HTTP_PRECONDITION_FAILED;
+    }
+
+    return ngx_http_goblin_put_start(ctx);
+}
+
+
+/*
+ * The PUT's metadata headers as the object's attributes, at the start of
+ * the heap: the WDATA stream carries them first.  None: no attributes.
+ */
+static ngx_int_t
+ngx_http_goblin_put_attr(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+
+    rc = ngx_http_goblin_attr_request(r, &ctx->attr);
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "goblin: the metadata headers of the PUT of \"%V\" "
+                      "are over the %ud bytes an object keeps", &ctx->key,
+                      RING_ATTR_MAX);
+        ngx_http_goblin_link->stats.put_errors++;
+        return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->attr.len == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_goblin_heap_room(ctx, ctx->attr.len) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->heap, ctx->attr.data, ctx->attr.len);
+    ctx->heap_len = ctx->attr.len;
+    ngx_http_goblin_link->put_heap_bytes += ctx->attr.len;
+
+    return NGX_OK;
+}
+
+
+/* The preconditions' LOOKUP settled them: 412, or the body is read. */
+static void
+ngx_http_goblin_put_checked(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r = ctx->request;
+
+    if (ctx->wplan == NGX_HTTP_GOBLIN_WRITE_FAILED) {
+        ngx_http_goblin_link->stats.precondition_failed++;
+        ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
+        return;
+    }
+
+    rc = ngx_http_goblin_put_start(ctx);
+
+    if (rc != NGX_DONE) {
+        ngx_http_goblin_finalize(ctx, rc);
+        return;
+    }
+
+    /* the reference ngx_http_read_client_request_body() took */
+    ngx_http_finalize_request(r, NGX_DONE);
+}
+
+
+/* Starts reading the body; NGX_DONE, or the status to answer. */
+static ngx_int_t
+ngx_http_goblin_put_start(ngx_http_goblin_ctx_t *ctx)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r = ctx->request;
 
     r->request_body_no_buffering = 1;
 
@@ -179,12 +288,25 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
             return;
         }
 
+        if (rc == NGX_DECLINED) {
+            /* the writer, if any, is aborted as the request goes */
+            ngx_http_goblin_link->stats.put_errors++;
+            ngx_http_goblin_finalize(ctx, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE);
+            return;
+        }
+
         if (rc == NGX_DONE) {
             ngx_http_goblin_body_in(ctx);
             continue;
         }
 
         /* all nginx had read is taken: read on */
+
+        if (!r->reading_body && ctx->body_size < 0) {
+            /* a body of unknown size is all in: its size is known now */
+            ctx->body_size = ctx->body_copied;
+            continue;
+        }
 
         if (!r->reading_body) {
             ngx_log_error(NGX_LOG_ERR, c->log, 0,
@@ -220,23 +342,33 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 /*
  * Moves the body bytes nginx has read into the heap or the tx buffer.
  * NGX_DONE: the heap holds the first buffer's worth, the tx buffer is
- * full, or the body is all in; NGX_OK: all nginx had is taken.
+ * full, or the body is all in; NGX_OK: all nginx had is taken;
+ * NGX_DECLINED: a body of unknown size is over goblin_max_object.
  */
 static ngx_int_t
 ngx_http_goblin_take_body(ngx_http_goblin_ctx_t *ctx)
 {
-    size_t                    n, room;
-    u_char                   *dst;
-    ngx_buf_t                *b;
-    ngx_http_request_t       *r;
-    ngx_http_request_body_t  *rb;
+    size_t                        n, room;
+    u_char                       *dst;
+    ngx_buf_t                    *b;
+    ngx_http_request_t           *r;
+    ngx_http_request_body_t      *rb;
+    ngx_http_goblin_loc_conf_t   *glcf;
 
     r = ctx->request;
     rb = r->request_body;
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
 
     for ( ;; ) {
         if (ctx->body_copied == ctx->body_size) {
             return NGX_DONE;
+        }
+
+        if (ctx->body_size < 0 && ctx->body_copied > glcf->max_object) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "goblin: a PUT of unknown size went over "
+                          "goblin_max_object %O", glcf->max_object);
+            return NGX_DECLINED;
         }
 
         room = (ctx->tx_buf >= 0 ? ctx->tx_len : ctx->heap_len);
@@ -269,7 +401,15 @@ ngx_http_goblin_take_body(ngx_http_goblin_ctx_t *ctx)
         }
 
         n = ngx_min((size_t) (b->last - b->pos), room);
-        n = ngx_min(n, (size_t) (ctx->body_size - ctx->body_copied));
+
+        if (ctx->body_size >= 0) {
+            n = ngx_min(n, (size_t) (ctx->body_size - ctx->body_copied));
+
+        } else {
+            /* one byte past goblin_max_object is enough to tell */
+            n = ngx_min(n, (size_t) (glcf->max_object + 1
+                                     - ctx->body_copied));
+        }
 
         if (ctx->tx_buf >= 0) {
             dst = (u_char *) ring_tx_buf(&ctx->map->ring,
@@ -295,7 +435,7 @@ ngx_http_goblin_take_body(ngx_http_goblin_ctx_t *ctx)
 
 
 /* Room for <n> more bytes in the heap: at most twice what the client has
- * sent, never more than the first buffer's worth. */
+ * sent, never more than the first buffer's worth (attributes included). */
 static ngx_int_t
 ngx_http_goblin_heap_room(ngx_http_goblin_ctx_t *ctx, size_t n)
 {
@@ -309,8 +449,11 @@ ngx_http_goblin_heap_room(ngx_http_goblin_ctx_t *ctx, size_t n)
     }
 
     size = ngx_max(want, 2 * ctx->heap_size);
-    size = ngx_min(size, (size_t) ngx_min(ctx->body_size,
-                                          (off_t) ctx->map->ring.buf_size));
+    size = ngx_min(size, (size_t) ctx->map->ring.buf_size);
+
+    if (ctx->body_size >= 0) {
+        size = ngx_min(size, ctx->attr.len + (size_t) ctx->body_size);
+    }
 
     heap = ngx_alloc(size, ctx->request->connection->log);
     if (heap == NULL) {
@@ -372,7 +515,7 @@ ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
-    if (ctx->body_copied < ctx->body_size) {
+    if (ctx->body_size < 0 || ctx->body_copied < ctx->body_size) {
         ngx_http_goblin_wdata(ctx);
         return;
     }
@@ -385,7 +528,7 @@ ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx)
     }
 
     ctx->finishing = 1;
-    ngx_http_goblin_submit_handle(ctx, RING_OP_WFINISH, 0, 0, 0);
+    ngx_http_goblin_finish(ctx);
     ngx_http_goblin_wait(ctx);
     r->read_event_handler = ngx_http_block_reading;
 
@@ -401,6 +544,8 @@ ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx)
 static void
 ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
 {
+    struct ring_sqe  sqe;
+
     if (ctx->heap_len) {
         ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf),
                    ctx->heap, ctx->heap_len);
@@ -409,8 +554,50 @@ ngx_http_goblin_open_writer(ngx_http_goblin_ctx_t *ctx)
     ctx->tx_len = ctx->heap_len;
     ngx_http_goblin_heap_free(ctx);
 
-    ngx_http_goblin_submit_key(ctx, RING_OP_WOPEN, ctx->body_size);
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = RING_OP_WOPEN;
+    sqe.klen = (uint16_t) ctx->key.len;
+    ngx_memcpy(sqe.key, ctx->key.data, ctx->key.len);
+    sqe.len = ctx->body_size >= 0 ? (uint64_t) ctx->body_size
+                                  : RING_SIZE_UNKNOWN;
+    sqe.attr_len = (uint32_t) ctx->attr.len;
+
+    ngx_http_goblin_submit(ctx, &sqe);
     ngx_http_goblin_wait(ctx);
+}
+
+
+/* The body is all in: WFINISH, under the preconditions' outcome. */
+static void
+ngx_http_goblin_finish(ngx_http_goblin_ctx_t *ctx)
+{
+    struct ring_sqe  sqe;
+
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = RING_OP_WFINISH;
+    sqe.handle = ctx->handle;
+
+    switch (ctx->wplan) {
+
+    case NGX_HTTP_GOBLIN_WRITE_ABSENT:
+        sqe.cond = RING_IF_ABSENT;
+        break;
+
+    case NGX_HTTP_GOBLIN_WRITE_PRESENT:
+        sqe.cond = RING_IF_PRESENT;
+        break;
+
+    case NGX_HTTP_GOBLIN_WRITE_CAS:
+        sqe.cond = RING_IF_CAS;
+        sqe.off = ctx->wcas;
+        break;
+
+    default:
+        sqe.cond = RING_IF_ANY;
+        break;
+    }
+
+    ngx_http_goblin_submit(ctx, &sqe);
 }
 
 
@@ -540,6 +727,15 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     r = ctx->request;
     ctx->writer = 0;
 
+    if ((cqe->res == -EEXIST || cqe->res == -ENOENT)
+        && ctx->wplan != NGX_HTTP_GOBLIN_WRITE_ANY)
+    {
+        /* its preconditions no longer held when it landed */
+        link->stats.precondition_failed++;
+        ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
+        return;
+    }
+
     if (cqe->res != 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
                       "goblin: storing \"%V\" failed", &ctx->key);
@@ -564,34 +760,6 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         return;
     }
 
-    r->header_only = 1;
-
-    ngx_http_goblin_finalize(ctx, ngx_http_send_header(r));
-}
-
-
-/* ---- DELETE ---- */
-
-
-static void
-ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    ngx_http_request_t      *r = ctx->request;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
-
-    if (cqe->res != 0) {
-        if (cqe->res == -ENOENT) {
-            link->stats.delete_misses++;
-        }
-
-        ngx_http_goblin_finalize(ctx,
-                                 ngx_http_goblin_error_status(r, cqe->res));
-        return;
-    }
-
-    link->stats.deletes++;
-
-    r->headers_out.status = NGX_HTTP_NO_CONTENT;
     r->header_only = 1;
 
     ngx_http_goblin_finalize(ctx, ngx_http_send_header(r));

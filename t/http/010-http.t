@@ -1,6 +1,6 @@
 # usage: prove t/http/010-http.t
 # HTTP semantics of ngx_http_goblin_module against a real goblin-store:
-# every status code (200 201 204 206 304 400 404 405 411 413 416 503 507),
+# every status code (200 201 204 206 304 400 404 405 413 414 416 503 507),
 # the headers, goblin_key, goblin_methods, goblin_status.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
@@ -232,24 +232,33 @@ over goblin_max_object 100
 
 
 
-=== TEST 12: a chunked PUT is 411: the size must be known first
+=== TEST 12: a chunked PUT is stored (no 411): its size is known once it is all in
 --- config
     location /obj/ {
         goblin;
-        goblin_methods GET PUT;
+        goblin_methods GET HEAD PUT DELETE;
     }
 --- raw_request eval
-"PUT /obj/chunked HTTP/1.1\r
+["PUT /obj/chunked HTTP/1.1\r
 Host: localhost\r
 Connection: close\r
 Transfer-Encoding: chunked\r
 \r
 5\r
 hello\r
+7\r
+, again\r
 0\r
 \r
-"
---- error_code: 411
+", "GET /obj/chunked HTTP/1.1\r
+Host: localhost\r
+Connection: close\r
+\r
+"]
+--- error_code eval
+[201, 200]
+--- response_body eval
+["", "hello, again"]
 
 
 
