@@ -89,22 +89,29 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
 }
 
 
-/* The key: goblin_key, else the URI after the location prefix. */
+/*
+ * The key: goblin_key, else the URI after the location prefix, as nginx
+ * decoded it (a%20b is "a b").  400 for an empty key or one with a control
+ * character, 414 for one over RING_KEY_MAX bytes.
+ */
 static ngx_int_t
 ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
     ngx_str_t *key)
 {
-    size_t                     prefix_len;
+    size_t                     prefix_len, bad;
     ngx_int_t                  valid;
     const u_char              *data;
     ngx_http_core_loc_conf_t  *clcf;
+
+    bad = 0;
 
     if (glcf->key) {
         if (ngx_http_complex_value(r, glcf->key, key) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX);
+        valid = ngx_http_goblin_key_valid(key->data, key->len, RING_KEY_MAX,
+                                          &bad);
 
     } else {
         clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
@@ -117,18 +124,34 @@ ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
 
         valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
                                         clcf->name.data, prefix_len,
-                                        RING_KEY_MAX, &data, &key->len);
+                                        RING_KEY_MAX, &data, &key->len,
+                                        &bad);
         key->data = (u_char *) data;
     }
 
-    if (!valid) {
+    switch (valid) {
+
+    case NGX_HTTP_GOBLIN_KEY_OK:
+        return NGX_OK;
+
+    case NGX_HTTP_GOBLIN_KEY_LONG:
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "goblin: a key of %uz bytes (1 to %d, no space or "
-                      "control character)", key->len, RING_KEY_MAX);
+                      "goblin: a key of %uz bytes, over the %d a key may "
+                      "have", key->len, RING_KEY_MAX);
+        return NGX_HTTP_REQUEST_URI_TOO_LARGE;
+
+    case NGX_HTTP_GOBLIN_KEY_CONTROL:
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "goblin: the key has a control character (0x%02xd) "
+                      "at byte %uz: no key may have NUL, CR, LF or another "
+                      "control character", (int) key->data[bad], bad);
+        return NGX_HTTP_BAD_REQUEST;
+
+    default:
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "goblin: an empty key");
         return NGX_HTTP_BAD_REQUEST;
     }
-
-    return NGX_OK;
 }
 
 

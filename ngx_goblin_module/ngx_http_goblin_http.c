@@ -159,13 +159,15 @@ ngx_http_goblin_range_parse(const unsigned char *v, size_t len, int64_t size,
 
 
 /*
- * If-None-Match <list>: "*" or a comma-separated list of entity tags,
- * compared weakly (a W/ prefix is ignored) with <etag> (quotes included).
+ * <list>: "*" or a comma-separated list of entity tags, compared with
+ * <etag> (quotes included): <weak>ly (a W/ prefix is ignored) or strongly
+ * (a W/ tag matches nothing).
  */
-int
-ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
-    const unsigned char *etag, size_t etag_len)
+static int
+ngx_http_goblin_etag_list(const unsigned char *list, size_t len,
+    const unsigned char *etag, size_t etag_len, int weak)
 {
+    int                   is_weak;
     const unsigned char  *p, *last, *tag, *rest;
 
     p = list;
@@ -181,6 +183,7 @@ ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
         }
 
         tag = p;
+        is_weak = 0;
 
         if (*p == '*') {
             p++;
@@ -189,6 +192,7 @@ ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
             if (last - p > 2 && p[0] == 'W' && p[1] == '/') {
                 p += 2;
                 tag = p;
+                is_weak = 1;
             }
 
             if (*p == '"') {
@@ -212,6 +216,7 @@ ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
             }
 
             if ((size_t) (p - tag) == etag_len && etag_len
+                && (weak || !is_weak)
                 && memcmp(tag, etag, etag_len) == 0)
             {
                 return 1;
@@ -224,6 +229,255 @@ ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
     }
 
     return 0;
+}
+
+
+/* If-None-Match <list> against <etag>: weak comparison (RFC 9110 13.1.2). */
+int
+ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
+    const unsigned char *etag, size_t etag_len)
+{
+    return ngx_http_goblin_etag_list(list, len, etag, etag_len, 1);
+}
+
+
+/* If-Match <list> against <etag>: strong comparison (RFC 9110 13.1.1). */
+int
+ngx_http_goblin_etag_match_strong(const unsigned char *list, size_t len,
+    const unsigned char *etag, size_t etag_len)
+{
+    return ngx_http_goblin_etag_list(list, len, etag, etag_len, 0);
+}
+
+
+/*
+ * Whether the entity tag <tag> (quotes included, no W/) is one this store
+ * <store_id> made (ngx_http_goblin_etag()); its CAS in *cas.
+ */
+int
+ngx_http_goblin_etag_cas(const unsigned char *tag, size_t len,
+    uint64_t store_id, uint64_t *cas)
+{
+    size_t    i;
+    uint64_t  id, v;
+    int       d;
+
+    /* "<16 hex>-<1 to 16 hex>" */
+    if (len < 1 + 16 + 1 + 1 + 1 || len > 1 + 16 + 1 + 16 + 1
+        || tag[0] != '"' || tag[len - 1] != '"' || tag[17] != '-')
+    {
+        return 0;
+    }
+
+    id = 0;
+    v = 0;
+
+    for (i = 1; i < len - 1; i++) {
+        if (i == 17) {
+            continue;
+        }
+
+        if (tag[i] >= '0' && tag[i] <= '9') {
+            d = tag[i] - '0';
+
+        } else if (tag[i] >= 'a' && tag[i] <= 'f') {
+            d = tag[i] - 'a' + 10;
+
+        } else {
+            return 0;
+        }
+
+        if (i < 17) {
+            id = id << 4 | (uint64_t) d;
+
+        } else {
+            v = v << 4 | (uint64_t) d;
+        }
+    }
+
+    if (id != store_id) {
+        return 0;
+    }
+
+    /* only the form ngx_http_goblin_etag() writes: no leading zero */
+    if (len - 1 - 18 > 1 && tag[18] == '0') {
+        return 0;
+    }
+
+    *cas = v;
+
+    return 1;
+}
+
+
+/*
+ * The single entity tag of <list>, if that is all it holds (no "*", no
+ * W/), as its start and length; 0 otherwise.
+ */
+static int
+ngx_http_goblin_etag_single(const unsigned char *list, size_t len,
+    const unsigned char **tag, size_t *tag_len)
+{
+    const unsigned char  *p, *last, *q;
+
+    p = ngx_http_goblin_skip_spaces(list, list + len);
+    last = list + len;
+
+    while (last > p && (last[-1] == ' ' || last[-1] == '\t')) {
+        last--;
+    }
+
+    if (last - p < 2 || *p != '"' || last[-1] != '"') {
+        return 0;
+    }
+
+    for (q = p + 1; q < last - 1; q++) {
+        if (*q == '"') {
+            return 0;
+        }
+    }
+
+    *tag = p;
+    *tag_len = (size_t) (last - p);
+
+    return 1;
+}
+
+
+static int
+ngx_http_goblin_is_star(const unsigned char *v, size_t len)
+{
+    const unsigned char  *p, *last;
+
+    p = ngx_http_goblin_skip_spaces(v, v + len);
+    last = v + len;
+
+    while (last > p && (last[-1] == ' ' || last[-1] == '\t')) {
+        last--;
+    }
+
+    return last - p == 1 && *p == '*';
+}
+
+
+/*
+ * How a PUT or DELETE with the preconditions <c> goes on, before anything
+ * is known of the key's object: ANY, ABSENT (If-None-Match: *), PRESENT
+ * (If-Match: *), CAS (If-Match: one ETag of this store, its CAS in *cas),
+ * FAILED (If-Match names no ETag this store made: none can match), or
+ * LOOKUP (lists, If-Unmodified-Since: write_check() on the object).
+ */
+int
+ngx_http_goblin_write_plan(const ngx_http_goblin_wcond_t *c, uint64_t *cas)
+{
+    size_t                n;
+    const unsigned char  *tag, *p, *last;
+    uint64_t              v;
+    int                   ours;
+
+    if (c->if_match) {
+        if (c->if_none_match == NULL
+            && ngx_http_goblin_is_star(c->if_match, c->if_match_len))
+        {
+            return NGX_HTTP_GOBLIN_WRITE_PRESENT;
+        }
+
+        if (c->if_none_match == NULL
+            && ngx_http_goblin_etag_single(c->if_match, c->if_match_len,
+                                           &tag, &n))
+        {
+            if (!ngx_http_goblin_etag_cas(tag, n, c->store_id, cas)) {
+                return NGX_HTTP_GOBLIN_WRITE_FAILED;
+            }
+
+            return NGX_HTTP_GOBLIN_WRITE_CAS;
+        }
+
+        /* a list: it can match only with a "*" or a strong tag of ours */
+
+        ours = 0;
+        p = c->if_match;
+        last = p + c->if_match_len;
+
+        while (p < last) {
+            while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+                p++;
+            }
+
+            tag = p;
+
+            while (p < last && *p != ',') {
+                p++;
+            }
+
+            n = (size_t) (p - tag);
+
+            while (n && (tag[n - 1] == ' ' || tag[n - 1] == '\t')) {
+                n--;
+            }
+
+            if ((n == 1 && *tag == '*')
+                || ngx_http_goblin_etag_cas(tag, n, c->store_id, &v))
+            {
+                ours = 1;
+            }
+        }
+
+        return ours ? NGX_HTTP_GOBLIN_WRITE_LOOKUP
+                    : NGX_HTTP_GOBLIN_WRITE_FAILED;
+    }
+
+    if (c->if_none_match && c->if_unmodified_since == -1
+        && ngx_http_goblin_is_star(c->if_none_match, c->if_none_match_len))
+    {
+        return NGX_HTTP_GOBLIN_WRITE_ABSENT;
+    }
+
+    if (c->if_none_match || c->if_unmodified_since != -1) {
+        return NGX_HTTP_GOBLIN_WRITE_LOOKUP;
+    }
+
+    return NGX_HTTP_GOBLIN_WRITE_ANY;
+}
+
+
+/*
+ * The preconditions <c> against the key's object as a LOOKUP found it
+ * (<present>, its <cas> and <mtime>), in RFC 9110 13.2.2's order: FAILED,
+ * or how the write goes on so that it takes effect only on that state:
+ * CAS (that object) or ABSENT (still none).
+ */
+int
+ngx_http_goblin_write_check(const ngx_http_goblin_wcond_t *c, int present,
+    uint64_t cas, int64_t mtime)
+{
+    size_t         n;
+    unsigned char  etag[NGX_HTTP_GOBLIN_ETAG_LEN];
+
+    n = present ? ngx_http_goblin_etag(etag, c->store_id, cas) : 0;
+
+    if (c->if_match) {
+        if (!present
+            || !ngx_http_goblin_etag_match_strong(c->if_match,
+                                                  c->if_match_len, etag, n))
+        {
+            return NGX_HTTP_GOBLIN_WRITE_FAILED;
+        }
+
+    } else if (c->if_unmodified_since != -1) {
+        if (present && mtime > c->if_unmodified_since) {
+            return NGX_HTTP_GOBLIN_WRITE_FAILED;
+        }
+    }
+
+    if (c->if_none_match && present
+        && ngx_http_goblin_etag_match(c->if_none_match, c->if_none_match_len,
+                                      etag, n))
+    {
+        return NGX_HTTP_GOBLIN_WRITE_FAILED;
+    }
+
+    return present ? NGX_HTTP_GOBLIN_WRITE_CAS : NGX_HTTP_GOBLIN_WRITE_ABSENT;
 }
 
 
@@ -327,12 +581,13 @@ ngx_http_goblin_key_exten(const unsigned char *key, size_t len,
 /*
  * The key of <uri> in a location <prefix> (prefix_len 0: none to strip):
  * the URI after the prefix when the URI starts with it, else all of it.
- * Returns whether the key is valid (ngx_http_goblin_key_valid()).
+ * Returns ngx_http_goblin_key_valid()'s answer, the offset of a bad byte
+ * in *bad.
  */
 int
 ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
     const unsigned char *prefix, size_t prefix_len, size_t max,
-    const unsigned char **key, size_t *key_len)
+    const unsigned char **key, size_t *key_len, size_t *bad)
 {
     *key = uri;
     *key_len = len;
@@ -344,25 +599,37 @@ ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
         *key_len = len - prefix_len;
     }
 
-    return ngx_http_goblin_key_valid(*key, *key_len, max);
+    return ngx_http_goblin_key_valid(*key, *key_len, max, bad);
 }
 
 
-/* 1 to <max> bytes, none of them a space or a control character. */
+/*
+ * Whether <key> is one the store can carry: KEY_OK for 1 to <max> bytes
+ * none of which is a control character (NUL, CR, LF, ... DEL: the ring
+ * takes any byte, but such a key could never be named again, by memcache
+ * or in a log line); a space is fine (a%20b).  KEY_EMPTY, KEY_LONG, or
+ * KEY_CONTROL with the offset of the first such byte in *bad.
+ */
 int
-ngx_http_goblin_key_valid(const unsigned char *key, size_t len, size_t max)
+ngx_http_goblin_key_valid(const unsigned char *key, size_t len, size_t max,
+    size_t *bad)
 {
     size_t  i;
 
-    if (len == 0 || len > max) {
-        return 0;
+    if (len == 0) {
+        return NGX_HTTP_GOBLIN_KEY_EMPTY;
+    }
+
+    if (len > max) {
+        return NGX_HTTP_GOBLIN_KEY_LONG;
     }
 
     for (i = 0; i < len; i++) {
-        if (key[i] <= ' ' || key[i] == 0x7f) {
-            return 0;
+        if (key[i] < ' ' || key[i] == 0x7f) {
+            *bad = i;
+            return NGX_HTTP_GOBLIN_KEY_CONTROL;
         }
     }
 
-    return 1;
+    return NGX_HTTP_GOBLIN_KEY_OK;
 }

@@ -3,7 +3,8 @@
  * ngx_http_goblin_module: the pure parts of the HTTP side (plain C, no
  * nginx headers), so that they can be unit-tested and fuzzed without
  * nginx: the Range header, conditional requests (If-None-Match, If-Range),
- * the ETag and Content-Range values, and the key of a URI.
+ * conditional writes (If-Match, If-None-Match, If-Unmodified-Since on PUT
+ * and DELETE), the ETag and Content-Range values, and the key of a URI.
  */
 
 
@@ -20,6 +21,22 @@
 #define NGX_HTTP_GOBLIN_RANGE_PART           1  /* [*start, *end) */
 #define NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE  2  /* 416 */
 #define NGX_HTTP_GOBLIN_NOT_MODIFIED         3  /* 304 */
+
+/* ngx_http_goblin_write_plan() and ngx_http_goblin_write_check() results:
+ * how a PUT or DELETE goes on */
+#define NGX_HTTP_GOBLIN_WRITE_ANY            0  /* unconditionally */
+#define NGX_HTTP_GOBLIN_WRITE_ABSENT         1  /* only if the key has none */
+#define NGX_HTTP_GOBLIN_WRITE_PRESENT        2  /* only if it has one */
+#define NGX_HTTP_GOBLIN_WRITE_CAS            3  /* only if its CAS is *cas */
+#define NGX_HTTP_GOBLIN_WRITE_LOOKUP         4  /* the current object decides:
+                                                   write_check() */
+#define NGX_HTTP_GOBLIN_WRITE_FAILED         5  /* 412 */
+
+/* ngx_http_goblin_key_valid() results */
+#define NGX_HTTP_GOBLIN_KEY_OK               0
+#define NGX_HTTP_GOBLIN_KEY_EMPTY            1  /* 400 */
+#define NGX_HTTP_GOBLIN_KEY_LONG             2  /* 414 */
+#define NGX_HTTP_GOBLIN_KEY_CONTROL          3  /* 400: NUL, CR, LF, ... */
 
 /* buffer sizes, the terminating NUL included */
 #define NGX_HTTP_GOBLIN_ETAG_LEN                                              \
@@ -46,10 +63,30 @@ typedef struct {
 } ngx_http_goblin_cond_t;
 
 
+/* A PUT's or DELETE's preconditions (NULL: absent) in the store
+ * <store_id>. */
+typedef struct {
+    const unsigned char  *if_match;
+    size_t                if_match_len;
+    const unsigned char  *if_none_match;
+    size_t                if_none_match_len;
+    int64_t               if_unmodified_since; /* a date, or -1 */
+    uint64_t              store_id;
+} ngx_http_goblin_wcond_t;
+
+
 int ngx_http_goblin_range_parse(const unsigned char *v, size_t len,
     int64_t size, int64_t *start, int64_t *end);
 int ngx_http_goblin_etag_match(const unsigned char *list, size_t len,
     const unsigned char *etag, size_t etag_len);
+int ngx_http_goblin_etag_match_strong(const unsigned char *list, size_t len,
+    const unsigned char *etag, size_t etag_len);
+int ngx_http_goblin_etag_cas(const unsigned char *tag, size_t len,
+    uint64_t store_id, uint64_t *cas);
+int ngx_http_goblin_write_plan(const ngx_http_goblin_wcond_t *c,
+    uint64_t *cas);
+int ngx_http_goblin_write_check(const ngx_http_goblin_wcond_t *c,
+    int present, uint64_t cas, int64_t mtime);
 int ngx_http_goblin_conditional(const ngx_http_goblin_cond_t *c,
     int64_t *start, int64_t *end);
 size_t ngx_http_goblin_etag(unsigned char *buf, uint64_t store_id,
@@ -60,9 +97,9 @@ void ngx_http_goblin_key_exten(const unsigned char *key, size_t len,
     const unsigned char **exten, size_t *exten_len);
 int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
     const unsigned char *prefix, size_t prefix_len, size_t max,
-    const unsigned char **key, size_t *key_len);
+    const unsigned char **key, size_t *key_len, size_t *bad);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,
-    size_t max);
+    size_t max, size_t *bad);
 
 
 #endif /* _NGX_HTTP_GOBLIN_HTTP_H_INCLUDED_ */

@@ -39,7 +39,8 @@
 	ACTION(pointer_size, U64, STATS_AS_MEMCACHED)			\
 	ACTION(rusage_user, TIMEVAL, STATS_AS_MEMCACHED)		\
 	ACTION(rusage_system, TIMEVAL, STATS_AS_MEMCACHED)		\
-	ACTION(threads, U64, STATS_AS_MEMCACHED)
+	ACTION(threads, U64, STATS_AS_MEMCACHED)				\
+	ACTION(store_id, TEXT, "the store's identity, 16 hex digits: random, kept in the pool markers, new with --fresh and at each start of a store without pools (nginx's ETags carry it)")
 
 /* SERVER_STAT(name, description): the memcache front's counters, `stats`. */
 #define SERVER_STATS(ACTION)						\
@@ -169,6 +170,7 @@ enum stats_table {
 struct stats_snapshot {
 	uint64_t pid, uptime, time, pointer_size, threads;
 	const char *version;
+	char store_id[17];		/* gs_engine_identity(), hex */
 	struct timeval rusage_user, rusage_system;
 	struct server_stats server;
 	uint64_t accepting_conns, limit_maxbytes, max_connections;

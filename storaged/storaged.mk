@@ -7,7 +7,7 @@ ENGINE_DIR     := storaged/engine
 LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c \
                   arena.c region.c pool.c dirtrust.c uring.c stream.c \
                   read_into.c window.c writer.c concat.c heads.c measure.c \
-                  ramchunk.c \
+                  ramchunk.c attr.c \
                   numa_topo.c numa_promote.c journal.c journal_replay.c \
                   journal_shed.c journal_room.c journal_sync.c) \
                   shared/log.c shared/size.c

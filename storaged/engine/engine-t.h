@@ -115,6 +115,7 @@ struct pool_dir {
 	int fixed;			/* index among the registered files */
 	uint64_t grown;			/* bytes the extents file holds */
 	dev_t dev;			/* the file system it is on */
+	uint64_t id;			/* the store identity its marker holds */
 };
 
 struct pool {
@@ -189,6 +190,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool head_referenced:1;		/* cached head: second chance */
 	bool head_loading:1;		/* a read is bringing its head in */
 	bool has_head:1;		/* meta.head_off holds its head */
+	bool has_attr:1;		/* e->attrs holds its attributes */
 	char key[];			/* then, 8-aligned, with chunks: */
 };
 
@@ -234,6 +236,13 @@ struct measure {
 	struct measure_hist rate;		/* delivery, bytes/s */
 };
 
+/* Objects' attributes by record (attr.c). */
+struct attr_table {
+	struct attr **buckets;
+	uint32_t nbuckets;		/* a power of two; 0: none yet */
+	uint32_t n;			/* records with attributes */
+};
+
 struct gs_engine {
 	struct gs_config cfg;
 	char *dirs_copy[2 * GS_MAX_DIRS];
@@ -253,6 +262,8 @@ struct gs_engine {
 	uint16_t ramchunks_epoch;	/* laps of ramchunks_hand, from 1 (wraps) */
 	struct journal *journal;
 	uint64_t next_cas;
+	uint64_t store_id;		/* gs_engine_identity() */
+	struct attr_table attrs;
 	int64_t invalid_at;		/* see gs_invalidate() */
 	int nfiles;
 	int files[2 * GS_MAX_DIRS];	/* fds to register in each gs_io */

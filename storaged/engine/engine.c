@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "attr.h"
 #include "engine.h"
 #include "index.h"
 #include "journal.h"
@@ -49,6 +51,42 @@ static int check_config(const struct gs_config *c, char *err, size_t errlen)
 			 GS_MAX_PIECES);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * The store's identity: what the markers of its pools hold (the journal's
+ * dir first: the SSD pool's, then the HDD pool's), else a new random one,
+ * written into every marker that lacks it before anything is stored.
+ * --fresh wipes the markers' (pool_open), and a store without pools gets
+ * a new one at each start: a store that forgot its objects is a new store.
+ */
+static int engine_identity(struct gs_engine *e, char *err, size_t errlen)
+{
+	uint64_t id = 0;
+	int ret;
+
+	for (int t = GS_TIER_SSD; t < GS_TIERS && !id; t++)
+		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs &&
+		     !id; i++)
+			id = e->pools[t].dirs[i].id;
+	while (!id) {
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "cannot draw the store's identity: getrandom: %s",
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	for (int t = GS_TIER_SSD; t < GS_TIERS; t++) {
+		if (!e->has_pool[t])
+			continue;
+		ret = pool_keep_id(&e->pools[t], id, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	e->store_id = id;
 	return 0;
 }
 
@@ -99,6 +137,9 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 		if (ret < 0)
 			goto out_ssd;
 	}
+	ret = engine_identity(e, err, errlen);
+	if (ret < 0)
+		goto out_hdd;
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		for (unsigned i = 0; e->has_pool[t] && i < e->pools[t].ndirs; i++) {
 			e->pools[t].dirs[i].fixed = e->nfiles;
@@ -130,6 +171,7 @@ out_ssd:
 out_region:
 	region_close(&e->region);
 out_free:
+	attr_table_free(e);
 	free(e->buckets);
 	free(e);
 	return ret;
@@ -147,6 +189,7 @@ void gs_engine_close(struct gs_engine **ep)
 	engine_unlink_all(e);
 	pthread_mutex_unlock(&e->lock);
 	free(e->heads);
+	attr_table_free(e);
 	for (int t = GS_TIER_SSD; t < GS_TIERS; t++)
 		if (e->has_pool[t])
 			pool_close(&e->pools[t]);
@@ -163,6 +206,11 @@ void gs_engine_close(struct gs_engine **ep)
 const struct gs_config *gs_engine_config(const struct gs_engine *e)
 {
 	return &e->cfg;
+}
+
+uint64_t gs_engine_identity(const struct gs_engine *e)
+{
+	return e->store_id;
 }
 
 int gs_engine_region_fd(const struct gs_engine *e)
@@ -194,7 +242,9 @@ void gs_stats(struct gs_engine *e, struct gs_stats *st)
 	st->hdd_pool_bytes = e->pools[GS_TIER_HDD].size;
 	st->hdd_used_bytes = e->pools[GS_TIER_HDD].used;
 	st->index_table_bytes = engine_index_table_bytes(e);
-	st->index_bytes = st->index_record_bytes + st->index_table_bytes;
+	st->index_attr_bytes = attr_bytes(e);
+	st->index_bytes = st->index_record_bytes + st->index_table_bytes +
+			  st->index_attr_bytes;
 	measure_stats(e, st);
 	pthread_mutex_unlock(&e->lock);
 }

@@ -33,9 +33,11 @@
 	ACTION(ssd_used_bytes, "SSD pool bytes allocated to extents")	\
 	ACTION(hdd_pool_bytes, "HDD pool capacity")			\
 	ACTION(hdd_used_bytes, "HDD pool bytes allocated to extents")	\
-	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes`") \
+	ACTION(index_bytes, "bytes the index takes: `index_record_bytes` + `index_table_bytes` + `index_attr_bytes`") \
 	ACTION(index_record_bytes, "bytes of index records as malloc holds them: record, key and chunk extents, plus malloc's header and rounding") \
 	ACTION(index_table_bytes, "bytes of the index's arrays: hash buckets, the CLOCK, the head CLOCK and the chunk CLOCK, at their capacity") \
+	ACTION(index_attr_bytes, "bytes of objects' attributes as malloc holds them, plus their table's buckets (an object without attributes takes none)") \
+	ACTION(attr_objects, "objects with attributes now") \
 	ACTION(io_buffer_bytes, "bytes of I/O buffers resident now (each gs_io's: faulted in on first use, given back after 1 s unused)") \
 	ACTION(io_buffer_returns, "I/O buffers given back after 1 s unused (unregistered, their pages dropped)") \
 	ACTION(get_hits, "lookups that found an object")			\

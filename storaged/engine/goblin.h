@@ -43,6 +43,7 @@
 #define GS_SSD_CHUNK	(256u << 10)
 #define GS_HDD_CHUNK	(1u << 20)
 #define GS_IO_BUFFER	(1u << 20)	/* one registered buffer holds a chunk */
+#define GS_ATTR_MAX	4096u		/* bytes of an object's attributes */
 
 enum gs_tier { GS_TIER_RAM, GS_TIER_SSD, GS_TIER_HDD, GS_TIERS };
 
@@ -70,6 +71,12 @@ void gs_engine_close(struct gs_engine **ep);
 /* The config <e> was opened with (a copy; the dirs' strings are the
  * caller's). */
 const struct gs_config *gs_engine_config(const struct gs_engine *e);
+
+/* The store's identity: random and never 0, kept in its pools' markers
+ * (the same across restarts, kill -9 included), new with cfg.fresh and at
+ * each start of a store without pools.  With an object's CAS, a name of
+ * its value no other store or former life of this one gives. */
+uint64_t gs_engine_identity(const struct gs_engine *e);
 
 /* The RAM region's memfd (heads live at gs_meta.head_off), its size, and
  * where the engine maps it (gs_obj_head() and gs_stream_peek() point into
@@ -122,6 +129,24 @@ const void *gs_obj_head(const struct gs_engine *e, const struct gs_obj *obj,
 uint64_t gs_obj_tier_bytes(const struct gs_obj *obj, enum gs_tier t);
 /* Unpins and clears <*objp>. */
 void gs_obj_put(struct gs_engine *e, struct gs_obj **objp);
+
+/*
+ * An object's attributes: at most GS_ATTR_MAX opaque bytes stored,
+ * journaled and replayed with it (gs_writer_attr() gives them), kept by
+ * what builds on its value (append, prepend, gs_update, touch), not by a
+ * set that replaces it.  Since they may be replaced while the object is
+ * pinned, they are copied out: gs_obj_attr() copies up to <cap> of the
+ * pinned <obj>'s into <buf> (NULL when <cap> is 0) and returns how many
+ * it has (0: none).
+ */
+size_t gs_obj_attr(struct gs_engine *e, const struct gs_obj *obj, void *buf,
+		   size_t cap);
+/* Replaces the pinned <obj>'s attributes by the <len> bytes at <p> (0:
+ * none), journaled (without waiting for --sync-interval's sync): 0,
+ * -ENOENT (no longer its key's live object), -E2BIG (over GS_ATTR_MAX),
+ * -ENOMEM, -EIO (the journal could not take it: unchanged). */
+int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
+		    size_t len);
 
 /* Returns 0 or -ENOENT. */
 int gs_delete(struct gs_engine *e, const void *key, size_t klen);
@@ -323,6 +348,12 @@ void gs_writer_advance(struct gs_writer *w, size_t n);
  */
 int gs_writer_finish(struct gs_writer **wp, enum gs_if cond, uint64_t cas,
 		     gs_stored_fn done, void *arg);
+/* Gives the object <w> stores the <len> bytes at <p> as its attributes
+ * (copied; a second call replaces them, <len> 0 drops them); before
+ * gs_writer_finish().  0, -E2BIG (over GS_ATTR_MAX), -ENOMEM, or -EINVAL
+ * for an append or prepend (it keeps the attributes of the value it
+ * builds on). */
+int gs_writer_attr(struct gs_writer *w, const void *p, size_t len);
 /* Drops a writer before finish: nothing is stored.  Clears <*wp>. */
 void gs_writer_abort(struct gs_writer **wp);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "attr.h"
 #include "engine.h"
 #include "heads.h"
 #include "index.h"
@@ -328,6 +329,9 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		return -EEXIST;
 	if (cond == GS_IF_BASE)
 		obj->meta.exptime = old->meta.exptime;
+	/* a value built on <old> keeps its attributes */
+	if (cond == GS_IF_BASE && !obj->has_attr && attr_copy(e, obj, old) < 0)
+		return -ENOMEM;
 	/* room in the CLOCK first: failing after the unlink would lose <old> */
 	if (!old && clock_room(e) < 0)
 		return -ENOMEM;
@@ -475,6 +479,51 @@ int gs_obj_touch(struct gs_engine *e, struct gs_obj *obj, int64_t exptime)
 	return ret;
 }
 
+size_t gs_obj_attr(struct gs_engine *e, const struct gs_obj *obj, void *buf,
+		   size_t cap)
+{
+	const struct attr *a;
+	size_t len = 0;
+
+	pthread_mutex_lock(&e->lock);
+	a = attr_of(e, obj);
+	if (a) {
+		len = a->len;
+		memcpy(buf, a->bytes, len < cap ? len : cap);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return len;
+}
+
+int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
+		    size_t len)
+{
+	struct attr *a = NULL;
+	int ret = -ENOENT;
+
+	if (len > GS_ATTR_MAX)
+		return -E2BIG;
+	if (len && !(a = attr_new(p, len)))
+		return -ENOMEM;
+	pthread_mutex_lock(&e->lock);
+	if (obj->linked && !obj_dead(e, obj, time(NULL))) {
+		/* the journal first: a restart brings back what it has */
+		ret = journal_setattr(e, obj, p, len);
+		if (ret < 0)
+			ret = ret == -ENOMEM ? ret : -EIO;
+	}
+	if (ret == 0) {
+		attr_drop(e, obj);
+		if (a && attr_attach(e, obj, &a) < 0)
+			log_warn("attributes of \"%.*s\" not kept: out of memory (a restart brings them back)",
+				 obj->klen, obj->key);
+		obj->referenced = true;
+	}
+	pthread_mutex_unlock(&e->lock);
+	attr_free(&a);
+	return ret;
+}
+
 int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	      gs_update_fn fn, void *arg, struct gs_meta *meta)
 {
@@ -507,8 +556,12 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 			memcpy(obj_head_ptr(e, nobj), val, len);
 		nobj->meta.flags = m.flags;
 		nobj->meta.exptime = m.exptime;
-		/* over the value read: an expiry meanwhile is a miss */
-		ret = engine_link(e, nobj, GS_IF_CAS, obj->meta.cas, NULL);
+		/* over the value read: an expiry meanwhile is a miss; the
+		 * value built on it keeps its attributes */
+		ret = attr_copy(e, nobj, obj);
+		if (ret == 0)
+			ret = engine_link(e, nobj, GS_IF_CAS, obj->meta.cas,
+					  NULL);
 		if (ret == 0)
 			seq = nobj->meta.cas;
 		if (ret == 0 && meta)

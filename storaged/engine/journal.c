@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "attr.h"
 #include "clock.h"
 #include "engine.h"
 #include "hook_points.h"
@@ -92,7 +93,7 @@ static void hdr_fill(struct jhdr *h, uint64_t base_seq)
 
 /* ---- records ---- */
 
-size_t journal_put_len(const struct gs_obj *obj)
+size_t journal_put_len(const struct gs_engine *e, const struct gs_obj *obj)
 {
 	uint64_t len = sizeof(struct jrec) + sizeof(struct jput) +
 		       round8(obj->klen) +
@@ -103,6 +104,8 @@ size_t journal_put_len(const struct gs_obj *obj)
 			return 0;
 		len += round8(obj->meta.size);
 	}
+	if (obj->has_attr)
+		len += sizeof(struct jattr) + round8(attr_len_of(e, obj));
 	return len > UINT32_MAX ? 0 : len;
 }
 
@@ -145,7 +148,15 @@ static void put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
 		};
 	if (!obj->nchunks && obj->meta.size)
 		memcpy(c, obj_head_ptr(e, obj), obj->meta.size);
-	rec_seal(r, len, JREC_PUT, obj->klen, seq);
+	if (obj->has_attr) {
+		const struct attr *a = attr_of(e, obj);
+		struct jattr *ja = (struct jattr *)((char *)r + len -
+			sizeof(*ja) - round8(a->len));
+
+		ja->len = a->len;
+		memcpy(ja + 1, a->bytes, a->len);
+	}
+	rec_seal(r, len, obj->has_attr ? JREC_PUTA : JREC_PUT, obj->klen, seq);
 }
 
 /* The append buffer with room for <len> bytes, zeroed; NULL without
@@ -187,8 +198,9 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 {
 	struct journal *j = e->journal;
 	/* only a PUT adds what may not fit: the others are small and few */
-	int ret = journal_room_make(e, len,
-				    ((const struct jrec *)j->buf)->kind != JREC_PUT);
+	uint8_t kind = ((const struct jrec *)j->buf)->kind;
+	int ret = journal_room_make(e, len, kind != JREC_PUT &&
+				    kind != JREC_PUTA && kind != JREC_ATTR);
 
 	if (ret < 0)
 		return ret;		/* logged and counted; nothing written */
@@ -236,7 +248,7 @@ int journal_put(struct gs_engine *e, const struct gs_obj *obj)
 	if (!j)
 		return 0;
 	weigh_before_append(e, j);
-	len = journal_put_len(obj);
+	len = journal_put_len(e, obj);
 	if (!len)
 		return -EINVAL;
 	r = rec_buf(j, len);
@@ -289,6 +301,33 @@ int journal_touch(struct gs_engine *e, const struct gs_obj *obj)
 	memcpy(t + 1, obj->key, obj->klen);
 	seq = file_seq(e, j, 0);
 	rec_seal(r, len, JREC_TOUCH, obj->klen, seq);
+	return append(e, len, seq);
+}
+
+int journal_setattr(struct gs_engine *e, const struct gs_obj *obj,
+		    const void *p, size_t alen)
+{
+	struct journal *j = e->journal;
+	size_t len = sizeof(struct jrec) + sizeof(struct jattr) +
+		     round8(obj->klen) + round8(alen);
+	struct jattr *a;
+	struct jrec *r;
+	uint64_t seq;
+
+	if (!j)
+		return 0;
+	weigh_before_append(e, j);
+	r = rec_buf(j, len);
+	if (!r)
+		return -ENOMEM;
+	a = (struct jattr *)(r + 1);
+	a->cas = obj->meta.cas;
+	a->len = alen;
+	memcpy(a + 1, obj->key, obj->klen);
+	if (alen)
+		memcpy((char *)(a + 1) + round8(obj->klen), p, alen);
+	seq = file_seq(e, j, 0);
+	rec_seal(r, len, JREC_ATTR, obj->klen, seq);
 	return append(e, len, seq);
 }
 
@@ -382,7 +421,7 @@ static int64_t write_live(struct gs_engine *e, struct cp_out *o)
 	}
 	for (uint32_t i = 0; i < e->clock_len && !o->err; i++) {
 		const struct gs_obj *obj = e->clock[i];
-		size_t len = journal_put_len(obj);
+		size_t len = journal_put_len(e, obj);
 
 		if (!len || journal_obj_dead(e, obj, now))
 			continue;
@@ -533,9 +572,11 @@ static int check_header(struct journal *j, bool salvage, char *err,
 			 j->path, JOURNAL_VERSION);
 		j->damaged_header = true;
 		h.base_seq = 0;
-	} else if (h.version != JOURNAL_VERSION) {
-		snprintf(err, errlen, "%s: journal format version %u, this goblin-store reads version %u; %s",
-			 j->path, h.version, JOURNAL_VERSION, fresh_hint);
+	} else if (h.version < JOURNAL_VERSION_MIN ||
+		   h.version > JOURNAL_VERSION) {
+		snprintf(err, errlen, "%s: journal format version %u, this goblin-store reads versions %u to %u; %s",
+			 j->path, h.version, JOURNAL_VERSION_MIN, JOURNAL_VERSION,
+			 fresh_hint);
 		return -EINVAL;
 	} else if (h.hdr_len != sizeof(h)) {
 		snprintf(err, errlen, "%s: journal header of %u bytes, version %u has %zu; %s",

@@ -3,12 +3,13 @@
  * included.  Every change to the set of objects on the pools is appended,
  * under e->lock and before the change is acknowledged or the space it frees
  * can be reused: a PUT (the record: key, meta, chunk extents and sums; the
- * value itself for an object wholly in RAM), a DEL (delete, replace by
- * nothing, eviction, expiry reclaim), a TOUCH (new exptime) and a FLUSH
+ * value itself for an object wholly in RAM; a PUTA when it has attributes,
+ * which follow), a DEL (delete, replace by nothing, eviction, expiry
+ * reclaim), a TOUCH (new exptime), an ATTR (new attributes) and a FLUSH
  * (flush_all).  Each is filed under a sequence number of the engine's CAS
  * counter, strictly increasing from one append to the next: a PUT's is its
  * object's CAS, a DEL's or a FLUSH's the <seq> given when that is new, and
- * otherwise (a TOUCH, a reused <seq>) the journal takes the next CAS
+ * otherwise (a TOUCH, an ATTR, a reused <seq>) the journal takes the next CAS
  * (++e->next_cas).  Replay keeps, per key, the event filed last; a FLUSH
  * that is not for later ends every object filed before it.  Appends are
  * buffered writes: a process crash loses none once the call returned;
@@ -63,6 +64,9 @@ int journal_put(struct gs_engine *e, const struct gs_obj *obj);
 int journal_del(struct gs_engine *e, const void *key, size_t klen,
 		uint64_t seq);
 int journal_touch(struct gs_engine *e, const struct gs_obj *obj);
+/* journal_setattr: <obj>'s attributes become the <len> bytes at <p>. */
+int journal_setattr(struct gs_engine *e, const struct gs_obj *obj,
+		    const void *p, size_t len);
 int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when);
 /* Whether the journal has room for the PUT of <obj> (its layout and size
  * final, its space not yet reserved), e->lock held: what a store checks
@@ -90,7 +94,8 @@ int journal_sync_result(const struct gs_engine *e, uint64_t seq);
 #define JOURNAL_NAME	"journal"
 #define JOURNAL_TMP	"journal.new"	/* a checkpoint being written */
 #define JOURNAL_MAGIC	"GOBLINJ\n"
-#define JOURNAL_VERSION	1u
+#define JOURNAL_VERSION	2u		/* 2: PUTA and ATTR records */
+#define JOURNAL_VERSION_MIN	1u	/* the oldest one read */
 #define JOURNAL_MIN_CHECKPOINT	(64ull << 20)
 /* Appends go into room allocated ahead (fallocate, KEEP_SIZE) a step at a
  * time, so a file system that fills up leaves the journal room to work;
@@ -112,7 +117,8 @@ struct jhdr {
 	uint64_t sum;			/* xxh3 of the bytes before it */
 };
 
-enum jrec_kind { JREC_PUT = 1, JREC_DEL, JREC_TOUCH, JREC_FLUSH };
+enum jrec_kind { JREC_PUT = 1, JREC_DEL, JREC_TOUCH, JREC_FLUSH, JREC_PUTA,
+		 JREC_ATTR };
 
 /* Every record starts with this; <sum> is the xxh3 of the bytes after it
  * seeded with the 8 bytes before it, so a torn or stale tail shows. */
@@ -142,6 +148,15 @@ struct jchunk {
 	uint32_t len;
 	uint8_t tier;
 	uint8_t zero[3];
+};
+
+/* PUTA: a PUT of an object with attributes: the PUT's bytes, then a
+ * jattr (cas 0) and its len bytes of attributes (padded to 8).  ATTR (its
+ * attributes replaced): jrec, jattr, key, the attributes (padded to 8). */
+struct jattr {
+	uint64_t cas;			/* ATTR: of the object */
+	uint32_t len;			/* at most GS_ATTR_MAX; ATTR: 0 = none */
+	uint32_t zero;
 };
 
 /* DEL: jrec, key.  TOUCH: jrec, jtouch, key.  FLUSH: jrec, jflush. */
@@ -212,8 +227,8 @@ void journal_room_reset(struct gs_engine *e);
 uint64_t journal_rec_sum(const struct jrec *r);
 /* xxh3 of <h> as jhdr.sum. */
 uint64_t journal_hdr_sum(const struct jhdr *h);
-/* Bytes of <obj>'s PUT record; 0 when it cannot have one. */
-size_t journal_put_len(const struct gs_obj *obj);
+/* Bytes of <obj>'s PUT (or PUTA) record; 0 when it cannot have one. */
+size_t journal_put_len(const struct gs_engine *e, const struct gs_obj *obj);
 /* Rewrites the journal as the live index (e->lock held); <sync>:
  * fdatasync it before the rename and the dir after.  0 or -errno (the old
  * journal is then kept). */

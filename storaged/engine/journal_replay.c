@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "attr.h"
 #include "clock.h"
 #include "engine.h"
 #include "hook_points.h"
@@ -33,6 +34,7 @@
 struct rent {
 	const char *key;		/* in the map */
 	const struct jrec *put;		/* NULL: deleted */
+	const struct jrec *attr;	/* an ATTR after it, NULL: none */
 	uint64_t seq;			/* what it was filed under */
 	int64_t exptime;		/* the PUT's, or a later TOUCH's */
 	uint32_t next;			/* hash chain: index + 1, 0 ends */
@@ -77,6 +79,31 @@ static const struct jchunk *put_chunks(const struct jrec *r)
 {
 	return (const struct jchunk *)((const char *)(put_body(r) + 1) +
 				       round8(r->klen));
+}
+
+/* Bytes of PUT (or PUTA) <r> before a PUTA's jattr; <have> readable. */
+static uint64_t put_base(const struct jrec *r, uint64_t have)
+{
+	const struct jput *p = put_body(r);
+	uint64_t len = sizeof(*r) + sizeof(*p) + round8(r->klen) +
+		       (uint64_t)p->nchunks * sizeof(struct jchunk);
+
+	if (!p->nchunks)
+		len += p->size > have ? have : round8(p->size);
+	return len;
+}
+
+/* The jattr of PUTA <r> (its len checked by rec_check). */
+static const struct jattr *puta_attr(const struct jrec *r)
+{
+	return (const struct jattr *)((const char *)r + put_base(r, r->len));
+}
+
+/* The bytes of ATTR <r>'s attributes (after its key). */
+static const char *attr_rec_bytes(const struct jrec *r)
+{
+	return (const char *)((const struct jattr *)(r + 1) + 1) +
+	       round8(r->klen);
 }
 
 /* ---- the table ---- */
@@ -155,18 +182,29 @@ static uint64_t len_as(const struct jrec *r, uint8_t kind, uint64_t have)
 {
 	uint64_t key = round8(r->klen), len;
 	const struct jput *p = put_body(r);
+	const struct jattr *a;
 
 	if (r->klen > GS_KEY_MAX)
 		return 0;
 	switch (kind) {
 	case JREC_PUT:
+	case JREC_PUTA:
 		if (have < sizeof(*r) + sizeof(*p))
 			return 0;
-		len = sizeof(*r) + sizeof(*p) + key +
-		      (uint64_t)p->nchunks * sizeof(struct jchunk);
-		if (!p->nchunks)
-			len += p->size > have ? have : round8(p->size);
-		return len;
+		len = put_base(r, have);
+		if (kind == JREC_PUT)
+			return len;
+		a = (const struct jattr *)((const char *)r + len);
+		if (len + sizeof(*a) > have || !a->len ||
+		    a->len > GS_ATTR_MAX || a->cas || a->zero)
+			return 0;
+		return len + sizeof(*a) + round8(a->len);
+	case JREC_ATTR:
+		a = (const struct jattr *)(r + 1);
+		if (have < sizeof(*r) + sizeof(*a) || a->len > GS_ATTR_MAX ||
+		    a->zero)
+			return 0;
+		return sizeof(*r) + sizeof(*a) + key + round8(a->len);
 	case JREC_DEL:
 		return sizeof(*r) + key;
 	case JREC_TOUCH:
@@ -187,7 +225,7 @@ static uint64_t rec_expected_len(const struct jrec *r)
  * whole 8-byte words. */
 static bool head_holds(const struct jrec *r)
 {
-	return r->kind >= JREC_PUT && r->kind <= JREC_FLUSH && !r->zero &&
+	return r->kind >= JREC_PUT && r->kind <= JREC_ATTR && !r->zero &&
 	       r->klen <= GS_KEY_MAX && r->len >= sizeof(*r) && r->len % 8 == 0;
 }
 
@@ -273,6 +311,7 @@ static int apply(struct replay *r, const struct jrec *rec)
 		r->max_seq = rec->seq;
 	switch (rec->kind) {
 	case JREC_PUT:
+	case JREC_PUTA:
 		key = (const char *)(put_body(rec) + 1);
 		if (put_body(rec)->cas > r->max_seq)
 			r->max_seq = put_body(rec)->cas;
@@ -284,7 +323,8 @@ static int apply(struct replay *r, const struct jrec *rec)
 		if (rec->seq < x->seq)
 			break;
 		x->seq = rec->seq;
-		x->put = rec->kind == JREC_PUT ? rec : NULL;
+		x->put = rec->kind != JREC_DEL ? rec : NULL;
+		x->attr = NULL;
 		if (x->put)
 			x->exptime = put_body(rec)->exptime;
 		break;
@@ -294,6 +334,14 @@ static int apply(struct replay *r, const struct jrec *rec)
 		x = lookup(r, (const char *)(t + 1), rec->klen);
 		if (x && x->put && put_body(x->put)->cas == t->cas)
 			x->exptime = t->exptime;
+		break;
+	}
+	case JREC_ATTR: {
+		const struct jattr *a = (const struct jattr *)(rec + 1);
+
+		x = lookup(r, (const char *)(a + 1), rec->klen);
+		if (x && x->put && put_body(x->put)->cas == a->cas)
+			x->attr = rec;
 		break;
 	}
 	case JREC_FLUSH: {
@@ -331,7 +379,8 @@ static bool key_ok(const char *key, uint8_t klen, const char *end)
  * damaged: the key read is then another. */
 static const char *bad_key(const struct jrec *bad, uint64_t span)
 {
-	static const uint8_t kinds[] = { 0, JREC_PUT, JREC_DEL, JREC_TOUCH };
+	static const uint8_t kinds[] = { 0, JREC_PUT, JREC_DEL, JREC_TOUCH,
+					 JREC_PUTA, JREC_ATTR };
 
 	for (unsigned i = 0; i < sizeof(kinds); i++) {
 		uint8_t kind = i ? kinds[i] : bad->kind;
@@ -339,10 +388,12 @@ static const char *bad_key(const struct jrec *bad, uint64_t span)
 
 		if ((i && kind == bad->kind) || len_as(bad, kind, span) != span)
 			continue;
-		if (kind == JREC_PUT)
+		if (kind == JREC_PUT || kind == JREC_PUTA)
 			key = (const char *)(put_body(bad) + 1);
 		else if (kind == JREC_TOUCH)
 			key = (const char *)((const struct jtouch *)(bad + 1) + 1);
+		else if (kind == JREC_ATTR)
+			key = (const char *)((const struct jattr *)(bad + 1) + 1);
 		else if (kind != JREC_DEL)
 			continue;
 		if (key_ok(key, bad->klen, (const char *)bad + span))
@@ -542,6 +593,33 @@ static struct gs_obj *build(struct gs_engine *e, struct replay *r,
 	return obj;
 }
 
+/* Gives the record <obj> of <x> the attributes in force: its last ATTR's,
+ * else its PUTA's.  0 or -ENOMEM. */
+static int replay_attr(struct gs_engine *e, const struct rent *x,
+		       struct gs_obj *obj)
+{
+	const struct jattr *ja = NULL;
+	const char *bytes = NULL;
+	struct attr *a;
+	int ret;
+
+	if (x->attr) {
+		ja = (const struct jattr *)(x->attr + 1);
+		bytes = attr_rec_bytes(x->attr);
+	} else if (x->put->kind == JREC_PUTA) {
+		ja = puta_attr(x->put);
+		bytes = (const char *)(ja + 1);
+	}
+	if (!ja || !ja->len)
+		return 0;
+	a = attr_new(bytes, ja->len);
+	if (!a)
+		return -ENOMEM;
+	ret = attr_attach(e, obj, &a);
+	attr_free(&a);
+	return ret;
+}
+
 /* Links every live object of the table. */
 static void link_all(struct gs_engine *e, struct replay *r)
 {
@@ -563,7 +641,8 @@ static void link_all(struct gs_engine *e, struct replay *r)
 		obj = build(e, r, x);
 		if (!obj)
 			continue;
-		if (engine_link_recovered(e, obj) < 0) {
+		if (replay_attr(e, x, obj) < 0 ||
+		    engine_link_recovered(e, obj) < 0) {
 			engine_free_record(e, obj);
 			drop(r, DROP_MEM, x);
 			continue;

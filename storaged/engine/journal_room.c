@@ -39,7 +39,7 @@ uint64_t journal_live_bytes(const struct gs_engine *e)
 
 	for (uint32_t i = 0; i < e->clock_len; i++)
 		if (!journal_obj_dead(e, e->clock[i], now))
-			live += journal_put_len(e->clock[i]);
+			live += journal_put_len(e, e->clock[i]);
 	return live;
 }
 

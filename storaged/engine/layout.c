@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "attr.h"
 #include "engine.h"
 #include "heads.h"
 #include "index.h"
@@ -144,6 +145,7 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
+	attr_drop(e, obj);
 	engine_head_forget(e, obj);
 	ramchunk_free_all(e, obj);
 	if (obj->has_head && region_is_arena(&e->region, obj->meta.head_off))

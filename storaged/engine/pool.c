@@ -102,12 +102,14 @@ static int dir_has_foreign_files(int dfd)
 }
 
 /*
- * The marker: "goblin-store <tier> <i>/<n> format <f>[ stripe <unit>]\n",
- * the stripe unit with more than one dir (with one, addresses are file
- * offsets).  Format 1, before pools grew and recovered, had no format.
+ * The marker: "goblin-store <tier> <i>/<n> format <f>[ stripe <unit>]
+ * [ id <store identity, 16 hex>]\n", the stripe unit with more than one
+ * dir (with one, addresses are file offsets).  Format 1, before pools grew
+ * and recovered, had no format; a marker written before the store had an
+ * identity has no id (it gets one at the next start).
  */
-static void marker_text(const struct pool *p, unsigned i, char *buf,
-			size_t len)
+static void marker_text(const struct pool *p, unsigned i, uint64_t id,
+			char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "goblin-store %s %u/%u format %d",
 			 tier_names[p->tier], i + 1, p->ndirs, POOL_FORMAT);
@@ -115,7 +117,29 @@ static void marker_text(const struct pool *p, unsigned i, char *buf,
 	if (p->ndirs > 1)
 		n += snprintf(buf + n, len - n, " stripe %llu",
 			      (unsigned long long)p->stripe);
+	if (id)
+		n += snprintf(buf + n, len - n, " id %016llx",
+			      (unsigned long long)id);
 	snprintf(buf + n, len - n, "\n");
+}
+
+/* Takes the " id <16 hex>" out of marker text <have>: the identity it
+ * names, 0 when none (or a malformed one, which the marker loses). */
+static uint64_t marker_take_id(char *have)
+{
+	char *s = strstr(have, " id ");
+	unsigned long long id = 0;
+	char *end;
+	size_t n;
+
+	if (!s)
+		return 0;
+	id = strtoull(s + 4, &end, 16);
+	n = end - s;
+	if (end - (s + 4) != 16)
+		id = 0;
+	memmove(s, s + n, strlen(s + n) + 1);
+	return id;
 }
 
 /* 0 when <have> (a marker's text, not empty) names dir <i> of this tier's
@@ -184,6 +208,20 @@ static int check_marker(struct pool *p, unsigned i, char *have, size_t len,
 	return 0;
 }
 
+/* Replaces dir <d>'s marker by <text>, synced. */
+static int write_marker(struct pool_dir *d, const char *text, char *err,
+			size_t errlen)
+{
+	if (ftruncate(d->marker_fd, 0) < 0 ||
+	    pwrite(d->marker_fd, text, strlen(text), 0) < 0 ||
+	    fsync(d->marker_fd) < 0) {
+		snprintf(err, errlen, "%s: writing marker: %s", d->path,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /*
  * With the lock held and the extents file open: a marker of another format
  * or stripe unit is refused, unless <fresh>, which empties the extents file
@@ -196,7 +234,7 @@ static int settle_marker(struct pool *p, unsigned i, const char *have,
 	char want[128], why[160];
 	bool same;
 
-	marker_text(p, i, want, sizeof(want));
+	marker_text(p, i, 0, want, sizeof(want));
 	same = !strcmp(have, want);
 	if (*have && !same && !fresh) {
 		marker_mismatch(p, have, why, sizeof(why));
@@ -209,14 +247,26 @@ static int settle_marker(struct pool *p, unsigned i, const char *have,
 			 d->path, strerror(errno));
 		return -errno;
 	}
+	if (fresh || !same)
+		d->id = 0;		/* a new store: a new identity */
 	if (same)
 		return 0;
-	if (ftruncate(d->marker_fd, 0) < 0 ||
-	    pwrite(d->marker_fd, want, strlen(want), 0) < 0 ||
-	    fsync(d->marker_fd) < 0) {
-		snprintf(err, errlen, "%s: writing marker: %s", d->path,
-			 strerror(errno));
-		return -errno;
+	return write_marker(d, want, err, errlen);
+}
+
+int pool_keep_id(struct pool *p, uint64_t id, char *err, size_t errlen)
+{
+	char want[128];
+	int ret;
+
+	for (unsigned i = 0; i < p->ndirs; i++) {
+		if (p->dirs[i].id == id)
+			continue;
+		marker_text(p, i, id, want, sizeof(want));
+		ret = write_marker(&p->dirs[i], want, err, errlen);
+		if (ret < 0)
+			return ret;
+		p->dirs[i].id = id;
 	}
 	return 0;
 }
@@ -339,6 +389,7 @@ static int open_dir(struct pool *p, unsigned i, bool fresh, char *err,
 	ret = check_marker(p, i, have, sizeof(have), err, errlen);
 	if (ret < 0)
 		goto out_dir;
+	d->id = marker_take_id(have);
 	ret = open_in_dir(d, dfd, EXTENTS_NAME, true, err, errlen);
 	if (ret < 0)
 		goto out_dir;

@@ -14,6 +14,11 @@ int pool_open(struct pool *p, enum gs_tier tier, const char *const *dirs,
 	      unsigned ndirs, uint64_t size, uint64_t stripe,
 	      uint64_t min_size, bool fresh, char *err, size_t errlen);
 void pool_close(struct pool *p);
+/* Writes store identity <id> into the marker of every dir of <p> that
+ * does not hold it (each dir's pool_dir.id: what its marker held at
+ * pool_open, 0 when none or <fresh>).  0 or -errno with the reason in
+ * <err>. */
+int pool_keep_id(struct pool *p, uint64_t id, char *err, size_t errlen);
 /* Allocates <len> contiguous bytes (rounded to align), from space the
  * files hold if it can, else growing them (in smaller steps near the end
  * of their file systems, never into <reserve>): 0 and <*addr>, or -ENOSPC

@@ -17,6 +17,7 @@
 
 #define WRITER_STALL_MS 100	/* a producer this slow loses its buffer */
 
+#include "attr.h"
 #include "concat.h"
 #include "heads.h"
 #include "hook_points.h"
@@ -92,6 +93,7 @@ struct gs_writer {
 	void *spill;			/* the chunk's bytes while reclaimed */
 	bool spilled;			/* cur_buf reclaimed mid-chunk */
 	struct concat *concat;		/* an append or prepend: all it is */
+	struct attr *attr;		/* gs_writer_attr(), until linked */
 };
 
 /* An append or prepend writer: a front for concat.c. */
@@ -249,6 +251,7 @@ static void writer_free(struct gs_writer *w)
 	writer_drop_spill(w);
 	if (w->credit)
 		admission_release(w->io, w->credit);
+	attr_free(&w->attr);
 	if (w->obj || w->head_caching) {
 		pthread_mutex_lock(&e->lock);
 		if (w->head_caching)
@@ -306,6 +309,32 @@ void writer_wake_synced(struct gs_engine *e)
 	pthread_mutex_unlock(&e->io_lock);
 }
 
+/* ---- attributes: gs_writer_attr() until the record is linked ---- */
+
+int gs_writer_attr(struct gs_writer *w, const void *p, size_t len)
+{
+	struct attr *a = NULL;
+
+	if (w->concat)
+		return -EINVAL;
+	if (len > GS_ATTR_MAX)
+		return -E2BIG;
+	if (len && !(a = attr_new(p, len)))
+		return -ENOMEM;
+	attr_free(&w->attr);
+	w->attr = a;
+	return 0;
+}
+
+/* The record's space is all reserved (it moves no more): it takes the
+ * writer's attributes.  e->lock held; 0 or -ENOMEM. */
+static int writer_attach_attr(struct gs_writer *w)
+{
+	if (!w->attr)
+		return 0;
+	return attr_attach(w->io->e, w->obj, &w->attr);
+}
+
 static void writer_commit(void *arg, int res)
 {
 	struct gs_writer *w = arg;
@@ -317,6 +346,8 @@ static void writer_commit(void *arg, int res)
 	if (res == 0)
 		GS_CRASH_POINT("before-journal");
 	pthread_mutex_lock(&e->lock);
+	if (res == 0)
+		res = writer_attach_attr(w);
 	if (res == 0)
 		res = engine_link(e, w->obj, w->cond, w->cas, &stored.replaced);
 	if (res == 0)

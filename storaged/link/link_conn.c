@@ -110,6 +110,7 @@ static int conn_welcome(struct link_conn *c)
 		goto out_refuse;
 	w.ring_size = c->ring.size;
 	w.region_size = srv->region_size;
+	w.store_id = gs_engine_identity(srv->e);
 	ret = ring_send_welcome(c->fd, &w, srv->region_fd, c->ring.fd);
 	if (ret)
 		return ret;

@@ -4,6 +4,7 @@
  * (stats.h), and the serving threads' connections listed.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "server.h"
@@ -13,6 +14,8 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 	*s = (struct stats_snapshot){ 0 };
 	stats_process(s, srv->started);
 	s->threads = srv->nworkers;
+	snprintf(s->store_id, sizeof(s->store_id), "%016llx",
+		 (unsigned long long)gs_engine_identity(srv->e));
 #define SERVER_STAT_LOAD(name, desc) \
 	s->server.name = __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED);
 	SERVER_STATS(SERVER_STAT_LOAD)

@@ -42,6 +42,60 @@ static void check_conditional(const uint8_t *v, size_t len, int64_t osize,
 		abort();
 }
 
+/* PUT/DELETE preconditions: If-Match and If-None-Match copied out of
+ * <p> (split at its first byte), the store <id>; what write_plan() says
+ * before the object is known holds for write_check() on it. */
+static void check_write(const uint8_t *p, size_t len, uint64_t id)
+{
+	ngx_http_goblin_wcond_t c;
+	size_t split;
+	uint8_t *v;
+	uint64_t cas = 0;
+	int plan, pres, abs_;
+
+	if (len == 0)
+		return;
+	split = p[0] % len;
+	v = malloc(len);
+	if (v == NULL)
+		return;
+	memcpy(v, p + 1, len - 1);
+	memset(&c, 0, sizeof(c));
+	c.if_match = (p[0] & 1) ? v : NULL;
+	c.if_match_len = c.if_match ? split : 0;
+	c.if_none_match = (p[0] & 2) ? v + split : NULL;
+	c.if_none_match_len = c.if_none_match ? len - 1 - split : 0;
+	c.if_unmodified_since = (p[0] & 4) ? (int64_t)(id & 0xffff) : -1;
+	c.store_id = id;
+
+	plan = ngx_http_goblin_write_plan(&c, &cas);
+	pres = ngx_http_goblin_write_check(&c, 1, cas, 0);
+	abs_ = ngx_http_goblin_write_check(&c, 0, 0, 0);
+	if (plan < NGX_HTTP_GOBLIN_WRITE_ANY ||
+	    plan > NGX_HTTP_GOBLIN_WRITE_FAILED ||
+	    (pres != NGX_HTTP_GOBLIN_WRITE_CAS &&
+	     pres != NGX_HTTP_GOBLIN_WRITE_FAILED) ||
+	    (abs_ != NGX_HTTP_GOBLIN_WRITE_ABSENT &&
+	     abs_ != NGX_HTTP_GOBLIN_WRITE_FAILED))
+		abort();
+	if (plan == NGX_HTTP_GOBLIN_WRITE_CAS &&
+	    (pres != NGX_HTTP_GOBLIN_WRITE_CAS ||
+	     ngx_http_goblin_write_check(&c, 1, cas + 1, 0) !=
+	     NGX_HTTP_GOBLIN_WRITE_FAILED))
+		abort();
+	if (plan == NGX_HTTP_GOBLIN_WRITE_ABSENT &&
+	    (pres != NGX_HTTP_GOBLIN_WRITE_FAILED ||
+	     abs_ != NGX_HTTP_GOBLIN_WRITE_ABSENT))
+		abort();
+	if (plan == NGX_HTTP_GOBLIN_WRITE_PRESENT &&
+	    abs_ != NGX_HTTP_GOBLIN_WRITE_FAILED)
+		abort();
+	if (plan == NGX_HTTP_GOBLIN_WRITE_FAILED &&
+	    pres != NGX_HTTP_GOBLIN_WRITE_FAILED)
+		abort();
+	free(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int64_t osize, start = -1, end = -1;
@@ -55,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = data + 9;
 	len = size - 9;
 
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0: {
 		/* a copy of exactly len bytes so ASan sees any over-read */
 		uint8_t *v = malloc(len ? len : 1);
@@ -112,9 +166,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(v);
 		break;
 	}
+	case 2:
+		check_write(p, len, (uint64_t)osize);
+		break;
 	default: {
 		const unsigned char *key = NULL;
-		size_t klen = 0, plen;
+		size_t klen = 0, plen, bad = 0;
 		uint8_t *v;
 
 		if (len == 0)
@@ -125,15 +182,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(v, p + 1, len - 1);
 		rc = ngx_http_goblin_key_map(v, len - 1, v, plen < len - 1 ?
-					     plen : 0, 250, &key, &klen);
+					     plen : 0, 250, &key, &klen, &bad);
 		if (key < v || klen > len - 1 || key + klen > v + len - 1)
 			abort();
-		if (rc) {
+		if (rc == NGX_HTTP_GOBLIN_KEY_OK) {
 			if (klen == 0 || klen > 250)
 				abort();
 			for (i = 0; i < klen; i++)
-				if (key[i] <= ' ' || key[i] == 0x7f)
+				if (key[i] < ' ' || key[i] == 0x7f)
 					abort();
+		} else if (rc == NGX_HTTP_GOBLIN_KEY_CONTROL) {
+			if (bad >= klen ||
+			    (key[bad] >= ' ' && key[bad] != 0x7f))
+				abort();
+		} else if (rc == NGX_HTTP_GOBLIN_KEY_LONG ? klen <= 250
+			   : rc != NGX_HTTP_GOBLIN_KEY_EMPTY || klen != 0) {
+			abort();
 		}
 		{
 			const unsigned char *x;

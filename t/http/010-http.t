@@ -253,18 +253,45 @@ hello\r
 
 
 
-=== TEST 13: keys that memcache cannot hold are 400
+=== TEST 13: keys: percent-decoded (a%20b is a key), none empty, with a control character (400) or over 250 bytes (414)
 --- config
     location /obj/ {
         goblin;
     }
 --- request eval
-["GET /obj/a%20b", "GET /obj/", "GET /obj/" . ("k" x 251)]
+["GET /obj/a%20b", "GET /obj/", "GET /obj/" . ("k" x 251),
+ "GET /obj/" . ("k" x 250), "GET /obj/a%0d%0ab", "GET /obj/a%01b"]
 --- error_code eval
-[400, 400, 400]
+[404, 400, 414, 404, 400, 400]
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 13a: a key over 250 bytes: 414, and the log says why
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request eval
+"GET /obj/" . ("k" x 251)
+--- error_code: 414
+--- error_log
+a key of 251 bytes, over the 250
+
+
+
+=== TEST 13b: a key with CR LF: 400, and the log says which byte
+--- config
+    location /obj/ {
+        goblin;
+    }
+--- request
+GET /obj/ab%0d%0a
+--- error_code: 400
+--- error_log
+control character (0x0d) at byte 2
 
 
 

@@ -96,20 +96,24 @@ static const struct {
 	{ "\"a1,\"", 0 },
 };
 
+#define KEY_OK		NGX_HTTP_GOBLIN_KEY_OK
+#define KEY_CONTROL	NGX_HTTP_GOBLIN_KEY_CONTROL
+
 static const struct {
 	const char *uri, *prefix;
 	int valid;
 	const char *key;
 } keys[] = {
-	{ "/obj/a", "/obj/", 1, "a" },
-	{ "/obj/a/b.txt", "/obj/", 1, "a/b.txt" },
-	{ "/obj/", "/obj/", 0, "" },
-	{ "/other/a", "/obj/", 1, "/other/a" },
-	{ "/obj/a", "", 1, "/obj/a" },
-	{ "/obj/a b", "/obj/", 0, "a b" },
-	{ "/obj/a\x7f", "/obj/", 0, "a\x7f" },
-	{ "/obj/a\x01", "/obj/", 0, "a\x01" },
-	{ "/ob", "/obj/", 1, "/ob" },
+	{ "/obj/a", "/obj/", KEY_OK, "a" },
+	{ "/obj/a/b.txt", "/obj/", KEY_OK, "a/b.txt" },
+	{ "/obj/", "/obj/", NGX_HTTP_GOBLIN_KEY_EMPTY, "" },
+	{ "/other/a", "/obj/", KEY_OK, "/other/a" },
+	{ "/obj/a", "", KEY_OK, "/obj/a" },
+	{ "/obj/a b", "/obj/", KEY_OK, "a b" },
+	{ "/obj/a\x7f", "/obj/", KEY_CONTROL, "a\x7f" },
+	{ "/obj/a\x01", "/obj/", KEY_CONTROL, "a\x01" },
+	{ "/obj/a\r\nb", "/obj/", KEY_CONTROL, "a\r\nb" },
+	{ "/ob", "/obj/", KEY_OK, "/ob" },
 };
 
 #define NOT_MOD	NGX_HTTP_GOBLIN_NOT_MODIFIED
@@ -221,6 +225,96 @@ static void check_conditionals(void)
 	}
 }
 
+/* PUT/DELETE preconditions in store 0x1234abcd; the object, when
+ * present, has CAS 0xabc ("000000001234abcd-abc") and mtime 1000 */
+#define ME	"\"000000001234abcd-abc\""
+#define OTHER	"\"000000001234abce-abc\""
+#define W_ANY	NGX_HTTP_GOBLIN_WRITE_ANY
+#define W_ABS	NGX_HTTP_GOBLIN_WRITE_ABSENT
+#define W_PRE	NGX_HTTP_GOBLIN_WRITE_PRESENT
+#define W_CAS	NGX_HTTP_GOBLIN_WRITE_CAS
+#define W_LOOK	NGX_HTTP_GOBLIN_WRITE_LOOKUP
+#define W_FAIL	NGX_HTTP_GOBLIN_WRITE_FAILED
+
+static const struct {
+	const char *title, *im, *inm;
+	int64_t ius;
+	int plan;			/* write_plan() */
+	uint64_t cas;			/* its CAS when W_CAS */
+	int present, absent;		/* write_check() on each state */
+} wconds[] = {
+	{ "none", NULL, NULL, -1, W_ANY, 0, W_CAS, W_ABS },
+	{ "If-None-Match: *", NULL, " * ", -1, W_ABS, 0, W_FAIL, W_ABS },
+	{ "If-Match: *", "*", NULL, -1, W_PRE, 0, W_CAS, W_FAIL },
+	{ "If-Match: ours", ME, NULL, -1, W_CAS, 0xabc, W_CAS, W_FAIL },
+	{ "If-Match: ours, spaced", "  " ME " ", NULL, -1, W_CAS, 0xabc,
+	  W_CAS, W_FAIL },
+	{ "If-Match: other store", OTHER, NULL, -1, W_FAIL, 0, W_FAIL,
+	  W_FAIL },
+	{ "If-Match: weak ours", "W/" ME, NULL, -1, W_FAIL, 0, W_FAIL,
+	  W_FAIL },
+	{ "If-Match: leading zero", "\"000000001234abcd-0abc\"", NULL, -1,
+	  W_FAIL, 0, W_FAIL, W_FAIL },
+	{ "If-Match: junk", "\"x\"", NULL, -1, W_FAIL, 0, W_FAIL, W_FAIL },
+	{ "If-Match: older CAS", "\"000000001234abcd-abb\"", NULL, -1, W_CAS,
+	  0xabb, W_FAIL, W_FAIL },
+	{ "If-Match: list with ours", "\"000000001234abcd-1\", " ME, NULL, -1,
+	  W_LOOK, 0, W_CAS, W_FAIL },
+	{ "If-Match: list, none ours", OTHER ", \"zz\"", NULL, -1, W_FAIL, 0,
+	  W_FAIL, W_FAIL },
+	{ "If-Match beats If-Unmodified-Since", ME, NULL, 10, W_CAS, 0xabc,
+	  W_CAS, W_FAIL },
+	{ "If-None-Match: ours", NULL, ME, -1, W_LOOK, 0, W_FAIL, W_ABS },
+	{ "If-None-Match: weak ours", NULL, "W/" ME, -1, W_LOOK, 0, W_FAIL,
+	  W_ABS },
+	{ "If-None-Match: other", NULL, OTHER, -1, W_LOOK, 0, W_CAS, W_ABS },
+	{ "If-Unmodified-Since later", NULL, NULL, 1000, W_LOOK, 0, W_CAS,
+	  W_ABS },
+	{ "If-Unmodified-Since earlier", NULL, NULL, 999, W_LOOK, 0, W_FAIL,
+	  W_ABS },
+	{ "If-None-Match: * and If-Unmodified-Since", NULL, "*", 2000, W_LOOK,
+	  0, W_FAIL, W_ABS },
+};
+
+static void check_write_conditions(void)
+{
+	size_t i;
+	uint64_t cas;
+
+	for (i = 0; i < sizeof(wconds) / sizeof(wconds[0]); i++) {
+		ngx_http_goblin_wcond_t c = {
+			.if_match = str(wconds[i].im),
+			.if_match_len = len(wconds[i].im),
+			.if_none_match = str(wconds[i].inm),
+			.if_none_match_len = len(wconds[i].inm),
+			.if_unmodified_since = wconds[i].ius,
+			.store_id = 0x1234abcd,
+		};
+		int rc;
+
+		cas = 7;
+		rc = ngx_http_goblin_write_plan(&c, &cas);
+		CHECK(rc == wconds[i].plan, "%s: plan %d, want %d",
+		      wconds[i].title, rc, wconds[i].plan);
+		if (rc == W_CAS)
+			CHECK(cas == wconds[i].cas, "%s: CAS %llx",
+			      wconds[i].title, (unsigned long long)cas);
+		rc = ngx_http_goblin_write_check(&c, 1, 0xabc, 1000);
+		CHECK(rc == wconds[i].present, "%s, present: %d, want %d",
+		      wconds[i].title, rc, wconds[i].present);
+		rc = ngx_http_goblin_write_check(&c, 0, 0, 0);
+		CHECK(rc == wconds[i].absent, "%s, absent: %d, want %d",
+		      wconds[i].title, rc, wconds[i].absent);
+	}
+
+	CHECK(ngx_http_goblin_etag_match_strong(str(ME), strlen(ME),
+						str(ME), strlen(ME)),
+	      "strong match");
+	CHECK(!ngx_http_goblin_etag_match_strong(str("W/" ME), strlen(ME) + 2,
+						 str(ME), strlen(ME)),
+	      "a weak tag matches nothing strongly");
+}
+
 static void check_header_values(void)
 {
 	unsigned char buf[NGX_HTTP_GOBLIN_CONTENT_RANGE_LEN];
@@ -303,14 +397,17 @@ int main(void)
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const unsigned char *k = NULL;
-		size_t klen = 0;
+		size_t klen = 0, bad = 99;
 		int valid = ngx_http_goblin_key_map(
 			(const unsigned char *)keys[i].uri, strlen(keys[i].uri),
 			(const unsigned char *)keys[i].prefix,
-			strlen(keys[i].prefix), 250, &k, &klen);
+			strlen(keys[i].prefix), 250, &k, &klen, &bad);
 
 		CHECK(valid == keys[i].valid, "key of '%s': valid %d",
 		      keys[i].uri, valid);
+		if (valid == KEY_CONTROL)
+			CHECK(bad == 1, "key of '%s': bad byte at %zu",
+			      keys[i].uri, bad);
 		CHECK(klen == strlen(keys[i].key)
 		      && memcmp(k, keys[i].key, klen) == 0,
 		      "key of '%s': '%.*s', want '%s'", keys[i].uri,
@@ -321,13 +418,17 @@ int main(void)
 		unsigned char long_key[251];
 
 		memset(long_key, 'k', sizeof(long_key));
-		CHECK(ngx_http_goblin_key_valid(long_key, 250, 250), "250 bytes");
-		CHECK(!ngx_http_goblin_key_valid(long_key, 251, 250),
-		      "251 bytes");
+		size_t bad;
+
+		CHECK(ngx_http_goblin_key_valid(long_key, 250, 250, &bad)
+		      == KEY_OK, "250 bytes");
+		CHECK(ngx_http_goblin_key_valid(long_key, 251, 250, &bad)
+		      == NGX_HTTP_GOBLIN_KEY_LONG, "251 bytes");
 	}
 
 	check_conditionals();
 	check_header_values();
+	check_write_conditions();
 
 	return check_result();
 }

@@ -139,7 +139,7 @@ static void kill9(void)
 	/* a checkpoint holds exactly the live set */
 	pthread_mutex_lock(&e->lock);
 	for (uint32_t i = 0; i < e->clock_len; i++)
-		bytes += journal_put_len(e->clock[i]);
+		bytes += journal_put_len(e, e->clock[i]);
 	CHECK(journal_checkpoint(e, false) == 0, "checkpoint");
 	pthread_mutex_unlock(&e->lock);
 	st = stats(e);
@@ -245,7 +245,7 @@ static void headers(void)
 	h = good;
 	h.version = JOURNAL_VERSION + 1;
 	h.sum = journal_hdr_sum(&h);
-	header_refused(&cfg, fd, &h, "format version 2");
+	header_refused(&cfg, fd, &h, "format version 3");
 	h = good;
 	h.created ^= 1;
 	header_refused(&cfg, fd, &h, "damaged journal header");

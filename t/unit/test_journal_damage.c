@@ -180,7 +180,7 @@ static void damage(void)
 	h.sum = journal_hdr_sum(&h);
 	CHECK(pwrite(fd, &h, sizeof(h), 0) == sizeof(h), "write header");
 	close(fd);
-	refused(&cfg, "hdr_len", "journal header of 72 bytes, version 1 has 64",
+	refused(&cfg, "hdr_len", "journal header of 72 bytes, version 2 has 64",
 		"--fresh");
 }
 

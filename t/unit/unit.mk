@@ -29,7 +29,7 @@ build/asan/t/test_%: t/unit/test_%.c $(UNIT_SRCS) $(UNIT_HDRS) $(UNIT_TEST_HDRS)
 ENGINE_TESTS := test_engine test_region test_pool test_stream test_readahead \
                 test_journal \
                 test_journal_damage \
-                test_arena test_index \
+                test_arena test_index test_attr \
                 test_numa test_measure
 define ENGINE_TEST
 $(1)/t/$(2): t/unit/$(2).c $(1)/obj/storaged/mc/mc_items.o $(call ENGINE_LIB,$(1),$(2)) $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
