@@ -14,7 +14,8 @@
 #   cc<seconds>    Cache-Control: max-age=<seconds>
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
 # says how many requests /<path> got (all methods); /sha/<path> the
-# sha256 of its full body; /ranges/<path> the Range headers it was sent.
+# sha256 of its full body; /ranges/<path> the Range headers it was sent;
+# /broken/<path> how many of its responses the client (the cache) cut.
 # Counting is per path since start; the suites use unique ids.
 import hashlib
 import http.server
@@ -26,6 +27,7 @@ import time
 
 counts = {}
 ranges = {}
+broken = {}
 lock = threading.Lock()
 
 
@@ -76,19 +78,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
-        for what in ("count", "sha", "ranges"):
+        for what in ("count", "sha", "ranges", "broken"):
             if path.startswith("/" + what + "/"):
                 target = path[len(what) + 1:]
                 if what == "count":
                     with lock:
                         return self.plain(200, str(counts.get(target, 0)))
+                if what == "broken":
+                    with lock:
+                        return self.plain(200, str(broken.get(target, 0)))
                 if what == "ranges":
                     with lock:
                         return self.plain(200, ",".join(ranges.get(target, [])))
                 o = spec(target)
                 return self.plain(200, hashlib.sha256(
                     body_of(target, o["size"])).hexdigest())
-        self.serve(path, self.command == "HEAD")
+        try:
+            self.serve(path, self.command == "HEAD")
+        except (BrokenPipeError, ConnectionResetError):
+            with lock:
+                broken[path] = broken.get(path, 0) + 1
+            self.close_connection = True
 
     def do_HEAD(self):
         self.do_GET()
@@ -179,6 +189,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
+
+    def handle_error(self, request, client_address):
+        # a client (the cache) that closes or resets is no test failure
+        pass
 
 
 if __name__ == "__main__":
