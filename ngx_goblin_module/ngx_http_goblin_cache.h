@@ -2,8 +2,9 @@
 /*
  * ngx_http_goblin_module: cache mode ("goblin_cache on"), shared by
  * ngx_http_goblin_cache.c (the client side: lookups, reading along a
- * fill, passing to the origin) and ngx_http_goblin_fill.c (one fill per
- * key and worker: the origin's response captured into a shared writer).
+ * fill, passing to the origin), ngx_http_goblin_fill.c (one fill per key
+ * and worker), ngx_http_goblin_origin.c (a fill's request of its own) and
+ * ngx_http_goblin_capture.c (its response captured into a shared writer).
  */
 
 
@@ -79,6 +80,10 @@ struct ngx_http_goblin_fill_s {
     ngx_str_t                      attr;
     ngx_event_t                    abort;    /* posted: abandon it? */
     ngx_event_t                    stop;     /* posted: end its request */
+    /* what the capture tells the fill (ngx_http_goblin_fill.c) */
+    void                         (*fail)(ngx_http_goblin_fill_t *fill,
+                                         ngx_http_goblin_fill_state_e st);
+    void                         (*announce)(ngx_http_goblin_fill_t *fill);
     unsigned                       linked:1; /* in the worker's fills */
     unsigned                       announced:1;
     unsigned                       last:1;   /* the origin's body is all in */
@@ -98,7 +103,17 @@ ngx_http_goblin_fill_t *ngx_http_goblin_fill_start(ngx_http_request_t *r,
     ngx_str_t *key);
 void ngx_http_goblin_fill_unref(ngx_http_goblin_fill_t *fill);
 ngx_int_t ngx_http_goblin_fill_init(ngx_conf_t *cf);
-ngx_http_core_loc_conf_t *ngx_http_goblin_origin(ngx_http_request_t *r);
+
+/* ngx_http_goblin_origin.c */
+ngx_http_core_loc_conf_t *ngx_http_goblin_origin_location(
+    ngx_http_request_t *r);
+ngx_http_request_t *ngx_http_goblin_origin_request(ngx_http_request_t *r,
+    ngx_http_core_loc_conf_t *clcf);
+
+/* ngx_http_goblin_capture.c */
+extern const ngx_http_goblin_completion_t  ngx_http_goblin_capture_completions[];
+ngx_int_t ngx_http_goblin_capture_init(ngx_conf_t *cf);
+void ngx_http_goblin_capture_open(ngx_http_goblin_ctx_t *ctx);
 
 
 #endif /* _NGX_HTTP_GOBLIN_CACHE_H_INCLUDED_ */

@@ -12,8 +12,12 @@
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
  *   ngx_http_goblin_cache.c    cache mode: lookups that find fills, reading
  *                              along, passing to goblin_origin
- *   ngx_http_goblin_fill.c     cache mode: one fill per key, the origin's
- *                              response captured into a shared writer
+ *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
+ *                              its waiters, abandoning it
+ *   ngx_http_goblin_origin.c   cache mode: a fill's request of its own,
+ *                              into goblin_origin
+ *   ngx_http_goblin_capture.c  cache mode: the fill's response captured
+ *                              into a shared writer
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
  *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
@@ -30,7 +34,9 @@
  *   module   ->  content status link cache fill
  *   content  ->  put request ring http cache
  *   cache    ->  fill handler request ring attr
- *   fill     ->  request ring attr
+ *   fill     ->  origin capture request ring
+ *   capture  ->  ring attr
+ *   origin   ->
  *   handler  ->  request ring http attr
  *   put      ->  request ring
  *   status   ->  request ring
