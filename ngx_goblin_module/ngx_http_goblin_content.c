@@ -9,6 +9,7 @@
 
 #include "ngx_http_goblin_module.h"
 #include "ngx_http_goblin_http.h"
+#include "ngx_http_goblin_cache.h"
 
 
 static ngx_int_t ngx_http_goblin_key(ngx_http_request_t *r,
@@ -30,7 +31,13 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
 
     link->stats.requests++;
 
-    if (!(r->method & glcf->methods)) {
+    if (glcf->cache) {
+        /* cache mode: every method, the origin when storaged is away */
+        if (link->state != NGX_HTTP_GOBLIN_UP) {
+            return ngx_http_goblin_cache_pass(r, NGX_HTTP_GOBLIN_CACHE_BYPASS);
+        }
+
+    } else if (!(r->method & glcf->methods)) {
         return ngx_http_goblin_not_allowed(r, glcf);
     }
 
@@ -44,6 +51,10 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
     rc = ngx_http_goblin_key(r, glcf, &key);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    if (glcf->cache) {
+        return ngx_http_goblin_cache_handler(r, &key);
     }
 
     if (r->method == NGX_HTTP_PUT) {

@@ -16,8 +16,6 @@
 #include "ngx_http_goblin_http.h"
 
 
-static void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_send_header(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_header_out(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_read_disk(ngx_http_goblin_ctx_t *ctx, off_t disk);
@@ -26,12 +24,7 @@ static ngx_int_t ngx_http_goblin_set_headers(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_set_content_type(ngx_http_goblin_ctx_t *ctx);
 static ngx_int_t ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx);
 static ngx_chain_t *ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx);
-static void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
-static void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 static ngx_int_t ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx);
-static void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_write_handler(ngx_http_request_t *r);
 
 
@@ -48,7 +41,7 @@ const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[] = {
 
 
 /* LOOKUP found the object (or not): the header, the disk READ, the head. */
-static void
+void
 ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     off_t                    disk, head_end;
@@ -470,7 +463,7 @@ ngx_http_goblin_chain(ngx_http_goblin_ctx_t *ctx)
  * bytes before the next one the body needs (<off> < ctx->next): they are
  * skipped.
  */
-static void
+void
 ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     off_t                    skip;
@@ -539,7 +532,7 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 }
 
 
-static void
+void
 ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     if (cqe->res == 0 && ctx->next == ctx->end) {
@@ -636,7 +629,7 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
  * client holds at most the rx buffers of one pass, and heap copies up to
  * the READ's grant.
  */
-static void
+void
 ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
 {
     off_t                      pending, accepted, grant, more;

@@ -5,6 +5,7 @@
 
 
 #include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_cache.h"
 
 
 static char *ngx_http_goblin_storaged(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -14,6 +15,12 @@ static char *ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_goblin_set_handler(ngx_conf_t *cf,
     ngx_http_handler_pt handler);
+static char *ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_goblin_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_goblin_postconfiguration(ngx_conf_t *cf);
 static char *ngx_http_goblin_check_ring_entries(ngx_conf_t *cf, void *post,
     void *data);
 static void *ngx_http_goblin_create_main_conf(ngx_conf_t *cf);
@@ -130,13 +137,34 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       offsetof(ngx_http_goblin_loc_conf_t, body_timeout),
       NULL },
 
+    { ngx_string("goblin_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, cache),
+      NULL },
+
+    { ngx_string("goblin_origin"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_goblin_origin_set,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, origin),
+      NULL },
+
+    { ngx_string("goblin_cache_abandon"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_goblin_abandon,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, abandon),
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_http_module_t  ngx_http_goblin_module_ctx = {
-    NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_goblin_preconfiguration,      /* preconfiguration */
+    ngx_http_goblin_postconfiguration,     /* postconfiguration */
 
     ngx_http_goblin_create_main_conf,      /* create main configuration */
     ngx_http_goblin_init_main_conf,        /* init main configuration */
@@ -246,6 +274,90 @@ ngx_http_goblin_set_handler(ngx_conf_t *cf, ngx_http_handler_pt handler)
 }
 
 
+/* goblin_origin @name: the named location a cache fills from. */
+static char *
+ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_goblin_loc_conf_t *glcf = conf;
+
+    ngx_str_t  *value;
+
+    if (glcf->origin.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len < 2 || value[1].data[0] != '@') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"goblin_origin\" takes a named location, "
+                           "\"@name\", not \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    glcf->origin = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+/* goblin_cache_abandon off | <percent>[%] */
+static char *
+ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_goblin_loc_conf_t *glcf = conf;
+
+    size_t      len;
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (glcf->abandon != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 3 && ngx_strncmp(value[1].data, "off", 3) == 0) {
+        glcf->abandon = 0;
+        return NGX_CONF_OK;
+    }
+
+    len = value[1].len;
+
+    if (len && value[1].data[len - 1] == '%') {
+        len--;
+    }
+
+    n = ngx_atoi(value[1].data, len);
+
+    if (n == NGX_ERROR || n > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"goblin_cache_abandon\" takes \"off\" or a "
+                           "percentage from 0 to 100, not \"%V\"",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    glcf->abandon = (ngx_uint_t) n;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_goblin_preconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_goblin_cache_add_variables(cf);
+}
+
+
+static ngx_int_t
+ngx_http_goblin_postconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_goblin_fill_init(cf);
+}
+
+
 static char *
 ngx_http_goblin_check_ring_entries(ngx_conf_t *cf, void *post, void *data)
 {
@@ -321,6 +433,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
      *
      *     conf->key = NULL;
      *     conf->methods = 0;
+     *     conf->origin = { 0, NULL };
      */
 
     conf->max_object = NGX_CONF_UNSET;
@@ -328,6 +441,8 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->put_wait = NGX_CONF_UNSET_MSEC;
     conf->put_queue = NGX_CONF_UNSET_UINT;
     conf->body_timeout = NGX_CONF_UNSET_MSEC;
+    conf->cache = NGX_CONF_UNSET;
+    conf->abandon = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -360,6 +475,17 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->put_wait, prev->put_wait, 5000);
     ngx_conf_merge_uint_value(conf->put_queue, prev->put_queue, 64);
     ngx_conf_merge_msec_value(conf->body_timeout, prev->body_timeout, 10000);
+
+    ngx_conf_merge_value(conf->cache, prev->cache, 0);
+    ngx_conf_merge_str_value(conf->origin, prev->origin, "");
+    ngx_conf_merge_uint_value(conf->abandon, prev->abandon, 10);
+
+    if (conf->cache && conf->origin.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"goblin_cache on\" needs \"goblin_origin "
+                           "@name;\", the location it fills from");
+        return NGX_CONF_ERROR;
+    }
 
     return NGX_CONF_OK;
 }

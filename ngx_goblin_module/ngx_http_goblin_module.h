@@ -11,6 +11,14 @@
  *   ngx_http_goblin_put.c      PUT
  *   ngx_http_goblin_cond.c     conditional writes (If-Match, ...), DELETE
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
+ *   ngx_http_goblin_cache.c    cache mode: lookups that find fills, reading
+ *                              along, passing to goblin_origin
+ *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
+ *                              its waiters, abandoning it
+ *   ngx_http_goblin_origin.c   cache mode: a fill's request of its own,
+ *                              into goblin_origin
+ *   ngx_http_goblin_capture.c  cache mode: the fill's response captured
+ *                              into a shared writer
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
  *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
@@ -24,8 +32,12 @@
  * Who calls whom (t/check-module-calls checks it against the objects;
  * no cycles):
  *
- *   module   ->  content status link
- *   content  ->  put cond request ring http
+ *   module   ->  content status link cache fill
+ *   content  ->  put cond request ring http cache
+ *   cache    ->  fill handler request ring attr
+ *   fill     ->  origin capture request ring
+ *   capture  ->  ring attr
+ *   origin   ->
  *   handler  ->  request ring http attr
  *   put      ->  cond request ring attr
  *   cond     ->  request ring http
@@ -106,6 +118,10 @@ typedef struct {
     ngx_msec_t                     put_wait;
     ngx_uint_t                     put_queue;
     ngx_msec_t                     body_timeout;
+
+    ngx_flag_t                     cache;        /* goblin_cache */
+    ngx_str_t                      origin;       /* goblin_origin @name */
+    ngx_uint_t                     abandon;      /* goblin_cache_abandon % */
 } ngx_http_goblin_loc_conf_t;
 
 
@@ -248,6 +264,10 @@ struct ngx_http_goblin_ctx_s {
     ngx_uint_t                     wplan;   /* NGX_HTTP_GOBLIN_WRITE_* */
     uint64_t                       wcas;
 
+    /* cache mode (ngx_http_goblin_cache.h): a client's, or a fill's */
+    struct ngx_http_goblin_cache_s *cache;
+    struct ngx_http_goblin_fill_s  *fill;
+
     unsigned                       registered:1;
     unsigned                       body_started:1;
     unsigned                       pinned:1;
@@ -351,8 +371,15 @@ ngx_int_t ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx,
 /* ngx_http_goblin_content.c */
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
 
-/* ngx_http_goblin_handler.c */
+/* ngx_http_goblin_handler.c; cache mode reads with its handlers too */
 extern const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[];
+void ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_read_done(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+void ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx);
 
 /* ngx_http_goblin_put.c */
 ngx_int_t ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key);

@@ -1,0 +1,119 @@
+
+/*
+ * ngx_http_goblin_module: cache mode ("goblin_cache on"), shared by
+ * ngx_http_goblin_cache.c (the client side: lookups, reading along a
+ * fill, passing to the origin), ngx_http_goblin_fill.c (one fill per key
+ * and worker), ngx_http_goblin_origin.c (a fill's request of its own) and
+ * ngx_http_goblin_capture.c (its response captured into a shared writer).
+ */
+
+
+#ifndef _NGX_HTTP_GOBLIN_CACHE_H_INCLUDED_
+#define _NGX_HTTP_GOBLIN_CACHE_H_INCLUDED_
+
+
+#include "ngx_http_goblin_module.h"
+
+
+/* $goblin_cache_status values, as nginx's $upstream_cache_status */
+typedef enum {
+    NGX_HTTP_GOBLIN_CACHE_NONE = 0,
+    NGX_HTTP_GOBLIN_CACHE_MISS,
+    NGX_HTTP_GOBLIN_CACHE_BYPASS,
+    NGX_HTTP_GOBLIN_CACHE_EXPIRED,
+    NGX_HTTP_GOBLIN_CACHE_STALE,
+    NGX_HTTP_GOBLIN_CACHE_UPDATING,
+    NGX_HTTP_GOBLIN_CACHE_REVALIDATED,
+    NGX_HTTP_GOBLIN_CACHE_HIT
+} ngx_http_goblin_cache_status_e;
+
+
+/* A fill's state, as its waiters see it. */
+typedef enum {
+    NGX_HTTP_GOBLIN_FILL_ASKING = 0,   /* the origin is asked */
+    NGX_HTTP_GOBLIN_FILL_OPENING,      /* WOPEN in flight */
+    NGX_HTTP_GOBLIN_FILL_OPEN,         /* writing; findable once announced */
+    NGX_HTTP_GOBLIN_FILL_STORED,       /* WFINISH said stored */
+    NGX_HTTP_GOBLIN_FILL_BUSY,         /* another worker fills the key */
+    NGX_HTTP_GOBLIN_FILL_PASS,         /* not cacheable: go to the origin */
+    NGX_HTTP_GOBLIN_FILL_FAILED        /* origin or store failed, abandoned */
+} ngx_http_goblin_fill_state_e;
+
+
+typedef struct ngx_http_goblin_fill_s   ngx_http_goblin_fill_t;
+typedef struct ngx_http_goblin_cache_s  ngx_http_goblin_cache_t;
+
+
+/* A client request in cache mode (ctx->cache). */
+struct ngx_http_goblin_cache_s {
+    ngx_http_goblin_ctx_t         *ctx;
+    /* the fill it waits on has news (fill->state) */
+    void                         (*wake)(ngx_http_goblin_cache_t *cache);
+    ngx_http_goblin_fill_t        *fill;     /* waited on, or read along */
+    ngx_queue_t                    wait;     /* in fill->waiters */
+    ngx_uint_t                     lookups;
+    unsigned                       waiting:1;
+    unsigned                       reader:1; /* counted in fill->readers */
+    unsigned                       filling:1; /* the object is being filled */
+};
+
+
+/*
+ * One fill: the origin's response to a request of its own (a detached
+ * request on a connection of its own, so neither a slow client nor one
+ * that goes away paces or ends it), captured into a shared writer.  It
+ * lives while its request, a waiter or a reader of this worker holds it.
+ */
+struct ngx_http_goblin_fill_s {
+    ngx_queue_t                    queue;    /* in the worker's fills */
+    ngx_str_t                      key;      /* heap */
+    ngx_http_goblin_fill_state_e   state;
+    ngx_http_goblin_ctx_t         *ctx;      /* the fill request's; NULL
+                                                once that request is gone */
+    ngx_queue_t                    waiters;  /* of ngx_http_goblin_cache_t */
+    ngx_uint_t                     readers;
+    ngx_uint_t                     refs;
+    ngx_uint_t                     abandon;  /* goblin_cache_abandon, % */
+    off_t                          length;   /* Content-Length, or -1 */
+    off_t                          received; /* body bytes into the writer */
+    ngx_chain_t                   *held;     /* body waiting for room */
+    ngx_str_t                      attr;
+    ngx_event_t                    abort;    /* posted: abandon it? */
+    ngx_event_t                    stop;     /* posted: end its request */
+    /* what the capture tells the fill (ngx_http_goblin_fill.c) */
+    void                         (*fail)(ngx_http_goblin_fill_t *fill,
+                                         ngx_http_goblin_fill_state_e st);
+    void                         (*announce)(ngx_http_goblin_fill_t *fill);
+    unsigned                       linked:1; /* in the worker's fills */
+    unsigned                       announced:1;
+    unsigned                       last:1;   /* the origin's body is all in */
+};
+
+
+/* ngx_http_goblin_cache.c */
+ngx_int_t ngx_http_goblin_cache_handler(ngx_http_request_t *r,
+    ngx_str_t *key);
+ngx_int_t ngx_http_goblin_cache_pass(ngx_http_request_t *r,
+    ngx_http_goblin_cache_status_e status);
+ngx_int_t ngx_http_goblin_cache_add_variables(ngx_conf_t *cf);
+
+/* ngx_http_goblin_fill.c */
+ngx_http_goblin_fill_t *ngx_http_goblin_fill_find(ngx_str_t *key);
+ngx_http_goblin_fill_t *ngx_http_goblin_fill_start(ngx_http_request_t *r,
+    ngx_str_t *key);
+void ngx_http_goblin_fill_unref(ngx_http_goblin_fill_t *fill);
+ngx_int_t ngx_http_goblin_fill_init(ngx_conf_t *cf);
+
+/* ngx_http_goblin_origin.c */
+ngx_http_core_loc_conf_t *ngx_http_goblin_origin_location(
+    ngx_http_request_t *r);
+ngx_http_request_t *ngx_http_goblin_origin_request(ngx_http_request_t *r,
+    ngx_http_core_loc_conf_t *clcf);
+
+/* ngx_http_goblin_capture.c */
+extern const ngx_http_goblin_completion_t  ngx_http_goblin_capture_completions[];
+ngx_int_t ngx_http_goblin_capture_init(ngx_conf_t *cf);
+void ngx_http_goblin_capture_open(ngx_http_goblin_ctx_t *ctx);
+
+
+#endif /* _NGX_HTTP_GOBLIN_CACHE_H_INCLUDED_ */

@@ -1,0 +1,264 @@
+# usage: prove t/http/200-cache-fill.t
+# Cache mode (goblin_cache on, goblin_origin @fill) against the test
+# origin t/lib/origin.py: a miss is filled once and then hit, with the
+# origin's headers; 64 concurrent misses (and 16 HTTP/2 streams) make one
+# origin request and every body is the origin's, byte for byte; a waiter
+# has its first byte long before the fill completes; a client at 256 KB/s
+# does not slow a fast one; a first client that goes away leaves the fill
+# going (goblin_cache_abandon off) or abandons it (below 10% by default);
+# an origin cut at 50% leaves no complete-looking body and nothing stored;
+# a chunked origin is stored; responses the cache must not store, other
+# methods (which invalidate) and a cold HEAD go to the origin.
+BEGIN { push @INC, 't/lib' }
+use GoblinTest;
+use CacheTest;
+use Test::Nginx::Socket;
+use Time::HiRes qw(sleep time);
+
+cache_start();
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   no_error_log => "[alert]\n[crit]\n");
+
+worker_connections(1024);
+repeat_each(1);
+plan tests => goblin_plan(41);
+no_shuffle();
+run_tests();
+
+sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
+
+# curl in the background: returns a sub that waits and gives its result
+sub fetch_later ($;%) {
+    my ($path, %o) = @_;
+    my $pid = open my $out, '-|' // die "fork: $!\n";
+    if ($pid == 0) {
+        my $r = fetch($path, %o);
+        print join("\t", map { "$_=" . ($r->{$_} // '') }
+                         qw(code size ttfb total sha rc)), "\n";
+        POSIX::_exit(0);
+    }
+    return sub {
+        my $line = <$out> // '';
+        close $out;
+        chomp $line;
+        return { map { split /=/, $_, 2 } split /\t/, $line };
+    };
+}
+
+sub all_whole ($$@) {
+    my ($path, $size, @r) = @_;
+    my $sha = origin_sha($path);
+    my $n = grep { $_->{code} == 200 && $_->{size} == $size
+                   && ($_->{sha} // '') eq $sha } @r;
+    for my $r (grep { ($_->{sha} // '') ne $sha || $_->{code} != 200 } @r) {
+        diag(join ' ', map { "$_=" . ($r->{$_} // '') }
+                       grep { $_ ne 'head' } sort keys %$r);
+    }
+    return $n;
+}
+
+# ---- the cases ----
+
+# a miss, then a hit with the origin's headers (5 tests)
+sub miss_then_hit () {
+    start();
+    my $p = '/o/a1-300k';
+    my $r = fetch($p);
+    is(all_whole($p, 307200, $r), 1, 'a miss: the origin\'s body');
+    is($r->{xcache}, 'MISS', 'X-Cache: MISS');
+    ok(wait_until(sub { stored('a1-300k') }, 10), 'then stored');
+    my $h = fetch($p);
+    ok(all_whole($p, 307200, $h) && $h->{xcache} eq 'HIT'
+       && $h->{head} =~ m{^Content-Type: application/x-goblin-test}mi
+       && $h->{head} =~ /^ETag: "[0-9a-f]{16}"/mi
+       && $h->{head} =~ /^Last-Modified: Tue, 01 Dec 2026/mi,
+       'a hit: the same body, the origin\'s type, ETag, Last-Modified')
+        or diag($h->{head});
+    is(origin_count($p), 1, 'one origin request for both');
+}
+
+# 64 misses at once over HTTP/1.1, then 16 HTTP/2 streams (6 tests)
+sub concurrent () {
+    start();
+    my $p = '/o/m64-2m-rate16m';
+    my @r = fetch_many(64, $p);
+    is(scalar @r, 64, '64 concurrent misses');
+    is(all_whole($p, 2097152, @r), 64, 'every body whole, sha256 checked');
+    is(origin_count($p), 1, 'one origin request');
+
+    $p = '/o/h2-1m-rate8m';
+    @r = fetch_many(16, $p, h2 => 1);
+    is(all_whole($p, 1048576, @r), 16, '16 HTTP/2 misses, every body whole');
+    ok(!grep({ ($_->{version} // '') ne '2' } @r), 'over HTTP/2');
+    is(origin_count($p), 1, 'one origin request');
+}
+
+# a waiter's first byte long before the 2 s fill completes (4 tests)
+sub first_byte () {
+    start();
+    my $p = '/o/fb-1m-rate512k';
+    my $t0 = time;
+    my $first = fetch_later($p);
+    ok(wait_until(sub { origin_count($p) >= 1 }, 10), 'the fill started');
+    my $r = fetch($p);
+    my $a = $first->();
+    my $filled = time - $t0;
+    ok($r->{ttfb} < 1.0 && $filled > 1.5,
+       sprintf('the waiter\'s first byte at %.2fs, the fill took %.2fs',
+               $r->{ttfb}, $filled));
+    is(all_whole($p, 1048576, $r, $a), 2, 'both bodies whole');
+    is(origin_count($p), 1, 'one origin request');
+}
+
+# a first client at 256 KB/s does not slow a second, fast one (4 tests)
+sub slow_first () {
+    start();
+    my $p = '/o/sl-1m-rate8m';
+    my $slow = fetch_later($p, args => ['--limit-rate', '256k']);
+    ok(wait_until(sub { origin_count($p) >= 1 }, 10), 'the fill started');
+    my $t0 = time;
+    my $r = fetch($p);
+    my $fast = time - $t0;
+    my $s = $slow->();
+    ok($fast < 1.0 && $fast * 2 < $s->{total},
+       sprintf('the fast client took %.2fs, the slow one %.2fs', $fast,
+               $s->{total}));
+    is(all_whole($p, 1048576, $r, $s), 2, 'both bodies whole');
+    is(origin_count($p), 1, 'one origin request');
+}
+
+# the first client goes away at 0.2 s of a 0.5 s fill: with
+# goblin_cache_abandon off the fill completes; with the default 10% and
+# the client gone before 10% arrived, it is abandoned (5 tests)
+sub client_gone () {
+    start();
+    my $p = '/off/g1-2m-rate4m';
+    fetch($p, timeout => 0.2);
+    ok(wait_until(sub { stored($p) }, 10), 'the fill completed without '
+       . 'its client');
+    is(Digest::SHA::sha256_hex(GoblinTest::mc_get($p) // ''),
+       origin_sha($p), 'every byte stored');
+    is(origin_count($p), 1, 'one origin request');
+
+    $p = '/o/ab-4m-rate1m';
+    fetch($p, timeout => 0.2);
+    ok(wait_until(sub { origin_get("/broken$p") >= 1 }, 10),
+       'abandoned below 10%: the origin\'s response is cut');
+    ok(!stored('ab-4m-rate1m'), 'nothing stored');
+}
+
+# an origin that closes at 50%: nobody gets a body that looks whole,
+# nothing stays findable, the next request fills anew (5 tests)
+sub origin_cut () {
+    start();
+    my $p = '/o/cut1-1m-rate4m-cut';
+    my @r = fetch_many(3, $p);
+    is(scalar(grep { $_->{code} == 200 && $_->{size} == 1048576 } @r), 0,
+       'no complete-looking body');
+    ok(!grep({ $_->{rc} == 0 } @r), 'curl saw every one cut');
+    ok(!stored('cut1-1m-rate4m-cut'), 'nothing stored');
+    my $n = origin_count($p);
+    @r = fetch_many(1, $p);
+    ok(origin_count($p) > $n, 'the next request fills anew');
+    ok(!stored('cut1-1m-rate4m-cut'), 'still nothing stored');
+}
+
+# a chunked origin, stored and hit (3 tests)
+sub chunked () {
+    start();
+    my $p = '/o/ch-600k-chunked';
+    my $r = fetch($p);
+    is(all_whole($p, 614400, $r), 1, 'a chunked origin\'s body');
+    ok(wait_until(sub { stored('ch-600k-chunked') }, 10), 'stored');
+    my $h = fetch($p);
+    ok(all_whole($p, 614400, $h) && $h->{xcache} eq 'HIT'
+       && origin_count($p) == 1, 'then hit: one origin request');
+}
+
+# no-store, Set-Cookie and a 404 are answered and not stored (5 tests)
+sub not_stored () {
+    start();
+    for my $p ('/o/ns-100k-nostore', '/o/ck-100k-cookie') {
+        my @r = (fetch($p), fetch($p));
+        (my $k = $p) =~ s{^/o/}{};
+        ok(all_whole($p, 102400, @r) == 2 && !stored($k),
+           "$p: answered, not stored");
+    }
+    my $r = fetch('/o/nf-100-s404');
+    is($r->{code}, 404, 'the origin\'s 404');
+    ok(!stored('nf-100-s404'), 'not stored');
+    my $c = fetch('/o/ck-100k-cookie');
+    ok($c->{head} =~ /^Set-Cookie: session=1/mi, 'Set-Cookie passed on');
+}
+
+# other methods pass to the origin; a 2xx invalidates; a cold HEAD pulls
+# no body (4 tests)
+sub other_methods () {
+    start();
+    my $p = '/o/pi-100k';
+    fetch($p);
+    ok(wait_until(sub { stored('pi-100k') }, 10), 'stored');
+    my ($st, $h, $body) = http_request(port(), 'POST', $p, body => 'x=1');
+    is("$st $body", '200 POST done', 'POST went to the origin');
+    ok(wait_until(sub { !stored('pi-100k') }, 10), 'and invalidated the key');
+
+    $p = '/o/hd-300k';
+    ($st, $h, $body) = http_request(port(), 'HEAD', $p);
+    ok($st == 200 && $h->{'content-length'} == 307200 && !stored('hd-300k')
+       && origin_count($p) == 1, 'a cold HEAD: the origin\'s headers, '
+       . 'nothing filled');
+}
+
+__DATA__
+
+=== TEST 1: a miss, then a hit
+--- init
+main::miss_then_hit();
+
+
+
+=== TEST 2: concurrent misses make one origin request
+--- init
+main::concurrent();
+
+
+
+=== TEST 3: a waiter's first byte comes before the fill completes
+--- init
+main::first_byte();
+
+
+
+=== TEST 4: a slow first client does not slow a fast one
+--- init
+main::slow_first();
+
+
+
+=== TEST 5: the fill does not need its first client
+--- init
+main::client_gone();
+
+
+
+=== TEST 6: an origin cut midway
+--- init
+main::origin_cut();
+
+
+
+=== TEST 7: a chunked origin
+--- init
+main::chunked();
+
+
+
+=== TEST 8: what must not be stored
+--- init
+main::not_stored();
+
+
+
+=== TEST 9: other methods and HEAD
+--- init
+main::other_methods();

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+# usage: t/lib/origin.py PORT
+# The HTTP origin of the cache-mode suites (t/http/2NN-cache-*.t): every
+# GET or HEAD of /o/<name> answers a reproducible body whose size and
+# behaviour the name spells, "-" separated after an id:
+#   <id>-<size>[-<flag>...]   size in bytes (k, m suffixes)
+#   rate<N>[k|m]   send at N bytes a second (after the first 16 KiB)
+#   chunked        Transfer-Encoding: chunked, no Content-Length
+#   cut            close the connection after half the body
+#   nostore        Cache-Control: no-store
+#   cookie         a Set-Cookie header
+#   s404           status 404
+#   wait<ms>       sleep before the headers
+#   cc<seconds>    Cache-Control: max-age=<seconds>
+# Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
+# says how many requests /<path> got (all methods); /sha/<path> the
+# sha256 of its full body; /ranges/<path> the Range headers it was sent;
+# /broken/<path> how many of its responses the client (the cache) cut.
+# Counting is per path since start; the suites use unique ids.
+import hashlib
+import http.server
+import random
+import socketserver
+import sys
+import threading
+import time
+
+counts = {}
+ranges = {}
+broken = {}
+lock = threading.Lock()
+
+
+def size_of(s):
+    mult = 1
+    if s[-1] in "km":
+        mult = 1024 if s[-1] == "k" else 1024 * 1024
+        s = s[:-1]
+    return int(s) * mult
+
+
+def spec(path):
+    name = path.rsplit("/", 1)[-1]
+    parts = name.split("-")
+    o = {"size": size_of(parts[1]) if len(parts) > 1 else 1000}
+    for f in parts[2:]:
+        if f.startswith("rate"):
+            o["rate"] = size_of(f[4:])
+        elif f.startswith("wait"):
+            o["wait"] = int(f[4:]) / 1000.0
+        elif f.startswith("cc"):
+            o["cc"] = int(f[2:])
+        elif f.startswith("s") and f[1:].isdigit():
+            o["status"] = int(f[1:])
+        else:
+            o[f] = True
+    return o
+
+
+def body_of(path, size):
+    seed = int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big")
+    return random.Random(seed).randbytes(size)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def plain(self, code, text):
+        data = text.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        for what in ("count", "sha", "ranges", "broken"):
+            if path.startswith("/" + what + "/"):
+                target = path[len(what) + 1:]
+                if what == "count":
+                    with lock:
+                        return self.plain(200, str(counts.get(target, 0)))
+                if what == "broken":
+                    with lock:
+                        return self.plain(200, str(broken.get(target, 0)))
+                if what == "ranges":
+                    with lock:
+                        return self.plain(200, ",".join(ranges.get(target, [])))
+                o = spec(target)
+                return self.plain(200, hashlib.sha256(
+                    body_of(target, o["size"])).hexdigest())
+        try:
+            self.serve(path, self.command == "HEAD")
+        except (BrokenPipeError, ConnectionResetError):
+            with lock:
+                broken[path] = broken.get(path, 0) + 1
+            self.close_connection = True
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def other(self):
+        path = self.path.split("?", 1)[0]
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        with lock:
+            counts[path] = counts.get(path, 0) + 1
+        self.plain(200, self.command + " done")
+
+    do_POST = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = other
+
+    def serve(self, path, head):
+        o = spec(path)
+        with lock:
+            counts[path] = counts.get(path, 0) + 1
+            if self.headers.get("Range"):
+                ranges.setdefault(path, []).append(self.headers["Range"])
+        if "wait" in o:
+            time.sleep(o["wait"])
+        body = body_of(path, o["size"])
+        status = o.get("status", 200)
+        start, end = 0, len(body)
+        rng = self.headers.get("Range")
+        if rng and status == 200 and rng.startswith("bytes=") and \
+                "," not in rng:
+            a, b = rng[6:].split("-")
+            if a:
+                start = int(a)
+                end = min(int(b) + 1, len(body)) if b else len(body)
+            else:
+                start = max(len(body) - int(b), 0)
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-goblin-test")
+        self.send_header("ETag", '"%s"' % hashlib.sha256(
+            path.encode()).hexdigest()[:16])
+        self.send_header("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")
+        if status == 206:
+            self.send_header("Content-Range",
+                             "bytes %d-%d/%d" % (start, end - 1, len(body)))
+        if o.get("nostore"):
+            self.send_header("Cache-Control", "no-store")
+        elif "cc" in o:
+            self.send_header("Cache-Control", "max-age=%d" % o["cc"])
+        if o.get("cookie"):
+            self.send_header("Set-Cookie", "session=1")
+        chunked = o.get("chunked")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(end - start))
+        if o.get("cut"):
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if head:
+            return
+        data = body[start:end]
+        if o.get("cut"):
+            data = data[:len(data) // 2]
+        rate = o.get("rate")
+        t0 = time.time()
+        sent = 0
+        step = 16384
+        while sent < len(data):
+            piece = data[sent:sent + step]
+            if chunked:
+                self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            else:
+                self.wfile.write(piece)
+            self.wfile.flush()
+            sent += len(piece)
+            if rate and sent >= step:
+                ahead = t0 + (sent - step) / rate - time.time()
+                if ahead > 0:
+                    time.sleep(ahead)
+        if o.get("cut"):
+            self.close_connection = True
+            return
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address):
+        # a client (the cache) that closes or resets is no test failure
+        pass
+
+
+if __name__ == "__main__":
+    Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
