@@ -489,7 +489,8 @@ static void op_wdata(struct link_conn *c, const struct ring_sqe *sqe)
 
 	if (!h || h->finish || b >= c->ring.n_tx || c->tx_daemon[b] ||
 	    !sqe->len || sqe->len > c->ring.buf_size ||
-	    h->given + sqe->len > h->size + h->attr_len ||
+	    (h->given + sqe->len > h->attr_len &&	/* RING_SIZE_UNKNOWN: */
+	     h->given + sqe->len - h->attr_len > h->size) ||	/* no wrap */
 	    h->qlen >= c->ring.n_tx) {
 		link_conn_kill(c, "bad WDATA");
 		return;
