@@ -489,7 +489,8 @@ size_t gs_obj_attr(struct gs_engine *e, const struct gs_obj *obj, void *buf,
 	a = attr_of(e, obj);
 	if (a) {
 		len = a->len;
-		memcpy(buf, a->bytes, len < cap ? len : cap);
+		if (cap)	/* (NULL, 0): the length alone */
+			memcpy(buf, a->bytes, len < cap ? len : cap);
 	}
 	pthread_mutex_unlock(&e->lock);
 	return len;
