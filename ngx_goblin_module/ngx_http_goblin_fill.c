@@ -334,8 +334,9 @@ ngx_http_goblin_fill_stop_handler(ngx_event_t *ev)
 {
     ngx_http_goblin_fill_t *fill = ev->data;
 
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
+    ngx_connection_t     *c;
+    ngx_http_request_t   *r;
+    ngx_http_upstream_t  *u;
 
     if (fill->ctx == NULL) {
         return;
@@ -343,6 +344,20 @@ ngx_http_goblin_fill_stop_handler(ngx_event_t *ev)
 
     r = fill->ctx->request;
     c = r->connection;
+
+    /*
+     * The upstream holds the request's only reference: its cleanup, run
+     * by the termination below, would free the request while the other
+     * cleanups still follow.  End the upstream first, lending it the
+     * reference it drops, as ngx_http_upstream_create() does.
+     */
+
+    u = r->upstream;
+
+    if (u && u->cleanup) {
+        r->main->count++;
+        (*u->cleanup)(r);
+    }
 
     ngx_http_finalize_request(r, NGX_ERROR);
     ngx_http_run_posted_requests(c);
