@@ -30,6 +30,8 @@ static ngx_int_t ngx_http_goblin_attr_line(ngx_http_request_t *r, u_char *p,
     u_char *eol, ngx_http_goblin_attr_t *a);
 static ngx_int_t ngx_http_goblin_attr_add(u_char **p, u_char *end,
     ngx_str_t *key, ngx_str_t *value);
+static ngx_int_t ngx_http_goblin_attr_age(ngx_http_request_t *r,
+    ngx_http_goblin_attr_t *a);
 static ngx_uint_t ngx_http_goblin_attr_kept(ngx_str_t *key);
 static ngx_uint_t ngx_http_goblin_attr_framing(ngx_str_t *lowcase_key);
 static ngx_uint_t ngx_http_goblin_attr_name_valid(u_char *p, size_t len);
@@ -676,6 +678,42 @@ ngx_http_goblin_attr_replay(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
             break;
         }
     }
+
+    return ngx_http_goblin_attr_age(r, a);
+}
+
+
+/* In cache mode: Age, the seconds since the response was received, the
+ * Age it came with included (RFC 9111 5.1). */
+static ngx_int_t
+ngx_http_goblin_attr_age(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
+{
+    time_t                       age;
+    ngx_table_elt_t             *h;
+    ngx_http_goblin_loc_conf_t  *glcf;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
+
+    if (!glcf->cache) {
+        return NGX_OK;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    age = ngx_time() - a->received;
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Age");
+    h->value.len = ngx_sprintf(h->value.data, "%T", ngx_max(age, 0))
+                   - h->value.data;
 
     return NGX_OK;
 }

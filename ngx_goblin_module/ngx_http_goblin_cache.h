@@ -73,11 +73,16 @@ struct ngx_http_goblin_fill_s {
     ngx_queue_t                    waiters;  /* of ngx_http_goblin_cache_t */
     ngx_uint_t                     readers;
     ngx_uint_t                     refs;
-    ngx_uint_t                     abandon;  /* goblin_cache_abandon, % */
+    /* the client location's goblin_cache_abandon (%), goblin_cache_valid,
+     * goblin_max_object: the fill's request runs in goblin_origin's */
+    ngx_uint_t                     abandon;
+    time_t                         valid;
+    off_t                          max_object;
     off_t                          length;   /* Content-Length, or -1 */
     off_t                          received; /* body bytes into the writer */
     ngx_chain_t                   *held;     /* body waiting for room */
     ngx_str_t                      attr;
+    time_t                         exptime;  /* when it stops being fresh */
     ngx_event_t                    abort;    /* posted: abandon it? */
     ngx_event_t                    stop;     /* posted: end its request */
     /* what the capture tells the fill (ngx_http_goblin_fill.c) */

@@ -16,12 +16,16 @@
  * is WFINISH; a body that is not the size the origin said aborts the
  * writer (so does an origin that fails: nginx ends the request, its
  * context's cleanup sends WABORT), and every reader is cut.  A response
- * the cache does not store (not 200, no-store, private, Set-Cookie,
- * Vary: *, over goblin_max_object) is read no further (header_only).
+ * the cache does not store (not 200, no-store, private, no-cache,
+ * Set-Cookie, Vary: *, over goblin_max_object, no freshness left) is read
+ * no further (header_only).  What is stored expires in the store when it
+ * stops being fresh (ngx_http_goblin_fresh.c): s-maxage, max-age or
+ * Expires, else goblin_cache_valid, less the Age it came with.
  */
 
 
 #include "ngx_http_goblin_cache.h"
+#include "ngx_http_goblin_http.h"
 
 
 /* r->buffered: the fill holds body bytes the store has not taken */
@@ -129,40 +133,51 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
 
 
 /* A response the cache stores: a 200 that says nothing against it, not
- * over goblin_max_object; its attributes are built.  NGX_DECLINED: not. */
+ * over goblin_max_object, with freshness left; its attributes are built
+ * and its expiry set.  NGX_DECLINED: not. */
 static ngx_int_t
 ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_fill_t *fill)
 {
+    time_t                       now, expires;
+    int64_t                      age, left;
     ngx_str_t                   *v;
     ngx_uint_t                   i;
     ngx_list_part_t             *part;
     ngx_table_elt_t             *h, **cc;
-    ngx_http_goblin_loc_conf_t  *glcf;
+    ngx_http_goblin_cc_t         ccv;
 
     if (r->headers_out.status != NGX_HTTP_OK) {
         return NGX_DECLINED;
     }
 
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
-
-    if (r->headers_out.content_length_n > glcf->max_object) {
+    if (r->headers_out.content_length_n > fill->max_object) {
         return NGX_DECLINED;
     }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_goblin_cc_t));
+    ccv.max_age = -1;
+    ccv.s_maxage = -1;
 
     cc = r->headers_out.cache_control.elts;
 
     for (i = 0; i < r->headers_out.cache_control.nelts; i++) {
         v = &cc[i]->value;
+        ngx_http_goblin_cc_parse(v->data, v->len, &ccv);
+    }
 
-        if (ngx_strlcasestrn(v->data, v->data + v->len,
-                             (u_char *) "no-store", 8 - 1) != NULL
-            || ngx_strlcasestrn(v->data, v->data + v->len,
-                                (u_char *) "private", 7 - 1) != NULL)
-        {
-            return NGX_DECLINED;
+    expires = NGX_HTTP_GOBLIN_NO_EXPIRES;
+
+    if (r->headers_out.expires) {
+        v = &r->headers_out.expires->value;
+        expires = ngx_parse_http_time(v->data, v->len);
+
+        if (expires == NGX_ERROR) {
+            expires = 0;    /* malformed: in the past (RFC 9111 5.3) */
         }
     }
+
+    age = 0;
 
     part = &r->headers_out.headers.part;
     h = part->elts;
@@ -196,10 +211,28 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         {
             return NGX_DECLINED;
         }
+
+        if (h[i].key.len == 3
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Age", 3) == 0)
+        {
+            /* malformed: ignored (RFC 9111 5.1) */
+            age = ngx_max(ngx_http_goblin_delta(h[i].value.data,
+                                                h[i].value.len), 0);
+        }
     }
 
-    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, ngx_time(), NULL,
-                                      &fill->attr);
+    now = ngx_time();
+    left = ngx_http_goblin_lifetime(&ccv, expires, now, age, fill->valid);
+
+    if (left == 0) {
+        return NGX_DECLINED;
+    }
+
+    fill->exptime = now + (time_t) left;
+
+    /* received as if it came without an Age: a hit's Age counts from it */
+    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
+                                      NULL, &fill->attr);
 }
 
 
@@ -230,6 +263,7 @@ ngx_http_goblin_capture_open(ngx_http_goblin_ctx_t *ctx)
     ngx_memcpy(sqe.key, ctx->key.data, ctx->key.len);
     sqe.len = fill->length >= 0 ? (uint64_t) fill->length : RING_SIZE_UNKNOWN;
     sqe.opflags = RING_WOPEN_SHARED;
+    sqe.exptime = fill->exptime;
     sqe.attr_len = (uint32_t) fill->attr.len;
 
     ngx_http_goblin_submit(ctx, &sqe);

@@ -107,6 +107,8 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
     ngx_queue_init(&fill->waiters);
     fill->length = -1;
     fill->abandon = glcf->abandon;
+    fill->valid = glcf->valid;
+    fill->max_object = glcf->max_object;
     fill->refs = 1;     /* its request's */
     fill->fail = ngx_http_goblin_fill_fail;
     fill->announce = ngx_http_goblin_fill_announce;

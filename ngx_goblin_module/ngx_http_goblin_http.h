@@ -4,7 +4,8 @@
  * nginx headers), so that they can be unit-tested and fuzzed without
  * nginx: the Range header, conditional requests (If-None-Match, If-Range),
  * conditional writes (If-Match, If-None-Match, If-Unmodified-Since on PUT
- * and DELETE), the ETag and Content-Range values, and the key of a URI.
+ * and DELETE), the ETag and Content-Range values, the key of a URI, and
+ * how long a response stays fresh (Cache-Control, Expires, Age).
  */
 
 
@@ -63,6 +64,22 @@ typedef struct {
 } ngx_http_goblin_cond_t;
 
 
+/* A response's Cache-Control as a shared cache reads it (RFC 9111 5.2.2);
+ * max_age and s_maxage -1 when absent, 0 when malformed (stale). */
+typedef struct {
+    int64_t               max_age;
+    int64_t               s_maxage;
+    unsigned              no_store:1;
+    unsigned              no_cache:1;
+    unsigned              private:1;
+} ngx_http_goblin_cc_t;
+
+/* ngx_http_goblin_lifetime()'s <expires> when there is no Expires */
+#define NGX_HTTP_GOBLIN_NO_EXPIRES           INT64_MIN
+/* the most delta-seconds a cache needs to count (RFC 9111 1.2.2) */
+#define NGX_HTTP_GOBLIN_DELTA_MAX            2147483648LL
+
+
 /* A PUT's or DELETE's preconditions (NULL: absent) in the store
  * <store_id>. */
 typedef struct {
@@ -98,6 +115,11 @@ void ngx_http_goblin_key_exten(const unsigned char *key, size_t len,
 int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
     const unsigned char *prefix, size_t prefix_len, size_t max,
     const unsigned char **key, size_t *key_len, size_t *bad);
+void ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
+    ngx_http_goblin_cc_t *cc);
+int64_t ngx_http_goblin_delta(const unsigned char *v, size_t len);
+int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,
+    int64_t expires, int64_t now, int64_t age, int64_t valid);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,
     size_t max, size_t *bad);
 

@@ -158,6 +158,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       offsetof(ngx_http_goblin_loc_conf_t, abandon),
       NULL },
 
+    { ngx_string("goblin_cache_valid"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, valid),
+      NULL },
+
       ngx_null_command
 };
 
@@ -443,6 +450,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->body_timeout = NGX_CONF_UNSET_MSEC;
     conf->cache = NGX_CONF_UNSET;
     conf->abandon = NGX_CONF_UNSET_UINT;
+    conf->valid = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -479,6 +487,7 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->cache, prev->cache, 0);
     ngx_conf_merge_str_value(conf->origin, prev->origin, "");
     ngx_conf_merge_uint_value(conf->abandon, prev->abandon, 10);
+    ngx_conf_merge_sec_value(conf->valid, prev->valid, 600);
 
     if (conf->cache && conf->origin.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -24,6 +24,7 @@
  *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
  *                              stored with it (build, parse, replay)
  *   ngx_http_goblin_http.c     Range, conditionals, header values (pure)
+ *   ngx_http_goblin_fresh.c    freshness: Cache-Control, Expires, Age (pure)
  *   ngx_http_goblin_link.c     the link to storaged: connect, hand-over,
  *                              doorbell, losing and reconnecting
  *   ngx_http_goblin_ring.c     the ring: request slots, submissions,
@@ -36,7 +37,7 @@
  *   content  ->  put cond request ring http cache
  *   cache    ->  fill handler request ring attr
  *   fill     ->  origin capture request ring
- *   capture  ->  ring attr
+ *   capture  ->  ring attr fresh
  *   origin   ->
  *   handler  ->  request ring http attr
  *   put      ->  cond request ring attr
@@ -47,6 +48,7 @@
  *   ring     ->
  *   attr     ->  ring
  *   http     ->
+ *   fresh    ->
  *
  * The ring knows no HTTP: it hands a request's completions to the
  * handlers its kind set in the context (ctx->completions, its table of a
@@ -122,6 +124,7 @@ typedef struct {
     ngx_flag_t                     cache;        /* goblin_cache */
     ngx_str_t                      origin;       /* goblin_origin @name */
     ngx_uint_t                     abandon;      /* goblin_cache_abandon % */
+    time_t                         valid;        /* goblin_cache_valid */
 } ngx_http_goblin_loc_conf_t;
 
 

@@ -5,10 +5,13 @@
  * nothing is written for a whole or unsatisfiable answer, the conditional
  * evaluation agrees with Range alone and its Content-Range fits, a tag
  * always matches itself, a key and its extension lie inside its URI and
- * the key is valid when said so.
- * Input: byte 0 picks the function, bytes 1-8 the object size, the rest is
- * the header (or, for keys, prefix length byte then URI).
- * sources: ngx_goblin_module/ngx_http_goblin_http.c
+ * the key is valid when said so; Cache-Control (ngx_http_goblin_fresh.c)
+ * is read within its bytes and the freshness left is never negative, never
+ * over what the response said, and 0 for no-store, private and no-cache.
+ * Input: byte 0 picks the function (0xcc: Cache-Control), bytes 1-8 the
+ * object size (or the response's Age), the rest is the header (or, for
+ * keys, prefix length byte then URI).
+ * sources: ngx_goblin_module/ngx_http_goblin_http.c ngx_goblin_module/ngx_http_goblin_fresh.c
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -96,6 +99,34 @@ static void check_write(const uint8_t *p, size_t len, uint64_t id)
 	free(v);
 }
 
+/* One Cache-Control value <v>,<len> of a response that came with <age>;
+ * returns 0. */
+static int check_cc(const uint8_t *v, size_t len, int64_t age)
+{
+	ngx_http_goblin_cc_t cc = { .max_age = -1, .s_maxage = -1 };
+	uint8_t *copy = malloc(len ? len : 1);
+	int64_t left, said;
+
+	if (copy == NULL)
+		return 0;
+	memcpy(copy, v, len);
+	ngx_http_goblin_cc_parse(copy, len, &cc);
+	free(copy);
+	if (cc.max_age < -1 || cc.max_age > NGX_HTTP_GOBLIN_DELTA_MAX ||
+	    cc.s_maxage < -1 || cc.s_maxage > NGX_HTTP_GOBLIN_DELTA_MAX)
+		abort();
+	left = ngx_http_goblin_lifetime(&cc, NGX_HTTP_GOBLIN_NO_EXPIRES,
+					1800000000, age, 600);
+	said = cc.s_maxage >= 0 ? cc.s_maxage
+	       : cc.max_age >= 0 ? cc.max_age : 600;
+	if (left < 0 || left > said ||
+	    ((cc.no_store || cc.private || cc.no_cache) && left != 0) ||
+	    (age <= 0 && !cc.no_store && !cc.private && !cc.no_cache &&
+	     left != said))
+		abort();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int64_t osize, start = -1, end = -1;
@@ -108,6 +139,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&osize, data + 1, sizeof(osize));
 	p = data + 9;
 	len = size - 9;
+
+	if (data[0] == 0xcc)
+		return check_cc(p, len, osize);
 
 	switch (data[0] % 4) {
 	case 0: {

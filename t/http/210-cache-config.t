@@ -1,6 +1,6 @@
 # usage: prove t/http/210-cache-config.t
 # `nginx -t` refuses bad cache-mode directives (goblin_cache, goblin_origin,
-# goblin_cache_abandon) with a clear message, and takes good ones.  Each
+# goblin_cache_abandon, goblin_cache_valid) with a clear message, and takes good ones.  Each
 # block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.
 BEGIN { push @INC, 't/lib' }
@@ -58,6 +58,13 @@ server {
         goblin_cache on;
         goblin_origin @fill;
         goblin_cache_abandon off;
+        goblin_cache_valid 0;
+    }
+    location /c/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_valid 1d;
     }
     location /plain/ {
         goblin;
@@ -148,3 +155,23 @@ server {
 }
 --- error chomp
 "goblin_cache_abandon" takes "off" or a percentage from 0 to 100, not "half"
+
+
+
+=== goblin_cache_valid takes a time
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_valid soon;
+    }
+    location @fill {
+        return 204;
+    }
+}
+--- error chomp
+"goblin_cache_valid" directive invalid value

@@ -78,6 +78,14 @@ END
         goblin_key $uri;
         add_header X-Cache $goblin_cache_status;
     }
+    location /v0/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_valid 0;
+        goblin_key $uri;
+        add_header X-Cache $goblin_cache_status;
+    }
     location @fill {
         proxy_pass http://origin;
         proxy_http_version 1.1;

@@ -12,6 +12,10 @@
 #   s404           status 404
 #   wait<ms>       sleep before the headers
 #   cc<seconds>    Cache-Control: max-age=<seconds>
+#   smax<seconds>  Cache-Control: s-maxage=<seconds>
+#   nocache, private   Cache-Control: no-cache, private
+#   age<seconds>   Age: <seconds>
+#   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
 # says how many requests /<path> got (all methods); /sha/<path> the
 # sha256 of its full body; /ranges/<path> the Range headers it was sent;
@@ -50,6 +54,12 @@ def spec(path):
             o["wait"] = int(f[4:]) / 1000.0
         elif f.startswith("cc"):
             o["cc"] = int(f[2:])
+        elif f.startswith("smax"):
+            o["smax"] = int(f[4:])
+        elif f.startswith("age"):
+            o["age"] = int(f[3:])
+        elif f.startswith("exp") and f != "expbad":
+            o["exp"] = int(f[3:])
         elif f.startswith("s") and f[1:].isdigit():
             o["status"] = int(f[1:])
         else:
@@ -143,10 +153,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if status == 206:
             self.send_header("Content-Range",
                              "bytes %d-%d/%d" % (start, end - 1, len(body)))
-        if o.get("nostore"):
-            self.send_header("Cache-Control", "no-store")
-        elif "cc" in o:
-            self.send_header("Cache-Control", "max-age=%d" % o["cc"])
+        cc = [d for d in ("nostore", "nocache", "private") if o.get(d)]
+        cc = [d.replace("nos", "no-s").replace("noc", "no-c") for d in cc]
+        if "cc" in o:
+            cc.append("max-age=%d" % o["cc"])
+        if "smax" in o:
+            cc.append("s-maxage=%d" % o["smax"])
+        if cc:
+            self.send_header("Cache-Control", ", ".join(cc))
+        if "age" in o:
+            self.send_header("Age", str(o["age"]))
+        if "exp" in o:
+            self.send_header("Expires", self.date_time_string(
+                time.time() + o["exp"]))
+        elif o.get("expbad"):
+            self.send_header("Expires", "0")
         if o.get("cookie"):
             self.send_header("Set-Cookie", "session=1")
         chunked = o.get("chunked")

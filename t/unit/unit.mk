@@ -11,7 +11,8 @@ UNIT_TEST_HDRS := $(wildcard t/unit/*.h)
 # Pure-function tests link these sources (every test_X without a rule of
 # its own below).
 UNIT_SRCS += shared/size.c storaged/mc/proto_parse.c \
-             shared/ring.c ngx_goblin_module/ngx_http_goblin_http.c
+             shared/ring.c ngx_goblin_module/ngx_http_goblin_http.c \
+             ngx_goblin_module/ngx_http_goblin_fresh.c
 UNIT_HDRS += shared/size.h storaged/mc/proto_parse.h \
              shared/ring.h shared/ring-t.h ngx_goblin_module/ngx_http_goblin_http.h \
              t/unit/proto_check.h

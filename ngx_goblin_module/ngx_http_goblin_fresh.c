@@ -1,0 +1,219 @@
+
+/*
+ * ngx_http_goblin_module: how long a response stays fresh in a shared
+ * cache (RFC 9111 4.2: Cache-Control, Expires, Age) as pure functions (see
+ * ngx_http_goblin_http.h); t/unit/test_http.c and t/fuzz/fuzz_http.c
+ * check them.
+ */
+
+
+#include "ngx_http_goblin_http.h"
+
+#include <string.h>
+
+
+/*
+ * delta-seconds (RFC 9111 1.2.2) of <v>,<len>: digits alone, at most
+ * NGX_HTTP_GOBLIN_DELTA_MAX; -1 when it is anything else.
+ */
+int64_t
+ngx_http_goblin_delta(const unsigned char *v, size_t len)
+{
+    size_t   i;
+    int64_t  n;
+
+    if (len == 0) {
+        return -1;
+    }
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9') {
+            return -1;
+        }
+
+        if (n < NGX_HTTP_GOBLIN_DELTA_MAX) {
+            n = n * 10 + (v[i] - '0');
+        }
+    }
+
+    return n > NGX_HTTP_GOBLIN_DELTA_MAX ? NGX_HTTP_GOBLIN_DELTA_MAX : n;
+}
+
+
+static const unsigned char *
+ngx_http_goblin_cc_space(const unsigned char *p, const unsigned char *last)
+{
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    return p;
+}
+
+
+/* Whether the directive <name>,<len> is the lowercase <lit>. */
+static int
+ngx_http_goblin_cc_is(const unsigned char *name, size_t len, const char *lit)
+{
+    size_t  i;
+
+    if (len != strlen(lit)) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if ((name[i] | 0x20) != (unsigned char) lit[i]) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* A max-age or s-maxage of <v>,<len> into *<to>: malformed is 0 (stale,
+ * RFC 9111 4.2.1), a repeated one keeps the smaller. */
+static void
+ngx_http_goblin_cc_delta(const unsigned char *v, size_t len, int64_t *to)
+{
+    int64_t  n;
+
+    n = v ? ngx_http_goblin_delta(v, len) : -1;
+
+    if (n < 0) {
+        n = 0;
+    }
+
+    if (*to < 0 || n < *to) {
+        *to = n;
+    }
+}
+
+
+/*
+ * Adds the directives of one Cache-Control value <v>,<len> to <cc> (which
+ * the caller set to max_age = s_maxage = -1 before the first): a list of
+ * token [ "=" ( token / quoted-string ) ], names in any case.  no-cache
+ * and private with field names count as without.
+ */
+void
+ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
+    ngx_http_goblin_cc_t *cc)
+{
+    size_t                name_len, value_len;
+    const unsigned char  *p, *last, *name, *value;
+
+    p = v;
+    last = v + len;
+
+    while (p < last) {
+
+        while (p < last && (*p == ',' || *p == ' ' || *p == '\t')) {
+            p++;
+        }
+
+        name = p;
+
+        while (p < last && *p != ',' && *p != '=' && *p != ' '
+               && *p != '\t')
+        {
+            p++;
+        }
+
+        name_len = (size_t) (p - name);
+        value = NULL;
+        value_len = 0;
+
+        p = ngx_http_goblin_cc_space(p, last);
+
+        if (p < last && *p == '=') {
+            p = ngx_http_goblin_cc_space(p + 1, last);
+
+            if (p < last && *p == '"') {
+                value = ++p;
+
+                while (p < last && *p != '"') {
+                    p += (*p == '\\' && p + 1 < last) ? 2 : 1;
+                }
+
+                value_len = (size_t) (p - value);
+
+            } else {
+                value = p;
+
+                while (p < last && *p != ',' && *p != ' ' && *p != '\t') {
+                    p++;
+                }
+
+                value_len = (size_t) (p - value);
+            }
+        }
+
+        /* anything else up to the next directive is no part of this one */
+        while (p < last && *p != ',') {
+            p++;
+        }
+
+        if (ngx_http_goblin_cc_is(name, name_len, "max-age")) {
+            ngx_http_goblin_cc_delta(value, value_len, &cc->max_age);
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "s-maxage")) {
+            ngx_http_goblin_cc_delta(value, value_len, &cc->s_maxage);
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "no-store")) {
+            cc->no_store = 1;
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "no-cache")) {
+            cc->no_cache = 1;
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "private")) {
+            cc->private = 1;
+        }
+    }
+}
+
+
+/*
+ * How many more seconds a response received at <now> stays fresh in a
+ * shared cache (RFC 9111 4.2.1): s-maxage, else max-age, else <expires>
+ * (unix time; 0 for a malformed one, which is in the past;
+ * NGX_HTTP_GOBLIN_NO_EXPIRES for none) less <now>, else <valid> (the
+ * configured lifetime of a response that says nothing), less the <age>
+ * it already had.  0 when it must not be stored: no-store, private,
+ * no-cache (it would need revalidation on every use), or no time left.
+ */
+int64_t
+ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc, int64_t expires,
+    int64_t now, int64_t age, int64_t valid)
+{
+    int64_t  lifetime;
+
+    if (cc->no_store || cc->private || cc->no_cache) {
+        return 0;
+    }
+
+    if (cc->s_maxage >= 0) {
+        lifetime = cc->s_maxage;
+
+    } else if (cc->max_age >= 0) {
+        lifetime = cc->max_age;
+
+    } else if (expires != NGX_HTTP_GOBLIN_NO_EXPIRES) {
+        lifetime = expires > now ? expires - now : 0;
+
+    } else {
+        lifetime = valid;
+    }
+
+    if (lifetime > NGX_HTTP_GOBLIN_DELTA_MAX) {
+        lifetime = NGX_HTTP_GOBLIN_DELTA_MAX;
+    }
+
+    if (age < 0) {
+        age = 0;
+    }
+
+    return lifetime > age ? lifetime - age : 0;
+}

@@ -1,0 +1,139 @@
+# usage: prove t/http/220-cache-fresh.t
+# Cache mode's freshness (RFC 9111 4.2) against t/lib/origin.py: what is
+# stored expires in the store when it stops being fresh, by s-maxage over
+# max-age over Expires over goblin_cache_valid, less the Age it came with
+# (its memcache TTL, mg's t flag, says when); a hit carries Age; a response
+# with no freshness left (max-age=0, an Expires in the past or malformed,
+# an Age past its max-age, no-cache, private, goblin_cache_valid 0 and
+# nothing said) is answered and not stored; an expired object is filled
+# anew, every body sha256-checked.
+BEGIN { push @INC, 't/lib' }
+use GoblinTest;
+use CacheTest;
+use Test::Nginx::Socket;
+
+cache_start();
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   no_error_log => "[alert]\n[crit]\n");
+
+repeat_each(1);
+plan tests => goblin_plan(20);
+no_shuffle();
+run_tests();
+
+sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
+
+# The TTL memcache's mg shows for <key>: seconds, -1 never, undef absent.
+sub ttl ($) {
+    my $s = GoblinTest::mc_conn();
+    print $s "mg $_[0] t\r\n";
+    my $line = GoblinTest::read_line($s);
+    close $s;
+    return $line =~ /^HD.* t(-?\d+)/ ? $1 : undef;
+}
+
+sub whole ($$$) {
+    my ($path, $size, $r) = @_;
+    return $r->{code} == 200 && $r->{size} == $size
+           && $r->{sha} eq origin_sha($path);
+}
+
+# Filled once; its TTL; then a hit and its Age.
+sub filled ($$) {
+    my ($path, $key) = @_;
+    my $r = fetch($path);
+    wait_until(sub { stored($key) }, 10);
+    return (ttl($key), fetch($path), $r);
+}
+
+# max-age: stored for as long, a hit with Age, then gone from the store
+# and filled anew (6 tests)
+sub max_age () {
+    start();
+    my $p = '/o/f1-100k-cc2';
+    my ($ttl, $h, $r) = filled($p, 'f1-100k-cc2');
+    ok(whole($p, 102400, $r) && $r->{xcache} eq 'MISS', 'a miss');
+    ok(defined $ttl && $ttl >= 0 && $ttl <= 2, "stored for max-age: "
+       . ($ttl // 'absent'));
+    my ($age) = ($h->{head} // '') =~ /^Age: (\d+)\r?$/mi;
+    ok(whole($p, 102400, $h) && $h->{xcache} eq 'HIT'
+       && defined $age && $age <= 2, 'a hit with Age ' . ($age // 'none'))
+        or diag($h->{head});
+    ok($h->{head} =~ /^Cache-Control: max-age=2\r?$/mi,
+       'the origin\'s Cache-Control replayed');
+    ok(wait_until(sub { !stored('f1-100k-cc2') }, 10),
+       'gone from the store once stale');
+    my $n = fetch($p);
+    ok(whole($p, 102400, $n) && $n->{xcache} eq 'MISS'
+       && origin_count($p) == 2, 'then filled anew');
+}
+
+# which of s-maxage, max-age, Expires, goblin_cache_valid counts, and the
+# Age the origin sent (6 tests)
+sub lifetimes () {
+    start();
+    my ($ttl, $h) = filled('/o/f2-100k-cc100-smax50', 'f2-100k-cc100-smax50');
+    ok($ttl > 40 && $ttl <= 50, "s-maxage over max-age: TTL $ttl");
+    ($ttl) = filled('/o/f3-100k-cc0-smax60', 'f3-100k-cc0-smax60');
+    ok($ttl > 50 && $ttl <= 60, "s-maxage over max-age=0: TTL $ttl");
+    ($ttl) = filled('/o/f4-100k-exp70', 'f4-100k-exp70');
+    ok($ttl > 60 && $ttl <= 70, "Expires: TTL $ttl");
+    ($ttl) = filled('/o/f5-100k', 'f5-100k');
+    ok($ttl > 590 && $ttl <= 600, "nothing said, goblin_cache_valid's "
+       . "default 10m: TTL $ttl");
+    ($ttl, $h) = filled('/o/f6-100k-cc100-age30', 'f6-100k-cc100-age30');
+    ok($ttl > 60 && $ttl <= 70, "max-age less the origin's Age: TTL $ttl");
+    my ($age) = ($h->{head} // '') =~ /^Age: (\d+)\r?$/mi;
+    ok(defined $age && $age >= 30 && $age < 40 && $h->{xcache} eq 'HIT',
+       'a hit\'s Age counts the origin\'s: ' . ($age // 'none'));
+}
+
+# answered and not stored: each asked twice, neither a hit
+# (7 tests)
+sub not_stored () {
+    start();
+    for my $p ('/o/n1-100k-cc0', '/o/n2-100k-exp0', '/o/n3-100k-expbad',
+               '/o/n4-100k-cc10-age20', '/o/n5-100k-nocache-cc60',
+               '/o/n6-100k-private-cc60', '/v0/n7-100k') {
+        my @r = (fetch($p), fetch($p));
+        (my $k = $p) =~ s{^/o/}{};
+        ok(whole($p, 102400, $r[0]) && whole($p, 102400, $r[1])
+           && !stored($k) && ($r[1]{xcache} // '') ne 'HIT',
+           "$p: answered, not stored")
+            or diag(join ' ', map { "$_->{code} $_->{size} "
+                                    . ($_->{xcache} // '-') } @r);
+    }
+}
+
+# goblin_cache_valid 0 still stores what says how long it is fresh
+# (1 test)
+sub valid_off () {
+    start();
+    my ($ttl) = filled('/v0/v1-100k-cc80', '/v0/v1-100k-cc80');
+    ok(defined $ttl && $ttl > 70 && $ttl <= 80,
+       'goblin_cache_valid 0, max-age=80: TTL ' . ($ttl // 'absent'));
+}
+
+__DATA__
+
+=== TEST 1: max-age: stored as long, Age on a hit, filled anew once stale
+--- init
+main::max_age();
+
+
+
+=== TEST 2: s-maxage, max-age, Expires, goblin_cache_valid, the origin's Age
+--- init
+main::lifetimes();
+
+
+
+=== TEST 3: no freshness left: answered, not stored
+--- init
+main::not_stored();
+
+
+
+=== TEST 4: goblin_cache_valid 0 with an explicit lifetime
+--- init
+main::valid_off();

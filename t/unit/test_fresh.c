@@ -1,0 +1,155 @@
+/*
+ * ngx_goblin_module/ngx_http_goblin_fresh.c: Cache-Control as a shared
+ * cache reads it, delta-seconds, and how long a response stays fresh
+ * (s-maxage over max-age over Expires over the configured lifetime, less
+ * its Age), table-driven.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "../../ngx_goblin_module/ngx_http_goblin_http.h"
+
+#define BIG	NGX_HTTP_GOBLIN_DELTA_MAX
+
+/* one Cache-Control value and what it says: -1 absent */
+static const struct {
+	const char *v;
+	int64_t max_age, s_maxage;
+	unsigned no_store, no_cache, private;
+} ccs[] = {
+	{ "", -1, -1, 0, 0, 0 },
+	{ "max-age=60", 60, -1, 0, 0, 0 },
+	{ "MAX-AGE=60", 60, -1, 0, 0, 0 },
+	{ "public, max-age=60", 60, -1, 0, 0, 0 },
+	{ "max-age=\"60\"", 60, -1, 0, 0, 0 },
+	{ "max-age = 60", 60, -1, 0, 0, 0 },
+	{ "max-age=60, s-maxage=5", 60, 5, 0, 0, 0 },
+	{ "max-age=0, s-maxage=3600", 0, 3600, 0, 0, 0 },
+	{ "max-age=abc", 0, -1, 0, 0, 0 },	/* malformed: stale */
+	{ "max-age=", 0, -1, 0, 0, 0 },
+	{ "max-age", 0, -1, 0, 0, 0 },
+	{ "max-age=-5", 0, -1, 0, 0, 0 },
+	{ "max-age=60x", 0, -1, 0, 0, 0 },
+	{ "max-age=60,max-age=10", 10, -1, 0, 0, 0 },	/* the smaller */
+	{ "max-age=99999999999999999999", BIG, -1, 0, 0, 0 },
+	{ "no-store", -1, -1, 1, 0, 0 },
+	{ "No-Cache", -1, -1, 0, 1, 0 },
+	{ "no-cache=\"Set-Cookie, X-A\", max-age=9", 9, -1, 0, 1, 0 },
+	{ "private=\"X\"", -1, -1, 0, 0, 1 },
+	{ "privatex, no-storex, max-agex=5", -1, -1, 0, 0, 0 },
+	{ "x-ext=\"a,max-age=5\", max-age=7", 7, -1, 0, 0, 0 },
+	{ ",,, ,\tmax-age=3 ,", 3, -1, 0, 0, 0 },
+	{ "must-revalidate, proxy-revalidate, max-age=4", 4, -1, 0, 0, 0 },
+	{ "s-maxage=\"2\"", -1, 2, 0, 0, 0 },
+	{ "max-age=\"5", 5, -1, 0, 0, 0 },	/* an open quote ends it */
+};
+
+#define NOEXP	NGX_HTTP_GOBLIN_NO_EXPIRES
+#define NOW	1800000000LL
+
+/* a response received at NOW: seconds of freshness left */
+static const struct {
+	const char *cc;
+	int64_t expires, age, valid, left;
+} lifetimes[] = {
+	{ "", NOEXP, 0, 600, 600 },		/* nothing said: valid */
+	{ "", NOEXP, 0, 0, 0 },			/* valid 0: not stored */
+	{ "", NOEXP, 700, 600, 0 },		/* older than valid */
+	{ "", NOEXP, 100, 600, 500 },
+	{ "max-age=60", NOEXP, 0, 600, 60 },
+	{ "max-age=60", NOW + 5, 0, 600, 60 },	/* max-age over Expires */
+	{ "max-age=60", NOEXP, 59, 600, 1 },
+	{ "max-age=60", NOEXP, 60, 600, 0 },
+	{ "max-age=60", NOEXP, -3, 600, 60 },
+	{ "max-age=0", NOEXP, 0, 600, 0 },
+	{ "max-age=60, s-maxage=5", NOEXP, 0, 600, 5 },
+	{ "max-age=0, s-maxage=30", NOEXP, 0, 600, 30 },
+	{ "", NOW + 30, 0, 600, 30 },		/* Expires over valid */
+	{ "", NOW + 30, 10, 600, 20 },
+	{ "", NOW - 30, 0, 600, 0 },		/* in the past */
+	{ "", 0, 0, 600, 0 },			/* malformed */
+	{ "public", NOW, 0, 600, 0 },
+	{ "no-store, max-age=60", NOEXP, 0, 600, 0 },
+	{ "private, max-age=60", NOEXP, 0, 600, 0 },
+	{ "no-cache, max-age=60", NOEXP, 0, 600, 0 },
+	{ "max-age=abc", NOEXP, 0, 600, 0 },
+	{ "max-age=99999999999", NOEXP, 0, 600, BIG },
+	{ "", INT64_MAX, 0, 600, BIG },
+	{ "", NOEXP, 0, INT64_MAX, BIG },
+};
+
+static void parse(const char *v, ngx_http_goblin_cc_t *cc)
+{
+	memset(cc, 0xa5, sizeof(*cc));
+	cc->max_age = -1;
+	cc->s_maxage = -1;
+	cc->no_store = cc->no_cache = cc->private = 0;
+	ngx_http_goblin_cc_parse((const unsigned char *)v, strlen(v), cc);
+}
+
+static void check_deltas(void)
+{
+	static const struct {
+		const char *v;
+		int64_t n;
+	} d[] = {
+		{ "0", 0 }, { "17", 17 }, { "007", 7 }, { "", -1 },
+		{ " 1", -1 }, { "1 ", -1 }, { "-1", -1 }, { "1.5", -1 },
+		{ "2147483648", BIG }, { "2147483649", BIG },
+		{ "184467440737095516160", BIG },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		int64_t n = ngx_http_goblin_delta((const unsigned char *)d[i].v,
+						  strlen(d[i].v));
+
+		CHECK(n == d[i].n, "delta '%s': %lld, want %lld", d[i].v,
+		      (long long)n, (long long)d[i].n);
+	}
+}
+
+int main(void)
+{
+	ngx_http_goblin_cc_t cc;
+	size_t i;
+
+	check_deltas();
+
+	for (i = 0; i < sizeof(ccs) / sizeof(ccs[0]); i++) {
+		parse(ccs[i].v, &cc);
+		CHECK(cc.max_age == ccs[i].max_age
+		      && cc.s_maxage == ccs[i].s_maxage
+		      && cc.no_store == ccs[i].no_store
+		      && cc.no_cache == ccs[i].no_cache
+		      && cc.private == ccs[i].private,
+		      "'%s': max-age %lld s-maxage %lld no-store %u no-cache "
+		      "%u private %u", ccs[i].v, (long long)cc.max_age,
+		      (long long)cc.s_maxage, cc.no_store, cc.no_cache,
+		      cc.private);
+	}
+
+	/* two Cache-Control headers add up */
+	parse("max-age=60", &cc);
+	ngx_http_goblin_cc_parse((const unsigned char *)"no-store", 8, &cc);
+	CHECK(cc.max_age == 60 && cc.no_store, "two values add up");
+
+	for (i = 0; i < sizeof(lifetimes) / sizeof(lifetimes[0]); i++) {
+		int64_t left;
+
+		parse(lifetimes[i].cc, &cc);
+		left = ngx_http_goblin_lifetime(&cc, lifetimes[i].expires, NOW,
+						lifetimes[i].age,
+						lifetimes[i].valid);
+		CHECK(left == lifetimes[i].left,
+		      "'%s' expires %lld age %lld valid %lld: %lld left, "
+		      "want %lld", lifetimes[i].cc,
+		      (long long)lifetimes[i].expires,
+		      (long long)lifetimes[i].age,
+		      (long long)lifetimes[i].valid, (long long)left,
+		      (long long)lifetimes[i].left);
+	}
+
+	return check_result();
+}
