@@ -112,9 +112,15 @@ sub too_big () {
 
     my $kept = payload(1000, 2);
     curl_put('/obj/kept', $kept, 0);
-    $r = curl_put('/obj/kept', payload(6 * 1048576, 3), 1);
-    ok($r eq '413 2' && has('/obj/kept', $kept),
-       "HTTP/2 without a length, over: $r, the object there as it was");
+    my $d;
+    ($d, $r) = GoblinTest::status_deltas(server_port(), sub {
+        curl_put('/obj/kept', payload(6 * 1048576, 3), 1) });
+    # curl 7.88 may report the RST_STREAM (NO_ERROR, RFC 9113 8.1) that
+    # follows the 413 while it still sends as a stream error (92) instead
+    # of the response: the module's counter says what it answered
+    ok(($r eq '413 2' || $r eq '000 0') && $d->{put_errors} == 1
+       && has('/obj/kept', $kept), "HTTP/2 without a length, over: $r, "
+       . "$d->{put_errors} refused, the object there as it was");
 
     my $fits = payload(4 * 1048576, 4);
     $r = curl_put('/obj/fits', $fits, 0);
