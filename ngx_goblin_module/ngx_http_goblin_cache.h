@@ -92,6 +92,10 @@ struct ngx_http_goblin_fill_s {
     unsigned                       linked:1; /* in the worker's fills */
     unsigned                       announced:1;
     unsigned                       last:1;   /* the origin's body is all in */
+    /* its client's request carried Authorization, or Cache-Control:
+     * no-store */
+    unsigned                       authorized:1;
+    unsigned                       no_store:1;
 };
 
 

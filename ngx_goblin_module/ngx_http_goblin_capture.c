@@ -17,8 +17,9 @@
  * writer (so does an origin that fails: nginx ends the request, its
  * context's cleanup sends WABORT), and every reader is cut.  A response
  * the cache does not store (not 200, no-store, private, no-cache,
- * Set-Cookie, Vary: *, over goblin_max_object, no freshness left) is read
- * no further (header_only).  What is stored expires in the store when it
+ * Set-Cookie, Vary, over goblin_max_object, no freshness left; asked with
+ * Cache-Control: no-store, or with Authorization and not public,
+ * s-maxage or must-revalidate) is read no further (header_only).  What is stored expires in the store when it
  * stops being fresh (ngx_http_goblin_fresh.c): s-maxage, max-age or
  * Expires, else goblin_cache_valid, less the Age it came with.
  */
@@ -207,8 +208,10 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
 
         if (h[i].key.len == 4
             && ngx_strncasecmp(h[i].key.data, (u_char *) "Vary", 4) == 0
-            && h[i].value.len == 1 && h[i].value.data[0] == '*')
+            && h[i].value.len > 0)
         {
+            /* one key holds one variant: a response that varies is not
+             * stored (Vary: * never is) */
             return NGX_DECLINED;
         }
 
@@ -219,6 +222,12 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
             age = ngx_max(ngx_http_goblin_delta(h[i].value.data,
                                                 h[i].value.len), 0);
         }
+    }
+
+    if (fill->no_store
+        || (fill->authorized && !ngx_http_goblin_cc_authorized(&ccv)))
+    {
+        return NGX_DECLINED;
     }
 
     now = ngx_time();

@@ -170,6 +170,12 @@ ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "private")) {
             cc->private = 1;
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "public")) {
+            cc->public = 1;
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "must-revalidate")) {
+            cc->must_revalidate = 1;
         }
     }
 }
@@ -216,4 +222,16 @@ ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc, int64_t expires,
     }
 
     return lifetime > age ? lifetime - age : 0;
+}
+
+
+/*
+ * Whether a shared cache may store a response to a request that carried
+ * Authorization: only when the response says so with public, s-maxage or
+ * must-revalidate (RFC 9111 3.5).
+ */
+int
+ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc)
+{
+    return cc->public || cc->must_revalidate || cc->s_maxage >= 0;
 }

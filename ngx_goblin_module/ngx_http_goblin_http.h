@@ -72,6 +72,8 @@ typedef struct {
     unsigned              no_store:1;
     unsigned              no_cache:1;
     unsigned              private:1;
+    unsigned              public:1;
+    unsigned              must_revalidate:1;
 } ngx_http_goblin_cc_t;
 
 /* ngx_http_goblin_lifetime()'s <expires> when there is no Expires */
@@ -118,6 +120,7 @@ int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
 void ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
     ngx_http_goblin_cc_t *cc);
 int64_t ngx_http_goblin_delta(const unsigned char *v, size_t len);
+int ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc);
 int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,
     int64_t expires, int64_t now, int64_t age, int64_t valid);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,

@@ -36,7 +36,7 @@
  *   module   ->  content status link cache fill
  *   content  ->  put cond request ring http cache
  *   cache    ->  fill handler request ring attr
- *   fill     ->  origin capture request ring
+ *   fill     ->  origin capture request ring fresh
  *   capture  ->  ring attr fresh
  *   origin   ->
  *   handler  ->  request ring http attr

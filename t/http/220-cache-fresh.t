@@ -5,8 +5,10 @@
 # (its memcache TTL, mg's t flag, says when); a hit carries Age; a response
 # with no freshness left (max-age=0, an Expires in the past or malformed,
 # an Age past its max-age, no-cache, private, goblin_cache_valid 0 and
-# nothing said) is answered and not stored; an expired object is filled
-# anew, every body sha256-checked.
+# nothing said) is answered and not stored, and so is one to a request
+# with Authorization unless public, s-maxage or must-revalidate allow it,
+# one to a request with Cache-Control: no-store, and one with Vary; an
+# expired object is filled anew, every body sha256-checked.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -17,7 +19,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(20);
+plan tests => goblin_plan(25);
 no_shuffle();
 run_tests();
 
@@ -105,6 +107,31 @@ sub not_stored () {
     }
 }
 
+# what the request says (RFC 9111 3.5, 5.2.1.5) and Vary: with
+# Authorization only a public, s-maxage or must-revalidate response is
+# stored; Cache-Control: no-store in the request stores nothing; a response
+# that varies is not stored under the one key (5 tests)
+sub request_says () {
+    start();
+    my @auth = (args => ['-H', 'Authorization: Basic Z29ibGluOnN0b3Jl']);
+    for my $c (['/o/a1-100k-cc60', 0], ['/o/a2-100k-cc60-public', 1],
+               ['/o/a3-100k-cc60-mustrev', 1], ['/o/a4-100k-smax60', 1]) {
+        my ($p, $want) = @$c;
+        (my $k = $p) =~ s{^/o/}{};
+        my $r = fetch($p, @auth);
+        my $got = $want ? wait_until(sub { stored($k) }, 10) : !stored($k);
+        ok(whole($p, 102400, $r) && $got, "with Authorization, $p: "
+           . ($want ? 'stored' : 'not stored'));
+    }
+    my $p = '/o/a5-100k-cc60';
+    my @r = (fetch($p, args => ['-H', 'Cache-Control: no-store']),
+             fetch('/o/a6-100k-cc60-vary'));
+    ok(whole($p, 102400, $r[0]) && !stored('a5-100k-cc60')
+       && whole('/o/a6-100k-cc60-vary', 102400, $r[1])
+       && !stored('a6-100k-cc60-vary'),
+       'a request with no-store, a response with Vary: not stored');
+}
+
 # goblin_cache_valid 0 still stores what says how long it is fresh
 # (1 test)
 sub valid_off () {
@@ -137,3 +164,9 @@ main::not_stored();
 === TEST 4: goblin_cache_valid 0 with an explicit lifetime
 --- init
 main::valid_off();
+
+
+
+=== TEST 5: Authorization, a request's no-store, Vary
+--- init
+main::request_says();

@@ -13,7 +13,9 @@
 #   wait<ms>       sleep before the headers
 #   cc<seconds>    Cache-Control: max-age=<seconds>
 #   smax<seconds>  Cache-Control: s-maxage=<seconds>
-#   nocache, private   Cache-Control: no-cache, private
+#   nocache, private, public, mustrev   Cache-Control: no-cache, private,
+#                  public, must-revalidate
+#   vary           Vary: Accept-Encoding
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
@@ -153,8 +155,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if status == 206:
             self.send_header("Content-Range",
                              "bytes %d-%d/%d" % (start, end - 1, len(body)))
-        cc = [d for d in ("nostore", "nocache", "private") if o.get(d)]
-        cc = [d.replace("nos", "no-s").replace("noc", "no-c") for d in cc]
+        names = {"nostore": "no-store", "nocache": "no-cache",
+                 "private": "private", "public": "public",
+                 "mustrev": "must-revalidate"}
+        cc = [v for k, v in names.items() if o.get(k)]
         if "cc" in o:
             cc.append("max-age=%d" % o["cc"])
         if "smax" in o:
@@ -163,6 +167,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Cache-Control", ", ".join(cc))
         if "age" in o:
             self.send_header("Age", str(o["age"]))
+        if o.get("vary"):
+            self.send_header("Vary", "Accept-Encoding")
         if "exp" in o:
             self.send_header("Expires", self.date_time_string(
                 time.time() + o["exp"]))

@@ -2,7 +2,8 @@
  * ngx_goblin_module/ngx_http_goblin_fresh.c: Cache-Control as a shared
  * cache reads it, delta-seconds, and how long a response stays fresh
  * (s-maxage over max-age over Expires over the configured lifetime, less
- * its Age), table-driven.
+ * its Age), and which may be stored for a request with Authorization,
+ * table-driven.
  */
 #include <stdint.h>
 #include <string.h>
@@ -17,32 +18,35 @@ static const struct {
 	const char *v;
 	int64_t max_age, s_maxage;
 	unsigned no_store, no_cache, private;
+	int shared;	/* may be stored for a request with Authorization */
 } ccs[] = {
-	{ "", -1, -1, 0, 0, 0 },
-	{ "max-age=60", 60, -1, 0, 0, 0 },
-	{ "MAX-AGE=60", 60, -1, 0, 0, 0 },
-	{ "public, max-age=60", 60, -1, 0, 0, 0 },
-	{ "max-age=\"60\"", 60, -1, 0, 0, 0 },
-	{ "max-age = 60", 60, -1, 0, 0, 0 },
-	{ "max-age=60, s-maxage=5", 60, 5, 0, 0, 0 },
-	{ "max-age=0, s-maxage=3600", 0, 3600, 0, 0, 0 },
-	{ "max-age=abc", 0, -1, 0, 0, 0 },	/* malformed: stale */
-	{ "max-age=", 0, -1, 0, 0, 0 },
-	{ "max-age", 0, -1, 0, 0, 0 },
-	{ "max-age=-5", 0, -1, 0, 0, 0 },
-	{ "max-age=60x", 0, -1, 0, 0, 0 },
-	{ "max-age=60,max-age=10", 10, -1, 0, 0, 0 },	/* the smaller */
-	{ "max-age=99999999999999999999", BIG, -1, 0, 0, 0 },
-	{ "no-store", -1, -1, 1, 0, 0 },
-	{ "No-Cache", -1, -1, 0, 1, 0 },
-	{ "no-cache=\"Set-Cookie, X-A\", max-age=9", 9, -1, 0, 1, 0 },
-	{ "private=\"X\"", -1, -1, 0, 0, 1 },
-	{ "privatex, no-storex, max-agex=5", -1, -1, 0, 0, 0 },
-	{ "x-ext=\"a,max-age=5\", max-age=7", 7, -1, 0, 0, 0 },
-	{ ",,, ,\tmax-age=3 ,", 3, -1, 0, 0, 0 },
-	{ "must-revalidate, proxy-revalidate, max-age=4", 4, -1, 0, 0, 0 },
-	{ "s-maxage=\"2\"", -1, 2, 0, 0, 0 },
-	{ "max-age=\"5", 5, -1, 0, 0, 0 },	/* an open quote ends it */
+	{ "", -1, -1, 0, 0, 0, 0 },
+	{ "max-age=60", 60, -1, 0, 0, 0, 0 },
+	{ "MAX-AGE=60", 60, -1, 0, 0, 0, 0 },
+	{ "public, max-age=60", 60, -1, 0, 0, 0, 1 },
+	{ "max-age=\"60\"", 60, -1, 0, 0, 0, 0 },
+	{ "max-age = 60", 60, -1, 0, 0, 0, 0 },
+	{ "max-age=60, s-maxage=5", 60, 5, 0, 0, 0, 1 },
+	{ "max-age=0, s-maxage=3600", 0, 3600, 0, 0, 0, 1 },
+	{ "max-age=abc", 0, -1, 0, 0, 0, 0 },	/* malformed: stale */
+	{ "max-age=", 0, -1, 0, 0, 0, 0 },
+	{ "max-age", 0, -1, 0, 0, 0, 0 },
+	{ "max-age=-5", 0, -1, 0, 0, 0, 0 },
+	{ "max-age=60x", 0, -1, 0, 0, 0, 0 },
+	{ "max-age=60,max-age=10", 10, -1, 0, 0, 0, 0 },	/* the smaller */
+	{ "max-age=99999999999999999999", BIG, -1, 0, 0, 0, 0 },
+	{ "no-store", -1, -1, 1, 0, 0, 0 },
+	{ "No-Cache", -1, -1, 0, 1, 0, 0 },
+	{ "no-cache=\"Set-Cookie, X-A\", max-age=9", 9, -1, 0, 1, 0, 0 },
+	{ "private=\"X\"", -1, -1, 0, 0, 1, 0 },
+	{ "privatex, no-storex, max-agex=5, publicx", -1, -1, 0, 0, 0, 0 },
+	{ "x-ext=\"a,max-age=5\", max-age=7", 7, -1, 0, 0, 0, 0 },
+	{ ",,, ,\tmax-age=3 ,", 3, -1, 0, 0, 0, 0 },
+	{ "must-revalidate, proxy-revalidate, max-age=4", 4, -1, 0, 0, 0, 1 },
+	{ "Must-Revalidate", -1, -1, 0, 0, 0, 1 },
+	{ "PUBLIC", -1, -1, 0, 0, 0, 1 },
+	{ "s-maxage=\"2\"", -1, 2, 0, 0, 0, 1 },
+	{ "max-age=\"5", 5, -1, 0, 0, 0, 0 },	/* an open quote ends it */
 };
 
 #define NOEXP	NGX_HTTP_GOBLIN_NO_EXPIRES
@@ -85,6 +89,7 @@ static void parse(const char *v, ngx_http_goblin_cc_t *cc)
 	cc->max_age = -1;
 	cc->s_maxage = -1;
 	cc->no_store = cc->no_cache = cc->private = 0;
+	cc->public = cc->must_revalidate = 0;
 	ngx_http_goblin_cc_parse((const unsigned char *)v, strlen(v), cc);
 }
 
@@ -123,11 +128,13 @@ int main(void)
 		      && cc.s_maxage == ccs[i].s_maxage
 		      && cc.no_store == ccs[i].no_store
 		      && cc.no_cache == ccs[i].no_cache
-		      && cc.private == ccs[i].private,
+		      && cc.private == ccs[i].private
+		      && ngx_http_goblin_cc_authorized(&cc) == ccs[i].shared,
 		      "'%s': max-age %lld s-maxage %lld no-store %u no-cache "
-		      "%u private %u", ccs[i].v, (long long)cc.max_age,
-		      (long long)cc.s_maxage, cc.no_store, cc.no_cache,
-		      cc.private);
+		      "%u private %u shared %d", ccs[i].v,
+		      (long long)cc.max_age, (long long)cc.s_maxage,
+		      cc.no_store, cc.no_cache, cc.private,
+		      ngx_http_goblin_cc_authorized(&cc));
 	}
 
 	/* two Cache-Control headers add up */
