@@ -18,6 +18,12 @@
  * redirect: the origin's answer as it is).  HEAD on a miss goes to the
  * origin (as HEAD: no body is pulled).
  *
+ * A Range that does not start at byte 0, on an object not stored yet
+ * (missing, or still being filled): the client's request goes to the
+ * origin with its Range, answered from its offset at the origin's first
+ * byte, while the whole object is filled beside it (started if no fill of
+ * this worker runs): reading along would wait for every byte before it.
+ *
  * Other methods go to goblin_origin unchanged; a 2xx or 3xx answer deletes
  * the stored key (RFC 9111 4.4).
  */
@@ -30,6 +36,7 @@ static void ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx);
+static ngx_uint_t ngx_http_goblin_cache_far_range(ngx_http_request_t *r);
 static void ngx_http_goblin_cache_join(ngx_http_goblin_cache_t *cache,
     ngx_http_goblin_fill_t *fill);
 static void ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache);
@@ -187,6 +194,11 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     if (cqe->meta.state & RING_META_FILLING) {
+        if (ngx_http_goblin_cache_far_range(r)) {
+            ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
+            return;
+        }
+
         ngx_http_goblin_cache_read_along(ctx, cqe);
         return;
     }
@@ -217,6 +229,20 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
 
     fill = ngx_http_goblin_fill_find(&ctx->key);
 
+    if (ngx_http_goblin_cache_far_range(r)) {
+        /* the range from the origin now, the whole object beside it */
+        if (fill == NULL && ctx->cache->lookups == 1) {
+            fill = ngx_http_goblin_fill_start(r, &ctx->key);
+
+            if (fill) {
+                fill->detached = 1;
+            }
+        }
+
+        ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
+        return;
+    }
+
     if (fill) {
         if (fill->state <= NGX_HTTP_GOBLIN_FILL_OPEN && !fill->announced) {
             ngx_http_goblin_cache_join(ctx->cache, fill);
@@ -242,6 +268,35 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
     }
 
     ngx_http_goblin_cache_join(ctx->cache, fill);
+}
+
+
+/* Whether <r> asks for a Range that does not start at byte 0: one that
+ * reading along a fill would answer only after every byte before it. */
+static ngx_uint_t
+ngx_http_goblin_cache_far_range(ngx_http_request_t *r)
+{
+    u_char     *p, *last;
+    ngx_str_t  *v;
+
+    if (r->headers_in.range == NULL || r->method != NGX_HTTP_GET) {
+        return 0;
+    }
+
+    v = &r->headers_in.range->value;
+    p = v->data;
+    last = p + v->len;
+
+    if (v->len < 6 || ngx_strncasecmp(p, (u_char *) "bytes=", 6) != 0) {
+        return 0;   /* not a byte range: ignored, the whole object */
+    }
+
+    for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
+
+    /* "0-..." alone reads along at once; a suffix, a later start or
+     * several ranges do not */
+    return !(p < last && *p == '0' && p + 1 < last && p[1] == '-'
+             && ngx_strlchr(p, last, ',') == NULL);
 }
 
 

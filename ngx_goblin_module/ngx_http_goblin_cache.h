@@ -96,6 +96,9 @@ struct ngx_http_goblin_fill_s {
      * no-store */
     unsigned                       authorized:1;
     unsigned                       no_store:1;
+    /* started for a Range answered by the origin: nobody of this worker
+     * reads it by design, so it is never abandoned */
+    unsigned                       detached:1;
 };
 
 

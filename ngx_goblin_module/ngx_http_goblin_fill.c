@@ -14,7 +14,8 @@
  * goblin_cache_abandon N (default 10): once no request of this worker
  * waits on or reads along a fill while less than N% of it arrived (any
  * part of one of unknown size), it is stopped and its writer aborted;
- * "off" lets every fill run to its end.  Readers in other workers are not
+ * "off" lets every fill run to its end; so does a fill started for a Range
+ * the origin answers (nobody reads it).  Readers in other workers are not
  * seen: an abandoned fill cuts them as an origin that failed would.
  */
 
@@ -225,8 +226,8 @@ ngx_http_goblin_fill_unref(ngx_http_goblin_fill_t *fill)
     /* nobody of this worker waits or reads: abandoned while little came */
 
     if (fill->ctx == NULL || fill->readers || !ngx_queue_empty(&fill->waiters)
-        || fill->abandon == 0 || fill->state > NGX_HTTP_GOBLIN_FILL_OPEN
-        || fill->abort.posted)
+        || fill->abandon == 0 || fill->detached
+        || fill->state > NGX_HTTP_GOBLIN_FILL_OPEN || fill->abort.posted)
     {
         return;
     }
