@@ -165,8 +165,10 @@ static void stream_retry(void *arg)
 		s->wake(s->arg);
 }
 
-/* Whether <s> holds a window whose bytes its consumer has left unread for
- * READAHEAD_STALL_MS: nothing in flight, the next chunk landed. */
+/* Whether <s> holds a window its consumer has left unused for
+ * READAHEAD_STALL_MS: nothing in flight, the next chunk ready, wherever it
+ * lies (the window, the early buffer, RAM: a consumer stalled on a chunk
+ * from RAM holds the window its later chunks landed in all the same). */
 static bool stream_stalled(const struct gs_stream *s, uint64_t now)
 {
 	const struct stream_slot *sl;
@@ -174,7 +176,7 @@ static bool stream_stalled(const struct gs_stream *s, uint64_t now)
 	if (s->inflight || s->cur >= s->last)
 		return false;
 	sl = &s->slots[s->cur - s->first];
-	return sl->state == CH_READY && sl->win >= 0 &&
+	return sl->state == CH_READY &&
 	       now - s->stall_since >= READAHEAD_STALL_MS * 1000000ull;
 }
 

@@ -162,6 +162,14 @@ static inline bool run_for(struct gs_io *io, const bool *flag, unsigned ms)
 	return *flag;
 }
 
+/* Runs <io>'s completions for <ms> milliseconds. */
+static inline void idle_for(struct gs_io *io, unsigned ms)
+{
+	bool never = false;
+
+	run_for(io, &never, ms);
+}
+
 /* Writes <size> bytes of <val> under <key> with <flags>, stored if <cond>
  * holds (<cas> for GS_IF_CAS); returns the done result, or -ETIMEDOUT after 10 s.  What the store
  * did goes to <*stored> when not NULL. */

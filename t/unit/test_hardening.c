@@ -466,6 +466,99 @@ static void stalled_reader(void)
 	free(vb);
 }
 
+/* Reads <r> (open) up to 100 bytes past the head and stops, holding what
+ * it peeked last; 0 or what the peek said. */
+static int reader_stop_early(struct gs_io *io, struct reader *r)
+{
+	const void *p;
+	size_t n;
+	int ret;
+
+	while ((ret = reader_peek(r, &p, &n)) == 0 &&
+	       r->pos < (256 << 10) + 100) {
+		if (r->pos + n > (256 << 10) + 100)
+			n = (256 << 10) + 100 - r->pos;
+		gs_stream_consume(r->s, n);
+		r->pos += n;
+		r->woke = false;
+	}
+	while (ret == -EAGAIN) {
+		r->woke = false;
+		run_for(io, &r->woke, 10000);
+		ret = reader_peek(r, &p, &n);
+	}
+	return ret;
+}
+
+/* A reader stalled on a chunk that RAM holds (the chunk cache) still holds
+ * the window its later chunks landed in: a second reader must get it all
+ * the same (it waited for ever: only a stall on a chunk in the window or
+ * in the early buffer counted). */
+static void stalled_on_ram(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	struct gs_io *io;
+	struct gs_stats st;
+	struct reader a, b;
+	char *va = malloc(8 << 20), *vb = malloc(8 << 20);
+	uint64_t hits;
+	const void *p;
+	size_t n;
+	int ret;
+
+	small_config(&cfg);
+	cfg.memory = 4 << 20;		/* RAM for a's first chunks, not all */
+	cfg.io_streams = 1;
+	cfg.io_buffers = 2;
+	e = open_engine(&cfg, "stallram", 1);
+	if (!e)
+		return;
+	gs_io_create(e, &io);
+	fill(va, 8 << 20, 13);
+	fill(vb, 8 << 20, 14);
+	CHECK(put(io, "a", va, 8 << 20, 0) == 0, "stallram: put a");
+	CHECK(put(io, "b", vb, 8 << 20, 0) == 0, "stallram: put b");
+
+	/* read whole once, a's first disk chunks take free RAM */
+	CHECK(reader_open(e, io, &a, "a", va) == 0 && reader_drain(io, &a) == 0,
+	      "stallram: a read whole");
+	gs_stats(e, &st);
+	CHECK(st.ram_chunks > 0, "stallram: no chunk in RAM");
+	hits = st.chunk_hit_bytes;
+
+	/* again: its first disk chunk from RAM, the next ones into its
+	 * window; it stops 100 bytes in */
+	CHECK(reader_open(e, io, &a, "a", va) == 0, "stallram: open a");
+	ret = reader_stop_early(io, &a);
+	CHECK(ret == 0, "stallram: a peek %d", ret);
+	idle_for(io, 50);		/* its reads ahead land */
+	gs_stats(e, &st);
+	CHECK(st.chunk_hit_bytes > hits, "stallram: a's first disk chunk was "
+	      "not from RAM");
+
+	CHECK(reader_open(e, io, &b, "b", vb) == 0, "stallram: open b");
+	while ((ret = reader_peek(&b, &p, &n)) == 0 && n) {
+		gs_stream_consume(b.s, n);
+		b.pos += n;
+	}
+	b.woke = false;
+	CHECK(ret == -EAGAIN && run_for(io, &b.woke, 5000),
+	      "stallram: b never went on (%d)", ret);
+	CHECK(reader_drain(io, &b) == 0, "stallram: b's bytes");
+	gs_stats(e, &st);
+	CHECK(st.readahead_reclaims >= 1, "stallram: readahead_reclaims %llu",
+	      (unsigned long long)st.readahead_reclaims);
+	ret = reader_drain(io, &a);
+	CHECK(ret == 0, "stallram: a's bytes after the reclaim: %d", ret);
+	gs_stats(e, &st);
+	CHECK(st.checksum_errors == 0 && st.pins == 0, "stallram: errors or pins");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+	free(va);
+	free(vb);
+}
+
 /* Readers that stall and come back at random, over SSD and HDD chunks
  * (the HDD chunk leads a window), fewer windows than readers: windows are
  * reclaimed mid-chunk and everyone still reads every byte exactly. */
@@ -722,6 +815,7 @@ int main(void)
 	submit_failures();
 	alloc_failures();
 	stalled_reader();
+	stalled_on_ram();
 	reclaim_churn();
 	unfed_set();
 	concat_bounded();

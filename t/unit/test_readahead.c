@@ -119,13 +119,6 @@ static void reader_close(struct gs_io *io, struct reader *r)
 }
 
 /* Runs <io> as a server loop does for <ms>. */
-static void idle_for(struct gs_io *io, unsigned ms)
-{
-	bool never = false;
-
-	run_for(io, &never, ms);
-}
-
 static struct gs_stats stats(struct gs_engine *e)
 {
 	struct gs_stats st;
