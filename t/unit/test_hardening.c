@@ -384,6 +384,30 @@ static void alloc_failures(void)
 	gs_engine_close(&e);
 }
 
+/* Reads <r> (open) up to 100 bytes past the head and stops, holding what
+ * it peeked last; 0 or what the peek said. */
+static int reader_stop_early(struct gs_io *io, struct reader *r)
+{
+	const void *p;
+	size_t n;
+	int ret;
+
+	while ((ret = reader_peek(r, &p, &n)) == 0 &&
+	       r->pos < (256 << 10) + 100) {
+		if (r->pos + n > (256 << 10) + 100)
+			n = (256 << 10) + 100 - r->pos;
+		gs_stream_consume(r->s, n);
+		r->pos += n;
+		r->woke = false;
+	}
+	while (ret == -EAGAIN) {
+		r->woke = false;
+		run_for(io, &r->woke, 10000);
+		ret = reader_peek(r, &p, &n);
+	}
+	return ret;
+}
+
 /* Defect 4a: a reader that never takes its bytes holds a whole read-ahead
  * window; a second reader must get it after a while, and the first one's
  * bytes, read again when it comes back, are still exact. */
@@ -413,18 +437,7 @@ static void stalled_reader(void)
 
 	/* a takes the head and 100 bytes of its first disk chunk, then stops */
 	CHECK(reader_open(e, io, &a, "a", va) == 0, "stall: open a");
-	while ((ret = reader_peek(&a, &p, &n)) == 0 && a.pos < (256 << 10) + 100) {
-		if (a.pos + n > (256 << 10) + 100)
-			n = (256 << 10) + 100 - a.pos;
-		gs_stream_consume(a.s, n);
-		a.pos += n;
-		a.woke = false;
-	}
-	while (ret == -EAGAIN) {
-		a.woke = false;
-		run_for(io, &a.woke, 10000);
-		ret = reader_peek(&a, &p, &n);
-	}
+	ret = reader_stop_early(io, &a);
 	CHECK(ret == 0, "stall: a peek %d", ret);
 	ret = reader_peek(&a, &pa, &na);
 	CHECK(ret == 0 && na > 0, "stall: a has bytes");
@@ -466,30 +479,6 @@ static void stalled_reader(void)
 	free(vb);
 }
 
-/* Reads <r> (open) up to 100 bytes past the head and stops, holding what
- * it peeked last; 0 or what the peek said. */
-static int reader_stop_early(struct gs_io *io, struct reader *r)
-{
-	const void *p;
-	size_t n;
-	int ret;
-
-	while ((ret = reader_peek(r, &p, &n)) == 0 &&
-	       r->pos < (256 << 10) + 100) {
-		if (r->pos + n > (256 << 10) + 100)
-			n = (256 << 10) + 100 - r->pos;
-		gs_stream_consume(r->s, n);
-		r->pos += n;
-		r->woke = false;
-	}
-	while (ret == -EAGAIN) {
-		r->woke = false;
-		run_for(io, &r->woke, 10000);
-		ret = reader_peek(r, &p, &n);
-	}
-	return ret;
-}
-
 /* A reader stalled on a chunk that RAM holds (the chunk cache) still holds
  * the window its later chunks landed in: a second reader must get it all
  * the same (it waited for ever: only a stall on a chunk in the window or
@@ -502,9 +491,6 @@ static void stalled_on_ram(void)
 	struct gs_stats st;
 	struct reader a, b;
 	char *va = malloc(8 << 20), *vb = malloc(8 << 20);
-	uint64_t hits;
-	const void *p;
-	size_t n;
 	int ret;
 
 	small_config(&cfg);
@@ -517,41 +503,26 @@ static void stalled_on_ram(void)
 	gs_io_create(e, &io);
 	fill(va, 8 << 20, 13);
 	fill(vb, 8 << 20, 14);
-	CHECK(put(io, "a", va, 8 << 20, 0) == 0, "stallram: put a");
-	CHECK(put(io, "b", vb, 8 << 20, 0) == 0, "stallram: put b");
-
-	/* read whole once, a's first disk chunks take free RAM */
+	CHECK(put(io, "a", va, 8 << 20, 0) == 0 &&
+	      put(io, "b", vb, 8 << 20, 0) == 0, "stallram: puts");
+	/* read whole once, a's first disk chunks take free RAM; again, */
 	CHECK(reader_open(e, io, &a, "a", va) == 0 && reader_drain(io, &a) == 0,
 	      "stallram: a read whole");
+	/* its first disk chunk from RAM, the next ones in its window: it
+	 * stops 100 bytes in, its reads ahead land */
+	CHECK(reader_open(e, io, &a, "a", va) == 0 &&
+	      (ret = reader_stop_early(io, &a)) == 0, "stallram: a stops");
+	idle_for(io, 50);
 	gs_stats(e, &st);
-	CHECK(st.ram_chunks > 0, "stallram: no chunk in RAM");
-	hits = st.chunk_hit_bytes;
-
-	/* again: its first disk chunk from RAM, the next ones into its
-	 * window; it stops 100 bytes in */
-	CHECK(reader_open(e, io, &a, "a", va) == 0, "stallram: open a");
-	ret = reader_stop_early(io, &a);
-	CHECK(ret == 0, "stallram: a peek %d", ret);
-	idle_for(io, 50);		/* its reads ahead land */
-	gs_stats(e, &st);
-	CHECK(st.chunk_hit_bytes > hits, "stallram: a's first disk chunk was "
-	      "not from RAM");
-
-	CHECK(reader_open(e, io, &b, "b", vb) == 0, "stallram: open b");
-	while ((ret = reader_peek(&b, &p, &n)) == 0 && n) {
-		gs_stream_consume(b.s, n);
-		b.pos += n;
-	}
-	b.woke = false;
-	CHECK(ret == -EAGAIN && run_for(io, &b.woke, 5000),
-	      "stallram: b never went on (%d)", ret);
-	CHECK(reader_drain(io, &b) == 0, "stallram: b's bytes");
+	CHECK(st.ram_chunks > 0 && st.chunk_hit_bytes > 0,
+	      "stallram: a's first disk chunk was not from RAM");
+	CHECK(reader_open(e, io, &b, "b", vb) == 0 && reader_drain(io, &b) == 0,
+	      "stallram: b's bytes (it waits until a's window is taken)");
+	CHECK((ret = reader_drain(io, &a)) == 0,
+	      "stallram: a's bytes after the reclaim: %d", ret);
 	gs_stats(e, &st);
 	CHECK(st.readahead_reclaims >= 1, "stallram: readahead_reclaims %llu",
 	      (unsigned long long)st.readahead_reclaims);
-	ret = reader_drain(io, &a);
-	CHECK(ret == 0, "stallram: a's bytes after the reclaim: %d", ret);
-	gs_stats(e, &st);
 	CHECK(st.checksum_errors == 0 && st.pins == 0, "stallram: errors or pins");
 	gs_io_destroy(&io);
 	gs_engine_close(&e);
