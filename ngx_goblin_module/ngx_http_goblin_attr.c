@@ -382,6 +382,23 @@ ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
 
 
 ngx_int_t
+ngx_http_goblin_attr_received(u_char *p, size_t len, time_t *received)
+{
+    ngx_http_goblin_attr_t  a;
+
+    if (len > RING_ATTR_MAX
+        || ngx_http_goblin_attr_first_line(p, p + len, &a) == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    *received = a.received;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
 ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_int_t                rc;

@@ -24,6 +24,11 @@
  * byte, while the whole object is filled beside it (started if no fill of
  * this worker runs): reading along would wait for every byte before it.
  *
+ * What the request's Cache-Control (or Pragma: no-cache) asks of a stored
+ * object (RFC 9111 5.2.1): one that does not satisfy no-cache, max-age or
+ * min-fresh is filled anew and read along ($goblin_cache_status BYPASS);
+ * only-if-cached is 504 where the cache has no answer.
+ *
  * Other methods go to goblin_origin unchanged; a 2xx or 3xx answer deletes
  * the stored key (RFC 9111 4.4).
  */
@@ -32,6 +37,10 @@
 #include "ngx_http_goblin_cache.h"
 
 
+static void ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
+    ngx_http_goblin_cc_t *cc);
+static ngx_uint_t ngx_http_goblin_cache_satisfies(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
@@ -144,6 +153,8 @@ ngx_http_goblin_cache_handler(ngx_http_request_t *r, ngx_str_t *key)
     ctx->cache = cache;
     ctx->key = *key;
 
+    ngx_http_goblin_cache_request_cc(r, &cache->req);
+
     if (!r->discard_body) {
         r->read_event_handler = ngx_http_test_reading;
     }
@@ -204,10 +215,116 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     if (ctx->cache->lookups == 1) {
+        if (!ngx_http_goblin_cache_satisfies(ctx, cqe)) {
+            /* not what the request accepts: filled anew, or 504 */
+            ctx->pinned = 1;
+            ctx->handle = cqe->handle;
+
+            if (cqe->buf != RING_NO_BUF) {
+                ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf,
+                                              0, 0);
+            }
+
+            ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
+            ctx->pinned = 0;
+
+            ctx->cache->bypass = 1;
+            ngx_http_goblin_cache_miss(ctx);
+            return;
+        }
+
         ngx_http_goblin_cache_set_status(r, NGX_HTTP_GOBLIN_CACHE_HIT);
     }
 
     ngx_http_goblin_got_object(ctx, cqe);
+}
+
+
+/* The request's Cache-Control headers into <cc>; Pragma: no-cache counts
+ * as no-cache where there is none (RFC 9111 5.4). */
+static void
+ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
+    ngx_http_goblin_cc_t *cc)
+{
+    ngx_uint_t        i, pragma, seen;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    ngx_http_goblin_cc_init(cc);
+
+    pragma = 0;
+    seen = 0;
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == sizeof("Cache-Control") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Cache-Control",
+                               h[i].key.len) == 0)
+        {
+            ngx_http_goblin_cc_parse(h[i].value.data, h[i].value.len, cc);
+            seen = 1;
+
+        } else if (h[i].key.len == sizeof("Pragma") - 1
+                   && ngx_strncasecmp(h[i].key.data, (u_char *) "Pragma",
+                                      h[i].key.len) == 0
+                   && ngx_strlcasestrn(h[i].value.data,
+                                       h[i].value.data + h[i].value.len,
+                                       (u_char *) "no-cache", 8 - 1)
+                      != NULL)
+        {
+            pragma = 1;
+        }
+    }
+
+    if (pragma && !seen) {
+        cc->no_cache = 1;
+    }
+}
+
+
+/* Whether the stored object <cqe> found may answer the request: its age
+ * (from its attributes' received time, else from when it was stored) and
+ * the freshness it has left against the request's Cache-Control. */
+static ngx_uint_t
+ngx_http_goblin_cache_satisfies(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    time_t                 now, received;
+    int64_t                left;
+    ngx_http_goblin_cc_t  *req;
+
+    req = &ctx->cache->req;
+
+    if (!req->no_cache && req->max_age < 0 && req->min_fresh < 0) {
+        return 1;
+    }
+
+    now = ngx_time();
+    received = (time_t) cqe->meta.mtime;
+
+    if (cqe->buf != RING_NO_BUF) {
+        (void) ngx_http_goblin_attr_received(
+                   (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf),
+                   cqe->meta.attr_len, &received);
+    }
+
+    left = cqe->meta.exptime ? cqe->meta.exptime - now
+                             : NGX_HTTP_GOBLIN_DELTA_MAX;
+
+    return ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0),
+                                        left);
 }
 
 
@@ -228,6 +345,12 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
     }
 
     fill = ngx_http_goblin_fill_find(&ctx->key);
+
+    if (ctx->cache->req.only_if_cached) {
+        /* nothing stored answers it (RFC 9111 5.2.1.7) */
+        ngx_http_goblin_finalize(ctx, NGX_HTTP_GATEWAY_TIME_OUT);
+        return;
+    }
 
     if (ngx_http_goblin_cache_far_range(r)) {
         /* the range from the origin now, the whole object beside it */
@@ -305,7 +428,9 @@ ngx_http_goblin_cache_join(ngx_http_goblin_cache_t *cache,
     ngx_http_goblin_fill_t *fill)
 {
     ngx_http_goblin_cache_set_status(cache->ctx->request,
-                                     NGX_HTTP_GOBLIN_CACHE_MISS);
+                                     cache->bypass
+                                     ? NGX_HTTP_GOBLIN_CACHE_BYPASS
+                                     : NGX_HTTP_GOBLIN_CACHE_MISS);
 
     cache->fill = fill;
     cache->waiting = 1;

@@ -13,6 +13,7 @@
 
 
 #include "ngx_http_goblin_module.h"
+#include "ngx_http_goblin_http.h"
 
 
 /* $goblin_cache_status values, as nginx's $upstream_cache_status */
@@ -52,9 +53,13 @@ struct ngx_http_goblin_cache_s {
     ngx_http_goblin_fill_t        *fill;     /* waited on, or read along */
     ngx_queue_t                    wait;     /* in fill->waiters */
     ngx_uint_t                     lookups;
+    ngx_http_goblin_cc_t           req;      /* the request's Cache-Control
+                                                (Pragma: no-cache counted) */
     unsigned                       waiting:1;
     unsigned                       reader:1; /* counted in fill->readers */
     unsigned                       filling:1; /* the object is being filled */
+    unsigned                       bypass:1; /* stored, but not for this
+                                                request: filled anew */
 };
 
 

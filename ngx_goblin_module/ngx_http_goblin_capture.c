@@ -156,9 +156,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    ngx_memzero(&ccv, sizeof(ngx_http_goblin_cc_t));
-    ccv.max_age = -1;
-    ccv.s_maxage = -1;
+    ngx_http_goblin_cc_init(&ccv);
 
     cc = r->headers_out.cache_control.elts;
 

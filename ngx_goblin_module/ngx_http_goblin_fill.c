@@ -21,10 +21,8 @@
 
 
 #include "ngx_http_goblin_cache.h"
-#include "ngx_http_goblin_http.h"
 
 
-static ngx_uint_t ngx_http_goblin_fill_no_store(ngx_http_request_t *r);
 static void ngx_http_goblin_fill_free(ngx_http_goblin_fill_t *fill);
 static void ngx_http_goblin_fill_gone(void *data);
 static void ngx_http_goblin_fill_announce(ngx_http_goblin_fill_t *fill);
@@ -113,7 +111,9 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
     fill->valid = glcf->valid;
     fill->max_object = glcf->max_object;
     fill->authorized = r->headers_in.authorization != NULL;
-    fill->no_store = ngx_http_goblin_fill_no_store(r);
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
+    fill->no_store = ctx && ctx->cache && ctx->cache->req.no_store;
     fill->refs = 1;     /* its request's */
     fill->fail = ngx_http_goblin_fill_fail;
     fill->announce = ngx_http_goblin_fill_announce;
@@ -168,47 +168,6 @@ failed:
     ngx_free(fill);
 
     return NULL;
-}
-
-
-/* Whether <r> asks that nothing of its response be stored: Cache-Control:
- * no-store in the request (RFC 9111 5.2.1.5). */
-static ngx_uint_t
-ngx_http_goblin_fill_no_store(ngx_http_request_t *r)
-{
-    ngx_uint_t             i;
-    ngx_list_part_t       *part;
-    ngx_table_elt_t       *h;
-    ngx_http_goblin_cc_t   cc;
-
-    ngx_memzero(&cc, sizeof(ngx_http_goblin_cc_t));
-    cc.max_age = -1;
-    cc.s_maxage = -1;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("Cache-Control") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Cache-Control",
-                               h[i].key.len) == 0)
-        {
-            ngx_http_goblin_cc_parse(h[i].value.data, h[i].value.len, &cc);
-        }
-    }
-
-    return cc.no_store;
 }
 
 

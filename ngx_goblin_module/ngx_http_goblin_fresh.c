@@ -92,9 +92,20 @@ ngx_http_goblin_cc_delta(const unsigned char *v, size_t len, int64_t *to)
 }
 
 
+/* <cc> before the first Cache-Control value: nothing said. */
+void
+ngx_http_goblin_cc_init(ngx_http_goblin_cc_t *cc)
+{
+    memset(cc, 0, sizeof(ngx_http_goblin_cc_t));
+    cc->max_age = -1;
+    cc->s_maxage = -1;
+    cc->min_fresh = -1;
+}
+
+
 /*
- * Adds the directives of one Cache-Control value <v>,<len> to <cc> (which
- * the caller set to max_age = s_maxage = -1 before the first): a list of
+ * Adds the directives of one Cache-Control value <v>,<len> to <cc> (set
+ * by ngx_http_goblin_cc_init() before the first): a list of
  * token [ "=" ( token / quoted-string ) ], names in any case.  no-cache
  * and private with field names count as without.
  */
@@ -161,6 +172,12 @@ ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "s-maxage")) {
             ngx_http_goblin_cc_delta(value, value_len, &cc->s_maxage);
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "min-fresh")) {
+            ngx_http_goblin_cc_delta(value, value_len, &cc->min_fresh);
+
+        } else if (ngx_http_goblin_cc_is(name, name_len, "only-if-cached")) {
+            cc->only_if_cached = 1;
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "no-store")) {
             cc->no_store = 1;
@@ -234,4 +251,27 @@ int
 ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc)
 {
     return cc->public || cc->must_revalidate || cc->s_maxage >= 0;
+}
+
+
+/*
+ * Whether a stored response <age> seconds old with <left> seconds of
+ * freshness may answer a request whose Cache-Control is <req> (RFC 9111
+ * 5.2.1): not with no-cache (nor Pragma: no-cache, which the caller
+ * counts as it), not older than its max-age, not with less left than its
+ * min-fresh.  max-stale asks for nothing here: nothing stale is stored.
+ */
+int
+ngx_http_goblin_cc_satisfies(const ngx_http_goblin_cc_t *req, int64_t age,
+    int64_t left)
+{
+    if (req->no_cache) {
+        return 0;
+    }
+
+    if (req->max_age >= 0 && age > req->max_age) {
+        return 0;
+    }
+
+    return req->min_fresh < 0 || left >= req->min_fresh;
 }

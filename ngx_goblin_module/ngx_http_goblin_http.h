@@ -64,16 +64,19 @@ typedef struct {
 } ngx_http_goblin_cond_t;
 
 
-/* A response's Cache-Control as a shared cache reads it (RFC 9111 5.2.2);
- * max_age and s_maxage -1 when absent, 0 when malformed (stale). */
+/* A response's or a request's Cache-Control as a shared cache reads it
+ * (RFC 9111 5.2); max_age, s_maxage and min_fresh -1 when absent, 0 when
+ * malformed (stale). */
 typedef struct {
     int64_t               max_age;
     int64_t               s_maxage;
+    int64_t               min_fresh;
     unsigned              no_store:1;
     unsigned              no_cache:1;
     unsigned              private:1;
     unsigned              public:1;
     unsigned              must_revalidate:1;
+    unsigned              only_if_cached:1;
 } ngx_http_goblin_cc_t;
 
 /* ngx_http_goblin_lifetime()'s <expires> when there is no Expires */
@@ -120,7 +123,10 @@ int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
 void ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
     ngx_http_goblin_cc_t *cc);
 int64_t ngx_http_goblin_delta(const unsigned char *v, size_t len);
+void ngx_http_goblin_cc_init(ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc);
+int ngx_http_goblin_cc_satisfies(const ngx_http_goblin_cc_t *req,
+    int64_t age, int64_t left);
 int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,
     int64_t expires, int64_t now, int64_t age, int64_t valid);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,

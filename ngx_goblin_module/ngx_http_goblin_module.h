@@ -35,8 +35,8 @@
  *
  *   module   ->  content status link cache fill
  *   content  ->  put cond request ring http cache
- *   cache    ->  fill handler request ring attr
- *   fill     ->  origin capture request ring fresh
+ *   cache    ->  fill handler request ring attr fresh
+ *   fill     ->  origin capture request ring
  *   capture  ->  ring attr fresh
  *   origin   ->
  *   handler  ->  request ring http attr
@@ -368,6 +368,10 @@ ngx_int_t ngx_http_goblin_attr_request(ngx_http_request_t *r,
 /* The attributes LOOKUP completion <cqe> brought (cqe->buf, RING_NO_BUF
  * when none): replayed into ctx->request's headers_out, the rx buffer
  * given back.  NGX_DECLINED for a malformed blob (logged), NGX_ERROR. */
+/* The <received> time of the attribute bytes <p>,<len> into <received>;
+ * NGX_ERROR when they do not start as attr_build() makes them. */
+ngx_int_t ngx_http_goblin_attr_received(u_char *p, size_t len,
+    time_t *received);
 ngx_int_t ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 

@@ -103,17 +103,20 @@ static void check_write(const uint8_t *p, size_t len, uint64_t id)
  * returns 0. */
 static int check_cc(const uint8_t *v, size_t len, int64_t age)
 {
-	ngx_http_goblin_cc_t cc = { .max_age = -1, .s_maxage = -1 };
+	ngx_http_goblin_cc_t cc;
 	uint8_t *copy = malloc(len ? len : 1);
 	int64_t left, said;
 
 	if (copy == NULL)
 		return 0;
 	memcpy(copy, v, len);
+	ngx_http_goblin_cc_init(&cc);
 	ngx_http_goblin_cc_parse(copy, len, &cc);
 	free(copy);
 	if (cc.max_age < -1 || cc.max_age > NGX_HTTP_GOBLIN_DELTA_MAX ||
-	    cc.s_maxage < -1 || cc.s_maxage > NGX_HTTP_GOBLIN_DELTA_MAX)
+	    cc.s_maxage < -1 || cc.s_maxage > NGX_HTTP_GOBLIN_DELTA_MAX ||
+	    cc.min_fresh < -1 || cc.min_fresh > NGX_HTTP_GOBLIN_DELTA_MAX ||
+	    (cc.no_cache && ngx_http_goblin_cc_satisfies(&cc, 0, age)))
 		abort();
 	left = ngx_http_goblin_lifetime(&cc, NGX_HTTP_GOBLIN_NO_EXPIRES,
 					1800000000, age, 600);

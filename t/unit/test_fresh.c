@@ -86,11 +86,50 @@ static const struct {
 static void parse(const char *v, ngx_http_goblin_cc_t *cc)
 {
 	memset(cc, 0xa5, sizeof(*cc));
-	cc->max_age = -1;
-	cc->s_maxage = -1;
-	cc->no_store = cc->no_cache = cc->private = 0;
-	cc->public = cc->must_revalidate = 0;
+	ngx_http_goblin_cc_init(cc);
 	ngx_http_goblin_cc_parse((const unsigned char *)v, strlen(v), cc);
+}
+
+/* a request's Cache-Control against a stored response <age> seconds old
+ * with <left> seconds of freshness */
+static const struct {
+	const char *cc;
+	int64_t age, left;
+	int ok;
+} requests[] = {
+	{ "", 100, 10, 1 },
+	{ "no-cache", 0, 1000, 0 },
+	{ "max-age=0", 0, 10, 1 },
+	{ "max-age=0", 1, 10, 0 },
+	{ "max-age=60", 60, 10, 1 },
+	{ "max-age=60", 61, 10, 0 },
+	{ "max-age=abc", 1, 10, 0 },
+	{ "min-fresh=30", 0, 30, 1 },
+	{ "min-fresh=30", 0, 29, 0 },
+	{ "max-stale=100", 10, 10, 1 },
+	{ "only-if-cached", 5, 5, 1 },
+	{ "MAX-AGE=10, Min-Fresh=5", 10, 5, 1 },
+	{ "max-age=10, min-fresh=5", 10, 4, 0 },
+};
+
+static void check_requests(void)
+{
+	ngx_http_goblin_cc_t cc;
+	size_t i;
+
+	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
+		int ok;
+
+		parse(requests[i].cc, &cc);
+		ok = ngx_http_goblin_cc_satisfies(&cc, requests[i].age,
+						  requests[i].left);
+		CHECK(ok == requests[i].ok, "request '%s', age %lld, %lld "
+		      "left: %d, want %d", requests[i].cc,
+		      (long long)requests[i].age, (long long)requests[i].left,
+		      ok, requests[i].ok);
+	}
+	parse("only-if-cached, min-fresh=7", &cc);
+	CHECK(cc.only_if_cached && cc.min_fresh == 7, "only-if-cached");
 }
 
 static void check_deltas(void)
@@ -121,6 +160,7 @@ int main(void)
 	size_t i;
 
 	check_deltas();
+	check_requests();
 
 	for (i = 0; i < sizeof(ccs) / sizeof(ccs[0]); i++) {
 		parse(ccs[i].v, &cc);
