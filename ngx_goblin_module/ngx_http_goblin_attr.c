@@ -24,6 +24,7 @@
 
 static ngx_int_t ngx_http_goblin_attr_content_type(ngx_http_request_t *r,
     ngx_str_t *value);
+static u_char *ngx_http_goblin_attr_time(u_char *p, u_char *last, time_t *t);
 static u_char *ngx_http_goblin_attr_first_line(u_char *p, u_char *last,
     ngx_http_goblin_attr_t *a);
 static ngx_int_t ngx_http_goblin_attr_line(ngx_http_request_t *r, u_char *p,
@@ -71,7 +72,7 @@ static ngx_str_t  ngx_http_goblin_attr_framing_names[] = {
 
 ngx_int_t
 ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
-    time_t received, ngx_array_t *extra, ngx_str_t *out)
+    time_t received, time_t fresh, ngx_array_t *extra, ngx_str_t *out)
 {
     u_char           *p, *end, *lm;
     ngx_str_t         key, value;
@@ -93,8 +94,15 @@ ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
     p = out->data;
     end = p + RING_ATTR_MAX;
 
-    p = ngx_sprintf(p, NGX_HTTP_GOBLIN_ATTR_MAGIC "%03ui %T" CRLF,
-                    status, received);
+    p = ngx_sprintf(p, NGX_HTTP_GOBLIN_ATTR_MAGIC "%03ui %T", status,
+                    received);
+
+    if (fresh) {
+        p = ngx_sprintf(p, " %T", fresh);
+    }
+
+    *p++ = CR;
+    *p++ = LF;
 
     if (r->headers_out.content_type.len) {
         ngx_str_set(&key, "Content-Type");
@@ -376,13 +384,14 @@ ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
         return NGX_OK;
     }
 
-    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, ngx_time(), &extra,
+    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, ngx_time(), 0, &extra,
                                       out);
 }
 
 
 ngx_int_t
-ngx_http_goblin_attr_received(u_char *p, size_t len, time_t *received)
+ngx_http_goblin_attr_times(u_char *p, size_t len, time_t *received,
+    time_t *fresh)
 {
     ngx_http_goblin_attr_t  a;
 
@@ -393,6 +402,7 @@ ngx_http_goblin_attr_received(u_char *p, size_t len, time_t *received)
     }
 
     *received = a.received;
+    *fresh = a.fresh;
 
     return NGX_OK;
 }
@@ -494,12 +504,28 @@ malformed:
 
 /* "GA1 <status> <received>\r\n" at <p> into <a>; what follows it, or
  * NULL. */
+/* The digits at <p> as a time into <t>: past them, or NULL on overflow. */
+static u_char *
+ngx_http_goblin_attr_time(u_char *p, u_char *last, time_t *t)
+{
+    for (*t = 0; p < last && *p >= '0' && *p <= '9'; p++) {
+        if (*t > (NGX_MAX_TIME_T_VALUE - (*p - '0')) / 10) {
+            return NULL;
+        }
+
+        *t = *t * 10 + (*p - '0');
+    }
+
+    return p;
+}
+
+
 static u_char *
 ngx_http_goblin_attr_first_line(u_char *p, u_char *last,
     ngx_http_goblin_attr_t *a)
 {
     u_char      *v;
-    time_t       received;
+    time_t       received, fresh;
     ngx_uint_t   status, i;
 
     if ((size_t) (last - p) < sizeof("GA1 200 0\r\n") - 1
@@ -527,22 +553,31 @@ ngx_http_goblin_attr_first_line(u_char *p, u_char *last,
         return NULL;
     }
 
-    received = 0;
+    v = p;
+    p = ngx_http_goblin_attr_time(p, last, &received);
 
-    for (v = p; p < last && *p >= '0' && *p <= '9'; p++) {
-        if (received > (NGX_MAX_TIME_T_VALUE - (*p - '0')) / 10) {
-            return NULL;
-        }
-
-        received = received * 10 + (*p - '0');
+    if (p == NULL || p == v) {
+        return NULL;
     }
 
-    if (p == v || last - p < 2 || p[0] != CR || p[1] != LF) {
+    fresh = 0;
+
+    if (p < last && *p == ' ') {
+        v = ++p;
+        p = ngx_http_goblin_attr_time(p, last, &fresh);
+
+        if (p == NULL || p == v) {
+            return NULL;
+        }
+    }
+
+    if (last - p < 2 || p[0] != CR || p[1] != LF) {
         return NULL;
     }
 
     a->status = status;
     a->received = received;
+    a->fresh = fresh;
 
     return p + 2;
 }

@@ -18,16 +18,14 @@
  * redirect: the origin's answer as it is).  HEAD on a miss goes to the
  * origin (as HEAD: no body is pulled).
  *
- * A Range that does not start at byte 0, on an object not stored yet
- * (missing, or still being filled): the client's request goes to the
- * origin with its Range, answered from its offset at the origin's first
- * byte, while the whole object is filled beside it (started if no fill of
- * this worker runs): reading along would wait for every byte before it.
+ * A Range not from byte 0 on an object not stored yet goes to the origin
+ * with its Range (answered from its offset at the origin's first byte)
+ * while the whole object is filled beside it.
  *
- * What the request's Cache-Control (or Pragma: no-cache) asks of a stored
- * object (RFC 9111 5.2.1): one that does not satisfy no-cache, max-age or
- * min-fresh is filled anew and read along ($goblin_cache_status BYPASS);
- * only-if-cached is 504 where the cache has no answer.
+ * A stored object the request's Cache-Control (or Pragma: no-cache) does
+ * not accept (no-cache, max-age, min-fresh: RFC 9111 5.2.1) is filled anew
+ * and read along (BYPASS), and so is a stale one kept for stale-if-error
+ * (EXPIRED), served (STALE) if that fill fails; only-if-cached is 504.
  *
  * Other methods go to goblin_origin unchanged; a 2xx or 3xx answer deletes
  * the stored key (RFC 9111 4.4).
@@ -39,7 +37,7 @@
 
 static void ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
     ngx_http_goblin_cc_t *cc);
-static ngx_uint_t ngx_http_goblin_cache_satisfies(ngx_http_goblin_ctx_t *ctx,
+static ngx_int_t ngx_http_goblin_cache_usable(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
@@ -189,6 +187,7 @@ ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx)
 static void
 ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
+    ngx_int_t            rc;
     ngx_http_request_t  *r = ctx->request;
 
     if (cqe->res == -ENOENT) {
@@ -215,8 +214,10 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     if (ctx->cache->lookups == 1) {
-        if (!ngx_http_goblin_cache_satisfies(ctx, cqe)) {
-            /* not what the request accepts: filled anew, or 504 */
+        rc = ngx_http_goblin_cache_usable(ctx, cqe);
+
+        if (rc != NGX_OK) {
+            /* stale, or not what the request accepts: filled anew */
             ctx->pinned = 1;
             ctx->handle = cqe->handle;
 
@@ -228,7 +229,13 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
             ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
             ctx->pinned = 0;
 
-            ctx->cache->bypass = 1;
+            if (rc == NGX_AGAIN) {
+                ctx->cache->stale = 1;
+
+            } else {
+                ctx->cache->bypass = 1;
+            }
+
             ngx_http_goblin_cache_miss(ctx);
             return;
         }
@@ -294,37 +301,38 @@ ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
 }
 
 
-/* Whether the stored object <cqe> found may answer the request: its age
- * (from its attributes' received time, else from when it was stored) and
- * the freshness it has left against the request's Cache-Control. */
-static ngx_uint_t
-ngx_http_goblin_cache_satisfies(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe)
+/* Whether the stored object <cqe> found may answer the request: NGX_OK;
+ * NGX_AGAIN when it is stale (its attributes say when it stopped being
+ * fresh); NGX_DECLINED when the request's Cache-Control does not accept
+ * its age (since received, else stored) or the freshness it has left. */
+static ngx_int_t
+ngx_http_goblin_cache_usable(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
-    time_t                 now, received;
+    time_t                 now, received, fresh;
     int64_t                left;
     ngx_http_goblin_cc_t  *req;
 
     req = &ctx->cache->req;
-
-    if (!req->no_cache && req->max_age < 0 && req->min_fresh < 0) {
-        return 1;
-    }
-
     now = ngx_time();
     received = (time_t) cqe->meta.mtime;
+    fresh = 0;
 
     if (cqe->buf != RING_NO_BUF) {
-        (void) ngx_http_goblin_attr_received(
+        (void) ngx_http_goblin_attr_times(
                    (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf),
-                   cqe->meta.attr_len, &received);
+                   cqe->meta.attr_len, &received, &fresh);
     }
 
-    left = cqe->meta.exptime ? cqe->meta.exptime - now
-                             : NGX_HTTP_GOBLIN_DELTA_MAX;
+    if (fresh && now >= fresh) {
+        return NGX_AGAIN;
+    }
 
-    return ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0),
-                                        left);
+    left = fresh ? fresh - now
+                 : cqe->meta.exptime ? cqe->meta.exptime - now
+                                     : NGX_HTTP_GOBLIN_DELTA_MAX;
+
+    return ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0), left)
+           ? NGX_OK : NGX_DECLINED;
 }
 
 
@@ -428,7 +436,9 @@ ngx_http_goblin_cache_join(ngx_http_goblin_cache_t *cache,
     ngx_http_goblin_fill_t *fill)
 {
     ngx_http_goblin_cache_set_status(cache->ctx->request,
-                                     cache->bypass
+                                     cache->stale
+                                     ? NGX_HTTP_GOBLIN_CACHE_EXPIRED
+                                     : cache->bypass
                                      ? NGX_HTTP_GOBLIN_CACHE_BYPASS
                                      : NGX_HTTP_GOBLIN_CACHE_MISS);
 
@@ -464,6 +474,19 @@ ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache)
     }
 
     cache->fill = NULL;
+
+    if (cache->stale
+        && (fill->state == NGX_HTTP_GOBLIN_FILL_FAILED
+            || fill->status >= NGX_HTTP_INTERNAL_SERVER_ERROR))
+    {
+        /* stale-if-error (RFC 5861): the stale object, still stored */
+        ngx_http_goblin_cache_set_status(ctx->request,
+                                         NGX_HTTP_GOBLIN_CACHE_STALE);
+        ngx_http_goblin_fill_unref(fill);
+        ngx_http_goblin_cache_lookup(ctx);
+        return;
+    }
+
     ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
 
     ngx_http_goblin_fill_unref(fill);

@@ -60,6 +60,8 @@ struct ngx_http_goblin_cache_s {
     unsigned                       filling:1; /* the object is being filled */
     unsigned                       bypass:1; /* stored, but not for this
                                                 request: filled anew */
+    unsigned                       stale:1;  /* stored, stale: filled anew,
+                                                served if that fails */
 };
 
 
@@ -83,6 +85,7 @@ struct ngx_http_goblin_fill_s {
     ngx_uint_t                     abandon;
     time_t                         valid;
     off_t                          max_object;
+    ngx_uint_t                     status;   /* the origin's */
     off_t                          length;   /* Content-Length, or -1 */
     off_t                          received; /* body bytes into the writer */
     ngx_chain_t                   *held;     /* body waiting for room */

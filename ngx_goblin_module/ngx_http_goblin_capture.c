@@ -19,9 +19,11 @@
  * the cache does not store (not 200, no-store, private, no-cache,
  * Set-Cookie, Vary, over goblin_max_object, no freshness left; asked with
  * Cache-Control: no-store, or with Authorization and not public,
- * s-maxage or must-revalidate) is read no further (header_only).  What is stored expires in the store when it
- * stops being fresh (ngx_http_goblin_fresh.c): s-maxage, max-age or
- * Expires, else goblin_cache_valid, less the Age it came with.
+ * s-maxage or must-revalidate) is read no further (header_only).  What is
+ * stored expires in the store when it stops being fresh
+ * (ngx_http_goblin_fresh.c: s-maxage, max-age or Expires, else
+ * goblin_cache_valid, less the Age it came with), or as much later as its
+ * stale-if-error allows; its attributes say when it stops being fresh.
  */
 
 
@@ -93,6 +95,8 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
         r->header_only = 1;
         return NGX_OK;
     }
+
+    fill->status = r->headers_out.status;
 
     rc = ngx_http_goblin_capture_cacheable(r, fill);
 
@@ -235,11 +239,13 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    fill->exptime = now + (time_t) left;
+    /* kept past its freshness for as long as stale-if-error allows */
+    fill->exptime = now + (time_t) left
+                    + (time_t) ngx_max(ccv.stale_if_error, 0);
 
     /* received as if it came without an Age: a hit's Age counts from it */
     return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
-                                      NULL, &fill->attr);
+                                      now + (time_t) left, NULL, &fill->attr);
 }
 
 

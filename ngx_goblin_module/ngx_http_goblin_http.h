@@ -65,12 +65,13 @@ typedef struct {
 
 
 /* A response's or a request's Cache-Control as a shared cache reads it
- * (RFC 9111 5.2); max_age, s_maxage and min_fresh -1 when absent, 0 when
- * malformed (stale). */
+ * (RFC 9111 5.2, RFC 5861's stale-if-error); the numbers -1 when absent,
+ * 0 when malformed (stale). */
 typedef struct {
     int64_t               max_age;
     int64_t               s_maxage;
     int64_t               min_fresh;
+    int64_t               stale_if_error;
     unsigned              no_store:1;
     unsigned              no_cache:1;
     unsigned              private:1;

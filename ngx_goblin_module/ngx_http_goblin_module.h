@@ -326,8 +326,12 @@ ngx_int_t ngx_http_goblin_set_etag(ngx_http_goblin_ctx_t *ctx, uint64_t cas);
  * ngx_http_goblin_attr.c: an object's attributes as the module stores them
  * (opaque bytes to the daemon, at most RING_ATTR_MAX):
  *
- *     "GA1 <status> <received>\r\n"     status: 3 digits; received: unix
- *     *( "<Header-Name>: <value>\r\n" )   time the response (or PUT) arrived
+ *     "GA1 <status> <received>[ <fresh>]\r\n"
+ *     *( "<Header-Name>: <value>\r\n" )
+ *
+ * status: 3 digits; received: the unix time the response (or PUT)
+ * arrived; fresh: in cache mode, when it stops being fresh (the store
+ * keeps it longer for stale-if-error)
  *
  * then the headers a cache replays.  ETags goblin-store makes are
  * "<store_id as 16 hex>-<cas as hex>" (quoted), never repeating.
@@ -335,11 +339,13 @@ ngx_int_t ngx_http_goblin_set_etag(ngx_http_goblin_ctx_t *ctx, uint64_t cas);
 typedef struct {
     ngx_uint_t                     status;
     time_t                         received;
+    time_t                         fresh;   /* 0: none said */
     ngx_array_t                    headers; /* of ngx_table_elt_t: key,
                                                value (lowcase_key, hash) */
 } ngx_http_goblin_attr_t;
 
-/* Builds the attribute bytes of <status>, <received> and the headers of
+/* Builds the attribute bytes of <status>, <received>, <fresh> (0: none)
+ * and the headers of
  * r->headers_out that a cache replays (Content-Type incl.
  * r->headers_out.content_type, Content-Encoding, Content-Language,
  * Content-Disposition, Cache-Control, Expires, Last-Modified, ETag, Vary;
@@ -348,7 +354,7 @@ typedef struct {
  * character in its value is left out.  NGX_DECLINED when they would exceed
  * RING_ATTR_MAX. */
 ngx_int_t ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
-    time_t received, ngx_array_t *extra, ngx_str_t *out);
+    time_t received, time_t fresh, ngx_array_t *extra, ngx_str_t *out);
 /* Parses <p>,<len> into <a> (from r->pool); NGX_ERROR on a malformed blob
  * (logged).  Lines that are no valid header are skipped. */
 ngx_int_t ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p,
@@ -365,13 +371,14 @@ ngx_int_t ngx_http_goblin_attr_replay(ngx_http_request_t *r,
  * 0 when it has none.  NGX_DECLINED when they exceed RING_ATTR_MAX. */
 ngx_int_t ngx_http_goblin_attr_request(ngx_http_request_t *r,
     ngx_str_t *out);
+/* The <received> and <fresh> times of the attribute bytes <p>,<len>
+ * (<fresh> 0 when they have none); NGX_ERROR when they do not start as
+ * attr_build() makes them. */
+ngx_int_t ngx_http_goblin_attr_times(u_char *p, size_t len,
+    time_t *received, time_t *fresh);
 /* The attributes LOOKUP completion <cqe> brought (cqe->buf, RING_NO_BUF
  * when none): replayed into ctx->request's headers_out, the rx buffer
  * given back.  NGX_DECLINED for a malformed blob (logged), NGX_ERROR. */
-/* The <received> time of the attribute bytes <p>,<len> into <received>;
- * NGX_ERROR when they do not start as attr_build() makes them. */
-ngx_int_t ngx_http_goblin_attr_received(u_char *p, size_t len,
-    time_t *received);
 ngx_int_t ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 

@@ -16,6 +16,8 @@
 #   nocache, private, public, mustrev   Cache-Control: no-cache, private,
 #                  public, must-revalidate
 #   vary           Vary: Accept-Encoding
+#   sie<seconds>   Cache-Control: stale-if-error=<seconds>
+#   failafter<N>   every request after the first N answers 503
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
@@ -58,6 +60,10 @@ def spec(path):
             o["cc"] = int(f[2:])
         elif f.startswith("smax"):
             o["smax"] = int(f[4:])
+        elif f.startswith("sie"):
+            o["sie"] = int(f[3:])
+        elif f.startswith("failafter"):
+            o["failafter"] = int(f[9:])
         elif f.startswith("age"):
             o["age"] = int(f[3:])
         elif f.startswith("exp") and f != "expbad":
@@ -134,6 +140,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ranges.setdefault(path, []).append(self.headers["Range"])
         if "wait" in o:
             time.sleep(o["wait"])
+        with lock:
+            failing = counts[path] > o.get("failafter", counts[path])
+        if failing:
+            return self.plain(503, "origin down")
         body = body_of(path, o["size"])
         status = o.get("status", 200)
         start, end = 0, len(body)
@@ -163,6 +173,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             cc.append("max-age=%d" % o["cc"])
         if "smax" in o:
             cc.append("s-maxage=%d" % o["smax"])
+        if "sie" in o:
+            cc.append("stale-if-error=%d" % o["sie"])
         if cc:
             self.send_header("Cache-Control", ", ".join(cc))
         if "age" in o:

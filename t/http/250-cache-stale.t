@@ -1,0 +1,93 @@
+# usage: prove t/http/250-cache-stale.t
+# stale-if-error (RFC 5861) in cache mode, against t/lib/origin.py: an
+# object whose max-age ran out is kept for as long as its stale-if-error
+# allows; a request for it fills it anew ($goblin_cache_status EXPIRED)
+# and, when the origin answers 503, gets the stale copy (STALE) whole; a
+# working origin refreshes it; without stale-if-error the origin's 503
+# reaches the client.  Every body sha256-checked.
+BEGIN { push @INC, 't/lib' }
+use GoblinTest;
+use CacheTest;
+use Test::Nginx::Socket;
+
+cache_start();
+goblin_case_checks(request => 'GET /status', error_code => 200,
+                   no_error_log => "[alert]\n[crit]\n");
+
+repeat_each(1);
+plan tests => goblin_plan(8);
+no_shuffle();
+run_tests();
+
+sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
+
+sub whole ($$) {
+    my ($path, $r) = @_;
+    return $r->{code} == 200 && $r->{sha} eq origin_sha($path);
+}
+
+# Stored by a first GET, then asked again until it is no hit (max-age=1):
+# that answer.
+sub after_stale ($;%) {
+    my ($path, %o) = @_;
+    (my $k = $path) =~ s{^/o/}{};
+    fetch($path);
+    wait_until(sub { stored($k) }, 10) or return {};
+    my $r;
+    wait_until(sub { $r = fetch($path, %o); ($r->{xcache} // '') ne 'HIT' },
+               10);
+    return $r;
+}
+
+# the origin fails after the first fill: the stale copy, whole (3 tests)
+sub stale_if_error () {
+    start();
+    my $p = '/o/e1-300k-cc1-sie60-failafter1';
+    my $r = after_stale($p);
+    ok(whole($p, $r) && $r->{xcache} eq 'STALE', 'the origin answers 503: '
+       . 'the stale copy (' . ($r->{xcache} // 'no status') . ')');
+    is(origin_count($p), 2, 'after asking the origin');
+    $p = '/o/e2-300k-cc1-sie60-failafter1';
+    $r = after_stale($p, h2 => 1);
+    ok(whole($p, $r) && $r->{xcache} eq 'STALE', 'over HTTP/2 too');
+}
+
+# a working origin refreshes a stale object (3 tests)
+sub refreshed () {
+    start();
+    my $p = '/o/e3-300k-cc1-sie60';
+    my $r = after_stale($p);
+    ok(whole($p, $r) && $r->{xcache} eq 'EXPIRED' && origin_count($p) == 2,
+       'stale: filled anew (' . ($r->{xcache} // 'no status') . ')');
+    ok(wait_until(sub { stored('e3-300k-cc1-sie60') }, 10), 'stored again');
+    my $h = fetch($p);
+    ok(whole($p, $h) && $h->{xcache} eq 'HIT' && origin_count($p) == 2,
+       'then a hit');
+}
+
+# without stale-if-error the origin's error is the answer (2 tests)
+sub no_stale () {
+    start();
+    my $p = '/o/e4-300k-cc1-failafter1';
+    my $r = after_stale($p);
+    is($r->{code}, 503, 'the origin\'s 503');
+    ok(!stored('e4-300k-cc1-failafter1'), 'nothing stored');
+}
+
+__DATA__
+
+=== TEST 1: stale-if-error: the stale copy when the origin fails
+--- init
+main::stale_if_error();
+
+
+
+=== TEST 2: a stale object refreshed by a working origin
+--- init
+main::refreshed();
+
+
+
+=== TEST 3: no stale-if-error: the origin's error
+--- init
+main::no_stale();
