@@ -27,24 +27,6 @@ run_tests();
 
 sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
 
-# curl in the background: returns a sub that waits and gives its result
-sub fetch_later ($;%) {
-    my ($path, %o) = @_;
-    my $pid = open my $out, '-|' // die "fork: $!\n";
-    if ($pid == 0) {
-        my $r = fetch($path, %o);
-        print join("\t", map { "$_=" . ($r->{$_} // '') }
-                         qw(code size ttfb total sha rc)), "\n";
-        POSIX::_exit(0);
-    }
-    return sub {
-        my $line = <$out> // '';
-        close $out;
-        chomp $line;
-        return { map { split /=/, $_, 2 } split /\t/, $line };
-    };
-}
-
 sub all_whole ($$@) {
     my ($path, $size, @r) = @_;
     my $sha = origin_sha($path);

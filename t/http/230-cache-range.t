@@ -23,24 +23,6 @@ run_tests();
 
 sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
 
-# curl in the background, as 200-cache-fill.t's: a sub that waits for it
-sub fetch_later ($;%) {
-    my ($path, %o) = @_;
-    my $pid = open my $out, '-|' // die "fork: $!\n";
-    if ($pid == 0) {
-        my $r = fetch($path, %o);
-        print join("\t", map { "$_=" . ($r->{$_} // '') }
-                         qw(code size ttfb total sha rc)), "\n";
-        POSIX::_exit(0);
-    }
-    return sub {
-        my $line = <$out> // '';
-        close $out;
-        chomp $line;
-        return { map { split /=/, $_, 2 } split /\t/, $line };
-    };
-}
-
 # Waits for <key> to be stored whole (its sha256 the origin's for <path>);
 # returns its bytes.
 sub stored_whole ($$) {

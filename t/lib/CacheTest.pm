@@ -25,7 +25,8 @@ use GoblinTest ();
 
 our @ISA = ('Exporter');
 our @EXPORT = qw(cache_start origin_get origin_count origin_sha
-                 fetch fetch_many stored port h2_port wait_until);
+                 fetch fetch_many fetch_later stored port h2_port
+                 wait_until);
 
 our ($OriginPid, $OriginPort, $Dir);
 
@@ -156,6 +157,24 @@ sub fetch ($;%) {
     my ($path, %o) = @_;
     my @r = fetch_many(1, $path, %o);
     return $r[0];
+}
+
+# curl in the background: returns a sub that waits and gives its result
+sub fetch_later ($;%) {
+    my ($path, %o) = @_;
+    my $pid = open my $out, '-|' // die "fork: $!\n";
+    if ($pid == 0) {
+        my $r = fetch($path, %o);
+        print join("\t", map { "$_=" . ($r->{$_} // '') }
+                         qw(code size ttfb total sha rc)), "\n";
+        POSIX::_exit(0);
+    }
+    return sub {
+        my $line = <$out> // '';
+        close $out;
+        chomp $line;
+        return { map { split /=/, $_, 2 } split /\t/, $line };
+    };
 }
 
 # <n> GETs of <path> at once (curl --parallel, one connection each).
