@@ -35,15 +35,11 @@
 #include "ngx_http_goblin_cache.h"
 
 
-static void ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
-    ngx_http_goblin_cc_t *cc);
-static ngx_int_t ngx_http_goblin_cache_usable(ngx_http_goblin_ctx_t *ctx,
-    struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx);
-static ngx_uint_t ngx_http_goblin_cache_far_range(ngx_http_request_t *r);
+static void ngx_http_goblin_cache_refresh(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_join(ngx_http_goblin_cache_t *cache,
     ngx_http_goblin_fill_t *fill);
 static void ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache);
@@ -151,7 +147,7 @@ ngx_http_goblin_cache_handler(ngx_http_request_t *r, ngx_str_t *key)
     ctx->cache = cache;
     ctx->key = *key;
 
-    ngx_http_goblin_cache_request_cc(r, &cache->req);
+    ngx_http_goblin_policy_request(r, &cache->req);
 
     if (!r->discard_body) {
         r->read_event_handler = ngx_http_test_reading;
@@ -204,7 +200,7 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     if (cqe->meta.state & RING_META_FILLING) {
-        if (ngx_http_goblin_cache_far_range(r)) {
+        if (ngx_http_goblin_policy_far_range(r)) {
             ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
             return;
         }
@@ -214,7 +210,16 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     if (ctx->cache->lookups == 1) {
-        rc = ngx_http_goblin_cache_usable(ctx, cqe);
+        rc = ngx_http_goblin_policy_usable(ctx, cqe);
+
+        if (rc == NGX_BUSY) {
+            /* stale-while-revalidate: this one now, a new one behind it */
+            ngx_http_goblin_cache_set_status(r,
+                                             NGX_HTTP_GOBLIN_CACHE_UPDATING);
+            ngx_http_goblin_cache_refresh(ctx);
+            ngx_http_goblin_got_object(ctx, cqe);
+            return;
+        }
 
         if (rc != NGX_OK) {
             /* stale, or not what the request accepts: filled anew */
@@ -247,95 +252,6 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 }
 
 
-/* The request's Cache-Control headers into <cc>; Pragma: no-cache counts
- * as no-cache where there is none (RFC 9111 5.4). */
-static void
-ngx_http_goblin_cache_request_cc(ngx_http_request_t *r,
-    ngx_http_goblin_cc_t *cc)
-{
-    ngx_uint_t        i, pragma, seen;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    ngx_http_goblin_cc_init(cc);
-
-    pragma = 0;
-    seen = 0;
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("Cache-Control") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Cache-Control",
-                               h[i].key.len) == 0)
-        {
-            ngx_http_goblin_cc_parse(h[i].value.data, h[i].value.len, cc);
-            seen = 1;
-
-        } else if (h[i].key.len == sizeof("Pragma") - 1
-                   && ngx_strncasecmp(h[i].key.data, (u_char *) "Pragma",
-                                      h[i].key.len) == 0
-                   && ngx_strlcasestrn(h[i].value.data,
-                                       h[i].value.data + h[i].value.len,
-                                       (u_char *) "no-cache", 8 - 1)
-                      != NULL)
-        {
-            pragma = 1;
-        }
-    }
-
-    if (pragma && !seen) {
-        cc->no_cache = 1;
-    }
-}
-
-
-/* Whether the stored object <cqe> found may answer the request: NGX_OK;
- * NGX_AGAIN when it is stale (its attributes say when it stopped being
- * fresh); NGX_DECLINED when the request's Cache-Control does not accept
- * its age (since received, else stored) or the freshness it has left. */
-static ngx_int_t
-ngx_http_goblin_cache_usable(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
-{
-    time_t                 now, received, fresh;
-    int64_t                left;
-    ngx_http_goblin_cc_t  *req;
-
-    req = &ctx->cache->req;
-    now = ngx_time();
-    received = (time_t) cqe->meta.mtime;
-    fresh = 0;
-
-    if (cqe->buf != RING_NO_BUF) {
-        (void) ngx_http_goblin_attr_times(
-                   (u_char *) ring_rx_buf(&ctx->map->ring, cqe->buf),
-                   cqe->meta.attr_len, &received, &fresh);
-    }
-
-    if (fresh && now >= fresh) {
-        return NGX_AGAIN;
-    }
-
-    left = fresh ? fresh - now
-                 : cqe->meta.exptime ? cqe->meta.exptime - now
-                                     : NGX_HTTP_GOBLIN_DELTA_MAX;
-
-    return ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0), left)
-           ? NGX_OK : NGX_DECLINED;
-}
-
-
 /* Not stored, not being filled: this worker's fill of the key, joined or
  * started, or the origin. */
 static void
@@ -360,14 +276,10 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
-    if (ngx_http_goblin_cache_far_range(r)) {
+    if (ngx_http_goblin_policy_far_range(r)) {
         /* the range from the origin now, the whole object beside it */
-        if (fill == NULL && ctx->cache->lookups == 1) {
-            fill = ngx_http_goblin_fill_start(r, &ctx->key);
-
-            if (fill) {
-                fill->detached = 1;
-            }
+        if (ctx->cache->lookups == 1) {
+            ngx_http_goblin_cache_refresh(ctx);
         }
 
         ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
@@ -402,32 +314,22 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
 }
 
 
-/* Whether <r> asks for a Range that does not start at byte 0: one that
- * reading along a fill would answer only after every byte before it. */
-static ngx_uint_t
-ngx_http_goblin_cache_far_range(ngx_http_request_t *r)
+/* A fill of the key that nobody waits on (unless none runs already): the
+ * object is filled anew behind the request served now. */
+static void
+ngx_http_goblin_cache_refresh(ngx_http_goblin_ctx_t *ctx)
 {
-    u_char     *p, *last;
-    ngx_str_t  *v;
+    ngx_http_goblin_fill_t  *fill;
 
-    if (r->headers_in.range == NULL || r->method != NGX_HTTP_GET) {
-        return 0;
+    if (ngx_http_goblin_fill_find(&ctx->key)) {
+        return;
     }
 
-    v = &r->headers_in.range->value;
-    p = v->data;
-    last = p + v->len;
+    fill = ngx_http_goblin_fill_start(ctx->request, &ctx->key);
 
-    if (v->len < 6 || ngx_strncasecmp(p, (u_char *) "bytes=", 6) != 0) {
-        return 0;   /* not a byte range: ignored, the whole object */
+    if (fill) {
+        fill->detached = 1;
     }
-
-    for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
-
-    /* "0-..." alone reads along at once; a suffix, a later start or
-     * several ranges do not */
-    return !(p < last && *p == '0' && p + 1 < last && p[1] == '-'
-             && ngx_strlchr(p, last, ',') == NULL);
 }
 
 
@@ -475,7 +377,7 @@ ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache)
 
     cache->fill = NULL;
 
-    if (cache->stale
+    if (cache->stale && ngx_time() < cache->stale_error
         && (fill->state == NGX_HTTP_GOBLIN_FILL_FAILED
             || fill->status >= NGX_HTTP_INTERNAL_SERVER_ERROR))
     {

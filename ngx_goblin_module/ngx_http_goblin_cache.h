@@ -62,6 +62,8 @@ struct ngx_http_goblin_cache_s {
                                                 request: filled anew */
     unsigned                       stale:1;  /* stored, stale: filled anew,
                                                 served if that fails */
+    time_t                         stale_error; /* until when it may be
+                                                   (stale-if-error) */
 };
 
 
@@ -116,6 +118,13 @@ ngx_int_t ngx_http_goblin_cache_handler(ngx_http_request_t *r,
 ngx_int_t ngx_http_goblin_cache_pass(ngx_http_request_t *r,
     ngx_http_goblin_cache_status_e status);
 ngx_int_t ngx_http_goblin_cache_add_variables(ngx_conf_t *cf);
+
+/* ngx_http_goblin_policy.c */
+void ngx_http_goblin_policy_request(ngx_http_request_t *r,
+    ngx_http_goblin_cc_t *cc);
+ngx_int_t ngx_http_goblin_policy_usable(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+ngx_uint_t ngx_http_goblin_policy_far_range(ngx_http_request_t *r);
 
 /* ngx_http_goblin_fill.c */
 ngx_http_goblin_fill_t *ngx_http_goblin_fill_find(ngx_str_t *key);

@@ -23,7 +23,8 @@
  * stored expires in the store when it stops being fresh
  * (ngx_http_goblin_fresh.c: s-maxage, max-age or Expires, else
  * goblin_cache_valid, less the Age it came with), or as much later as its
- * stale-if-error allows; its attributes say when it stops being fresh.
+ * stale-if-error or stale-while-revalidate allows; its attributes say when
+ * it stops being fresh.
  */
 
 
@@ -239,9 +240,11 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    /* kept past its freshness for as long as stale-if-error allows */
+    /* kept past its freshness for as long as a stale window allows */
     fill->exptime = now + (time_t) left
-                    + (time_t) ngx_max(ccv.stale_if_error, 0);
+                    + (time_t) ngx_max(ngx_max(ccv.stale_if_error,
+                                               ccv.stale_while_revalidate),
+                                       0);
 
     /* received as if it came without an Age: a hit's Age counts from it */
     return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,

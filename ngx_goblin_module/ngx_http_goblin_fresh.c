@@ -101,6 +101,7 @@ ngx_http_goblin_cc_init(ngx_http_goblin_cc_t *cc)
     cc->s_maxage = -1;
     cc->min_fresh = -1;
     cc->stale_if_error = -1;
+    cc->stale_while_revalidate = -1;
 }
 
 
@@ -179,6 +180,12 @@ ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "stale-if-error")) {
             ngx_http_goblin_cc_delta(value, value_len, &cc->stale_if_error);
+
+        } else if (ngx_http_goblin_cc_is(name, name_len,
+                                         "stale-while-revalidate"))
+        {
+            ngx_http_goblin_cc_delta(value, value_len,
+                                     &cc->stale_while_revalidate);
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "only-if-cached")) {
             cc->only_if_cached = 1;

@@ -65,13 +65,15 @@ typedef struct {
 
 
 /* A response's or a request's Cache-Control as a shared cache reads it
- * (RFC 9111 5.2, RFC 5861's stale-if-error); the numbers -1 when absent,
+ * (RFC 9111 5.2, RFC 5861's stale-if-error and stale-while-revalidate);
+ * the numbers -1 when absent,
  * 0 when malformed (stale). */
 typedef struct {
     int64_t               max_age;
     int64_t               s_maxage;
     int64_t               min_fresh;
     int64_t               stale_if_error;
+    int64_t               stale_while_revalidate;
     unsigned              no_store:1;
     unsigned              no_cache:1;
     unsigned              private:1;

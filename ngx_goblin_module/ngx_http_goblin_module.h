@@ -13,6 +13,8 @@
  *   ngx_http_goblin_status.c   goblin_status: the JSON status
  *   ngx_http_goblin_cache.c    cache mode: lookups that find fills, reading
  *                              along, passing to goblin_origin
+ *   ngx_http_goblin_policy.c   cache mode: what may answer a request (its
+ *                              Cache-Control, freshness, stale windows)
  *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
  *                              its waiters, abandoning it
  *   ngx_http_goblin_origin.c   cache mode: a fill's request of its own,
@@ -35,7 +37,8 @@
  *
  *   module   ->  content status link cache fill
  *   content  ->  put cond request ring http cache
- *   cache    ->  fill handler request ring attr fresh
+ *   cache    ->  policy fill handler request ring attr
+ *   policy   ->  attr fresh
  *   fill     ->  origin capture request ring
  *   capture  ->  ring attr fresh
  *   origin   ->

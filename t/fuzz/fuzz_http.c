@@ -118,6 +118,8 @@ static int check_cc(const uint8_t *v, size_t len, int64_t age)
 	    cc.min_fresh < -1 || cc.min_fresh > NGX_HTTP_GOBLIN_DELTA_MAX ||
 	    cc.stale_if_error < -1 ||
 	    cc.stale_if_error > NGX_HTTP_GOBLIN_DELTA_MAX ||
+	    cc.stale_while_revalidate < -1 ||
+	    cc.stale_while_revalidate > NGX_HTTP_GOBLIN_DELTA_MAX ||
 	    (cc.no_cache && ngx_http_goblin_cc_satisfies(&cc, 0, age)))
 		abort();
 	left = ngx_http_goblin_lifetime(&cc, NGX_HTTP_GOBLIN_NO_EXPIRES,

@@ -1,10 +1,12 @@
 # usage: prove t/http/250-cache-stale.t
-# stale-if-error (RFC 5861) in cache mode, against t/lib/origin.py: an
-# object whose max-age ran out is kept for as long as its stale-if-error
-# allows; a request for it fills it anew ($goblin_cache_status EXPIRED)
-# and, when the origin answers 503, gets the stale copy (STALE) whole; a
-# working origin refreshes it; without stale-if-error the origin's 503
-# reaches the client.  Every body sha256-checked.
+# stale-if-error and stale-while-revalidate (RFC 5861) in cache mode,
+# against t/lib/origin.py: an object whose max-age ran out is kept for as
+# long as they allow; a request for it fills it anew ($goblin_cache_status
+# EXPIRED) and, when the origin answers 503, gets the stale copy (STALE)
+# whole; a working origin refreshes it; without stale-if-error the
+# origin's 503 reaches the client; within stale-while-revalidate the stale
+# copy answers at once (UPDATING) while a fill behind it refreshes the
+# object, unless the request says no-cache.  Every body sha256-checked.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -15,7 +17,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(8);
+plan tests => goblin_plan(12);
 no_shuffle();
 run_tests();
 
@@ -74,6 +76,25 @@ sub no_stale () {
     ok(!stored('e4-300k-cc1-failafter1'), 'nothing stored');
 }
 
+# stale-while-revalidate: the stale copy at once, refreshed behind it; a
+# request's no-cache waits for the new one (4 tests)
+sub while_revalidate () {
+    start();
+    my $p = '/o/w1-300k-cc1-swr60';
+    my $r = after_stale($p);
+    ok(whole($p, $r) && $r->{xcache} eq 'UPDATING', 'the stale copy at once ('
+       . ($r->{xcache} // 'no status') . ')');
+    ok(wait_until(sub { origin_count($p) == 2 }, 10)
+       && wait_until(sub { fetch($p)->{xcache} eq 'HIT' }, 10),
+       'refreshed behind it, then hits');
+    is(origin_count($p), 2, 'two origin requests in all');
+    $p = '/o/w2-300k-cc1-swr60';
+    $r = after_stale($p, args => ['-H', 'Cache-Control: no-cache']);
+    ok(whole($p, $r) && $r->{xcache} eq 'BYPASS' && origin_count($p) == 2,
+       'no-cache in the request: the new copy (' . ($r->{xcache} // '')
+       . ')');
+}
+
 __DATA__
 
 === TEST 1: stale-if-error: the stale copy when the origin fails
@@ -91,3 +112,9 @@ main::refreshed();
 === TEST 3: no stale-if-error: the origin's error
 --- init
 main::no_stale();
+
+
+
+=== TEST 4: stale-while-revalidate
+--- init
+main::while_revalidate();

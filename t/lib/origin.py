@@ -17,6 +17,7 @@
 #                  public, must-revalidate
 #   vary           Vary: Accept-Encoding
 #   sie<seconds>   Cache-Control: stale-if-error=<seconds>
+#   swr<seconds>   Cache-Control: stale-while-revalidate=<seconds>
 #   failafter<N>   every request after the first N answers 503
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
@@ -62,6 +63,8 @@ def spec(path):
             o["smax"] = int(f[4:])
         elif f.startswith("sie"):
             o["sie"] = int(f[3:])
+        elif f.startswith("swr"):
+            o["swr"] = int(f[3:])
         elif f.startswith("failafter"):
             o["failafter"] = int(f[9:])
         elif f.startswith("age"):
@@ -175,6 +178,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             cc.append("s-maxage=%d" % o["smax"])
         if "sie" in o:
             cc.append("stale-if-error=%d" % o["sie"])
+        if "swr" in o:
+            cc.append("stale-while-revalidate=%d" % o["swr"])
         if cc:
             self.send_header("Cache-Control", ", ".join(cc))
         if "age" in o:

@@ -130,8 +130,10 @@ static void check_requests(void)
 	}
 	parse("only-if-cached, min-fresh=7", &cc);
 	CHECK(cc.only_if_cached && cc.min_fresh == 7, "only-if-cached");
-	parse("max-age=5, stale-if-error=60", &cc);
-	CHECK(cc.stale_if_error == 60 && cc.max_age == 5, "stale-if-error");
+	parse("max-age=5, stale-if-error=60, stale-while-revalidate=30", &cc);
+	CHECK(cc.stale_if_error == 60 && cc.max_age == 5 &&
+	      cc.stale_while_revalidate == 30, "stale-if-error, "
+	      "stale-while-revalidate");
 	parse("stale-if-error=soon", &cc);
 	CHECK(cc.stale_if_error == 0, "stale-if-error malformed: none");
 	parse("max-age=5", &cc);
