@@ -23,6 +23,7 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
 {
     ngx_int_t                    rc;
     ngx_str_t                    key;
+    ngx_uint_t                   purge;
     ngx_http_goblin_ctx_t       *ctx;
     ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
     ngx_http_goblin_loc_conf_t  *glcf;
@@ -31,7 +32,16 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
 
     link->stats.requests++;
 
-    if (glcf->cache) {
+    /* goblin_cache_purge: PURGE deletes the key, as DELETE does */
+    purge = glcf->purge && r->method == NGX_HTTP_UNKNOWN
+            && r->method_name.len == sizeof("PURGE") - 1
+            && ngx_strncmp(r->method_name.data, "PURGE",
+                           r->method_name.len) == 0;
+
+    if (purge) {
+        /* storaged and the key first, as for any method it allows */
+
+    } else if (glcf->cache) {
         /* cache mode: every method, the origin when storaged is away */
         if (link->state != NGX_HTTP_GOBLIN_UP) {
             return ngx_http_goblin_cache_pass(r, NGX_HTTP_GOBLIN_CACHE_BYPASS);
@@ -51,6 +61,10 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
     rc = ngx_http_goblin_key(r, glcf, &key);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    if (purge) {
+        return ngx_http_goblin_delete_handler(r, &key);
     }
 
     if (glcf->cache) {

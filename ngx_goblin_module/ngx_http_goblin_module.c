@@ -158,6 +158,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       offsetof(ngx_http_goblin_loc_conf_t, abandon),
       NULL },
 
+    { ngx_string("goblin_cache_purge"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, purge),
+      NULL },
+
     { ngx_string("goblin_cache_valid"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_sec_slot,
@@ -451,6 +458,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->cache = NGX_CONF_UNSET;
     conf->abandon = NGX_CONF_UNSET_UINT;
     conf->valid = NGX_CONF_UNSET;
+    conf->purge = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -488,6 +496,7 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_str_value(conf->origin, prev->origin, "");
     ngx_conf_merge_uint_value(conf->abandon, prev->abandon, 10);
     ngx_conf_merge_sec_value(conf->valid, prev->valid, 600);
+    ngx_conf_merge_value(conf->purge, prev->purge, 0);
 
     if (conf->cache && conf->origin.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

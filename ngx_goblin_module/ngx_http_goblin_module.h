@@ -128,6 +128,7 @@ typedef struct {
     ngx_str_t                      origin;       /* goblin_origin @name */
     ngx_uint_t                     abandon;      /* goblin_cache_abandon % */
     time_t                         valid;        /* goblin_cache_valid */
+    ngx_flag_t                     purge;        /* goblin_cache_purge */
 } ngx_http_goblin_loc_conf_t;
 
 

@@ -1,6 +1,6 @@
 # usage: prove t/http/210-cache-config.t
 # `nginx -t` refuses bad cache-mode directives (goblin_cache, goblin_origin,
-# goblin_cache_abandon, goblin_cache_valid) with a clear message, and takes good ones.  Each
+# goblin_cache_abandon, goblin_cache_valid, goblin_cache_purge) with a clear message, and takes good ones.  Each
 # block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.
 BEGIN { push @INC, 't/lib' }
@@ -65,6 +65,12 @@ server {
         goblin_cache on;
         goblin_origin @fill;
         goblin_cache_valid 1d;
+    }
+    location /purge/ {
+        goblin;
+        goblin_cache_purge on;
+        allow 127.0.0.1;
+        deny all;
     }
     location /plain/ {
         goblin;
@@ -175,3 +181,18 @@ server {
 }
 --- error chomp
 "goblin_cache_valid" directive invalid value
+
+
+
+=== goblin_cache_purge takes on or off
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache_purge yes;
+    }
+}
+--- error chomp
+invalid value "yes" in "goblin_cache_purge" directive, it must be "on" or "off"

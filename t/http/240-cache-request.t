@@ -5,8 +5,10 @@
 # the next plain request is a hit on the new copy; max-age older than the
 # object and min-fresh beyond what it has left do the same, a max-age and
 # min-fresh it meets are hits; only-if-cached is 504 on a miss (the origin
-# never asked) and a hit on a stored object.  Every body sha256-checked,
-# over HTTP/1.1 and HTTP/2.
+# never asked) and a hit on a stored object.  PURGE in a location with
+# goblin_cache_purge deletes the key (204, then 404), behind nginx's own
+# allow/deny (403), and the next GET fills it anew.  Every body
+# sha256-checked, over HTTP/1.1 and HTTP/2.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -17,7 +19,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(13);
+plan tests => goblin_plan(17);
 no_shuffle();
 run_tests();
 
@@ -96,6 +98,22 @@ sub only_if_cached () {
        'only-if-cached on a stored object: a hit');
 }
 
+# PURGE behind an access rule (4 tests)
+sub purge () {
+    start();
+    my $p = '/o/u1-300k-cc600';
+    stored_once($p, 'u1-300k-cc600');
+    my ($st) = http_request(port(), 'PURGE', '/nopurge/u1-300k-cc600');
+    is($st, 403, 'PURGE where deny all: 403');
+    ($st) = http_request(port(), 'PURGE', '/purge/u1-300k-cc600');
+    ok($st == 204 && !stored('u1-300k-cc600'), "PURGE: $st, the key gone");
+    ($st) = http_request(port(), 'PURGE', '/purge/u1-300k-cc600');
+    is($st, 404, 'PURGE of nothing: 404');
+    my $r = fetch($p);
+    ok(whole($p, $r) && $r->{xcache} eq 'MISS' && origin_count($p) == 2,
+       'then a GET fills it anew');
+}
+
 __DATA__
 
 === TEST 1: no-cache and Pragma: no-cache fill anew
@@ -113,3 +131,9 @@ main::age_limits();
 === TEST 3: only-if-cached
 --- init
 main::only_if_cached();
+
+
+
+=== TEST 4: PURGE
+--- init
+main::purge();

@@ -87,6 +87,17 @@ END
         goblin_key $uri;
         add_header X-Cache $goblin_cache_status;
     }
+    location /purge/ {
+        goblin;
+        goblin_cache_purge on;
+        allow 127.0.0.1;
+        deny all;
+    }
+    location /nopurge/ {
+        goblin;
+        goblin_cache_purge on;
+        deny all;
+    }
     location @fill {
         proxy_pass http://origin;
         proxy_http_version 1.1;
