@@ -108,8 +108,10 @@ enum ring_op {
 	RING_OP_DELETE,		/* key -> DELETE */
 	RING_OP_STATS,		/* -> STATS: "name value\n" lines in an rx buf */
 	RING_OP_MORE,		/* handle, len: the READ may stage len more */
-	RING_OP_SETATTR,	/* handle, buf, len -> SETATTR: the pinned
-				 * object's attributes are now those bytes */
+	RING_OP_SETATTR,	/* handle, buf, len[, exptime] -> SETATTR: the
+				 * pinned object's attributes are now those
+				 * bytes (and its expiry exptime, when not 0);
+				 * buf stays nginx's */
 	/* completion-only opcodes */
 	RING_OP_DATA,		/* buf holds len bytes at object offset off;
 				 * a READ read in place (link_direct.c) starts

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exptime.h"
 #include "link_internal.h"
 
 /* The LOOKUP completion of <h>'s pinned object: its meta, attr_len. */
@@ -130,6 +131,10 @@ void link_op_setattr(struct link_conn *c, const struct ring_sqe *sqe)
 		/* our own copy: nginx may write the buffer meanwhile */
 		memcpy(attr, ring_tx_buf(&c->ring, sqe->buf), sqe->len);
 		cqe.res = gs_obj_set_attr(c->srv->e, h->obj, attr, sqe->len);
+		/* with an exptime, a new expiry too (a revalidated response) */
+		if (cqe.res == 0 && sqe->exptime)
+			cqe.res = gs_obj_touch(c->srv->e, h->obj,
+					       exptime_absolute(sqe->exptime));
 	}
 	post_cqe(c, &cqe);
 }

@@ -338,13 +338,14 @@ class Worker:
         self.submit(OP["RELEASE"], handle=c["handle"])
         return attrs, value, c
 
-    def setattr(self, handle, attrs, length=None):
-        """SETATTR of <attrs> through tx buffer 1: its completion."""
+    def setattr(self, handle, attrs, length=None, exptime=0):
+        """SETATTR of <attrs> (and <exptime>, when not 0) through tx buffer
+        1: its completion."""
         start = self.tx_buf(1)
         self.m[start:start + len(attrs)] = attrs
         return self.wait(self.submit(OP["SETATTR"], handle=handle, buf=1,
                                      length=len(attrs) if length is None
-                                     else length))
+                                     else length, exptime=exptime))
 
     def delete(self, key, cas=0):
         return self.wait(self.submit(OP["DELETE"], key=key, off=cas))
