@@ -40,6 +40,8 @@ static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_refresh(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_cache_keep_attr(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_join(ngx_http_goblin_cache_t *cache,
     ngx_http_goblin_fill_t *fill);
 static void ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache);
@@ -216,6 +218,7 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
             /* stale-while-revalidate: this one now, a new one behind it */
             ngx_http_goblin_cache_set_status(r,
                                              NGX_HTTP_GOBLIN_CACHE_UPDATING);
+            ngx_http_goblin_cache_keep_attr(ctx, cqe);
             ngx_http_goblin_cache_refresh(ctx);
             ngx_http_goblin_got_object(ctx, cqe);
             return;
@@ -227,6 +230,11 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
             ctx->handle = cqe->handle;
 
             if (cqe->buf != RING_NO_BUF) {
+                if (rc == NGX_AGAIN) {
+                    /* its validators make the fill a revalidation */
+                    ngx_http_goblin_cache_keep_attr(ctx, cqe);
+                }
+
                 ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf,
                                               0, 0);
             }
@@ -314,6 +322,23 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+/* A copy of the attributes <cqe> brought, for the fill that revalidates
+ * them (none when there is no memory: the fill is then unconditional). */
+static void
+ngx_http_goblin_cache_keep_attr(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    ngx_str_t  *a = &ctx->cache->stale_attr;
+
+    a->data = ngx_pnalloc(ctx->request->pool, cqe->meta.attr_len);
+
+    if (a->data) {
+        a->len = cqe->meta.attr_len;
+        ngx_memcpy(a->data, ring_rx_buf(&ctx->map->ring, cqe->buf), a->len);
+    }
+}
+
+
 /* A fill of the key that nobody waits on (unless none runs already): the
  * object is filled anew behind the request served now. */
 static void
@@ -367,6 +392,11 @@ ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache)
         || fill->state == NGX_HTTP_GOBLIN_FILL_STORED
         || fill->state == NGX_HTTP_GOBLIN_FILL_BUSY)
     {
+        if (cache->stale && fill->revalidated) {
+            ngx_http_goblin_cache_set_status(ctx->request,
+                                     NGX_HTTP_GOBLIN_CACHE_REVALIDATED);
+        }
+
         /* a reader from now on: the fill is not abandoned while its
          * LOOKUP is on the way (the cleanup lets go) */
         cache->reader = 1;

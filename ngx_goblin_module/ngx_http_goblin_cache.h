@@ -64,6 +64,8 @@ struct ngx_http_goblin_cache_s {
                                                 served if that fails */
     time_t                         stale_error; /* until when it may be
                                                    (stale-if-error) */
+    ngx_str_t                      stale_attr;  /* its attributes: the
+                                                   validators of its fill */
 };
 
 
@@ -83,15 +85,19 @@ struct ngx_http_goblin_fill_s {
     ngx_uint_t                     readers;
     ngx_uint_t                     refs;
     /* the client location's goblin_cache_abandon (%), goblin_cache_valid,
-     * goblin_max_object: the fill's request runs in goblin_origin's */
+     * goblin_cache_revalidate, goblin_max_object: the fill's request runs
+     * in goblin_origin's */
     ngx_uint_t                     abandon;
     time_t                         valid;
+    time_t                         revalidate;
     off_t                          max_object;
     ngx_uint_t                     status;   /* the origin's */
     off_t                          length;   /* Content-Length, or -1 */
     off_t                          received; /* body bytes into the writer */
     ngx_chain_t                   *held;     /* body waiting for room */
     ngx_str_t                      attr;
+    ngx_str_t                      old_attr; /* the stale object's (heap):
+                                                its request is conditional */
     time_t                         exptime;  /* when it stops being fresh */
     ngx_event_t                    abort;    /* posted: abandon it? */
     ngx_event_t                    stop;     /* posted: end its request */
@@ -109,6 +115,10 @@ struct ngx_http_goblin_fill_s {
     /* started for a Range answered by the origin: nobody of this worker
      * reads it by design, so it is never abandoned */
     unsigned                       detached:1;
+    /* the origin said 304: the stale object's attributes and expiry are
+     * being refreshed (SETATTR), or were */
+    unsigned                       revalidating:1;
+    unsigned                       revalidated:1;
 };
 
 
@@ -125,6 +135,12 @@ void ngx_http_goblin_policy_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_goblin_policy_usable(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 ngx_uint_t ngx_http_goblin_policy_far_range(ngx_http_request_t *r);
+
+/* ngx_http_goblin_validate.c */
+ngx_int_t ngx_http_goblin_validate_request(ngx_http_request_t *r,
+    ngx_http_request_t *fr, ngx_str_t *old);
+ngx_array_t *ngx_http_goblin_validate_kept(ngx_http_request_t *r,
+    ngx_str_t *old);
 
 /* ngx_http_goblin_fill.c */
 ngx_http_goblin_fill_t *ngx_http_goblin_fill_find(ngx_str_t *key);

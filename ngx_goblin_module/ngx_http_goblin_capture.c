@@ -38,7 +38,15 @@
 
 static ngx_int_t ngx_http_goblin_capture_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
-    ngx_http_goblin_fill_t *fill);
+    ngx_http_goblin_fill_t *fill, ngx_array_t *kept);
+static ngx_int_t ngx_http_goblin_capture_revalidated(ngx_http_request_t *r,
+    ngx_http_goblin_ctx_t *ctx, ngx_http_goblin_fill_t *fill);
+static void ngx_http_goblin_capture_looked(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_capture_refreshed(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe);
+static void ngx_http_goblin_capture_settle(ngx_http_goblin_ctx_t *ctx,
+    ngx_http_goblin_fill_state_e state);
 static void ngx_http_goblin_capture_opened(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_capture_txdone(ngx_http_goblin_ctx_t *ctx,
@@ -56,6 +64,8 @@ const ngx_http_goblin_completion_t  ngx_http_goblin_capture_completions[] = {
     { RING_OP_WOPEN, ngx_http_goblin_capture_opened },
     { RING_OP_TXDONE, ngx_http_goblin_capture_txdone },
     { RING_OP_WFINISH, ngx_http_goblin_capture_stored },
+    { RING_OP_LOOKUP, ngx_http_goblin_capture_looked },
+    { RING_OP_SETATTR, ngx_http_goblin_capture_refreshed },
     { 0, NULL }
 };
 
@@ -99,7 +109,11 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
 
     fill->status = r->headers_out.status;
 
-    rc = ngx_http_goblin_capture_cacheable(r, fill);
+    if (fill->old_attr.len && fill->status == NGX_HTTP_NOT_MODIFIED) {
+        return ngx_http_goblin_capture_revalidated(r, ctx, fill);
+    }
+
+    rc = ngx_http_goblin_capture_cacheable(r, fill, NULL);
 
     if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -139,25 +153,25 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
 
 
 /* A response the cache stores: a 200 that says nothing against it, not
- * over goblin_max_object, with freshness left; its attributes are built
- * and its expiry set.  NGX_DECLINED: not. */
+ * over goblin_max_object (or a 304 whose stale object keeps the headers
+ * in <kept>), with freshness left; its attributes are built and its
+ * expiry set.  NGX_DECLINED: not. */
 static ngx_int_t
 ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
-    ngx_http_goblin_fill_t *fill)
+    ngx_http_goblin_fill_t *fill, ngx_array_t *kept)
 {
     time_t                       now, expires;
-    int64_t                      age, left;
+    int64_t                      age, left, keep;
     ngx_str_t                   *v;
     ngx_uint_t                   i;
     ngx_list_part_t             *part;
     ngx_table_elt_t             *h, **cc;
     ngx_http_goblin_cc_t         ccv;
 
-    if (r->headers_out.status != NGX_HTTP_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (r->headers_out.content_length_n > fill->max_object) {
+    if (kept == NULL
+        && (r->headers_out.status != NGX_HTTP_OK
+            || r->headers_out.content_length_n > fill->max_object))
+    {
         return NGX_DECLINED;
     }
 
@@ -240,15 +254,67 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    /* kept past its freshness for as long as a stale window allows */
-    fill->exptime = now + (time_t) left
-                    + (time_t) ngx_max(ngx_max(ccv.stale_if_error,
-                                               ccv.stale_while_revalidate),
-                                       0);
+    /* kept past its freshness for as long as a stale window allows, or,
+     * with a validator, goblin_cache_revalidate */
+    keep = ngx_max(ngx_max(ccv.stale_if_error, ccv.stale_while_revalidate),
+                   0);
+
+    if (kept || r->headers_out.etag || r->headers_out.last_modified
+        || r->headers_out.last_modified_time != -1)
+    {
+        keep = ngx_max(keep, (int64_t) fill->revalidate);
+    }
+
+    fill->exptime = now + (time_t) (left + keep);
 
     /* received as if it came without an Age: a hit's Age counts from it */
     return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
-                                      now + (time_t) left, NULL, &fill->attr);
+                                      now + (time_t) left, kept, &fill->attr);
+}
+
+
+/*
+ * The origin said 304 to a stale object's validators (RFC 9111 4.3.3): its
+ * headers with the 304's in their place, its new freshness, are set on the
+ * stored object (a LOOKUP that pins it, then SETATTR with the expiry);
+ * its bytes stay.  Not storable as the 304 says: the waiters go to the
+ * origin.
+ */
+static ngx_int_t
+ngx_http_goblin_capture_revalidated(ngx_http_request_t *r,
+    ngx_http_goblin_ctx_t *ctx, ngx_http_goblin_fill_t *fill)
+{
+    ngx_int_t     rc;
+    ngx_array_t  *kept;
+
+    r->header_only = 1;
+
+    kept = ngx_http_goblin_validate_kept(r, &fill->old_attr);
+
+    if (kept == NULL
+        || ngx_http_goblin_capture_cacheable(r, fill, kept) != NGX_OK)
+    {
+        fill->fail(fill, NGX_HTTP_GOBLIN_FILL_PASS);
+        return NGX_OK;
+    }
+
+    fill->state = NGX_HTTP_GOBLIN_FILL_OPENING;
+    fill->revalidating = 1;
+    r->buffered |= NGX_HTTP_GOBLIN_CAPTURE_BUFFERED;
+
+    rc = ngx_http_goblin_tx_take(ctx);
+
+    if (rc >= 0) {
+        ctx->tx_buf = rc;
+        ngx_http_goblin_capture_open(ctx);
+
+    } else if (rc != NGX_AGAIN) {
+        fill->revalidating = 0;
+        r->buffered &= ~NGX_HTTP_GOBLIN_CAPTURE_BUFFERED;
+        fill->fail(fill, NGX_HTTP_GOBLIN_FILL_FAILED);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -269,14 +335,23 @@ ngx_http_goblin_capture_open(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.klen = (uint16_t) ctx->key.len;
+    ngx_memcpy(sqe.key, ctx->key.data, ctx->key.len);
+
+    if (fill->revalidating) {
+        /* the stale object, pinned for its SETATTR */
+        sqe.op = RING_OP_LOOKUP;
+        ngx_http_goblin_submit(ctx, &sqe);
+        ngx_http_goblin_wait(ctx);
+        return;
+    }
+
     ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf),
                fill->attr.data, fill->attr.len);
     ctx->tx_len = fill->attr.len;
 
-    ngx_memzero(&sqe, sizeof(struct ring_sqe));
     sqe.op = RING_OP_WOPEN;
-    sqe.klen = (uint16_t) ctx->key.len;
-    ngx_memcpy(sqe.key, ctx->key.data, ctx->key.len);
     sqe.len = fill->length >= 0 ? (uint64_t) fill->length : RING_SIZE_UNKNOWN;
     sqe.opflags = RING_WOPEN_SHARED;
     sqe.exptime = fill->exptime;
@@ -351,6 +426,118 @@ ngx_http_goblin_capture_txdone(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     if (ngx_http_goblin_capture_pump(fill) != NGX_OK) {
         fill->fail(fill, NGX_HTTP_GOBLIN_FILL_FAILED);
         return;
+    }
+
+    ngx_http_goblin_capture_nudge(fill);
+}
+
+
+/* The stale object a 304 refreshes is pinned (or gone: the fill failed,
+ * as it has nothing to store): its new attributes and expiry go. */
+static void
+ngx_http_goblin_capture_looked(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    struct ring_sqe          sqe;
+    ngx_http_goblin_fill_t  *fill = ctx->fill;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    if (cqe->res == 0) {
+        ctx->pinned = 1;
+        ctx->handle = cqe->handle;
+
+        if (cqe->buf != RING_NO_BUF) {
+            /* its attributes came along (every LOOKUP asks for them) */
+            ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf,
+                                          0, 0);
+        }
+    }
+
+    if (cqe->res != 0 || (cqe->meta.state & RING_META_FILLING)
+        || fill->state != NGX_HTTP_GOBLIN_FILL_OPENING)
+    {
+        ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log,
+                      cqe->res ? -cqe->res : 0,
+                      "goblin: \"%V\" went while the origin revalidated it",
+                      &fill->key);
+        ngx_http_goblin_capture_settle(ctx, NGX_HTTP_GOBLIN_FILL_FAILED);
+        return;
+    }
+
+    ngx_memcpy(ring_tx_buf(&ctx->map->ring, (uint32_t) ctx->tx_buf),
+               fill->attr.data, fill->attr.len);
+
+    ngx_memzero(&sqe, sizeof(struct ring_sqe));
+    sqe.op = RING_OP_SETATTR;
+    sqe.handle = ctx->handle;
+    sqe.buf = (uint32_t) ctx->tx_buf;
+    sqe.len = fill->attr.len;
+    sqe.exptime = fill->exptime;
+    ngx_http_goblin_submit(ctx, &sqe);
+
+    ctx->tx_busy = 1;
+    ngx_http_goblin_wait(ctx);
+}
+
+
+/* SETATTR is done: the stale object is fresh again, its waiters read it;
+ * its tx buffer came back with it. */
+static void
+ngx_http_goblin_capture_refreshed(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe)
+{
+    ngx_http_goblin_fill_t  *fill = ctx->fill;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    ctx->tx_busy = 0;
+
+    if (cqe->res != 0) {
+        ngx_log_error(NGX_LOG_ERR, ctx->request->connection->log, -cqe->res,
+                      "goblin: refreshing \"%V\" after a 304 failed",
+                      &fill->key);
+        ngx_http_goblin_capture_settle(ctx, NGX_HTTP_GOBLIN_FILL_FAILED);
+        return;
+    }
+
+    fill->revalidated = 1;
+    ngx_http_goblin_capture_settle(ctx, NGX_HTTP_GOBLIN_FILL_STORED);
+}
+
+
+/* A revalidation ends in <state>: the pin and the tx buffer go back, the
+ * waiters hear it, the fill's request may end. */
+static void
+ngx_http_goblin_capture_settle(ngx_http_goblin_ctx_t *ctx,
+    ngx_http_goblin_fill_state_e state)
+{
+    ngx_http_goblin_fill_t  *fill = ctx->fill;
+
+    if (ctx->pinned) {
+        ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
+        ctx->pinned = 0;
+    }
+
+    if (ctx->tx_buf >= 0) {
+        ngx_http_goblin_tx_put((uint32_t) ctx->tx_buf);
+        ctx->tx_buf = -1;
+    }
+
+    fill->revalidating = 0;
+    ctx->request->buffered &= ~NGX_HTTP_GOBLIN_CAPTURE_BUFFERED;
+
+    if (state == NGX_HTTP_GOBLIN_FILL_STORED) {
+        fill->state = state;
+        fill->announced = 1;
+        fill->announce(fill);
+
+    } else {
+        fill->fail(fill, state);
     }
 
     ngx_http_goblin_capture_nudge(fill);
@@ -527,7 +714,9 @@ ngx_http_goblin_capture_pump(ngx_http_goblin_fill_t *fill)
         }
     }
 
-    if (fill->held || ctx->tx_busy || (fill->last && !ctx->finishing)) {
+    if (fill->held || ctx->tx_busy || (fill->last && !ctx->finishing)
+        || fill->revalidating)
+    {
         r->buffered |= NGX_HTTP_GOBLIN_CAPTURE_BUFFERED;
 
     } else {

@@ -80,6 +80,7 @@ ngx_http_goblin_fill_find(ngx_str_t *key)
 ngx_http_goblin_fill_t *
 ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
 {
+    ngx_str_t                   *old;
     ngx_connection_t            *c;
     ngx_http_cleanup_t          *cln;
     ngx_http_request_t          *fr;
@@ -95,8 +96,11 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
         return NULL;
     }
 
-    fill = ngx_calloc(sizeof(ngx_http_goblin_fill_t) + key->len,
-                      r->connection->log);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
+    old = (ctx && ctx->cache) ? &ctx->cache->stale_attr : NULL;
+
+    fill = ngx_calloc(sizeof(ngx_http_goblin_fill_t) + key->len
+                      + (old ? old->len : 0), r->connection->log);
     if (fill == NULL) {
         return NULL;
     }
@@ -105,14 +109,20 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
     fill->key.len = key->len;
     ngx_memcpy(fill->key.data, key->data, key->len);
 
+    if (old && old->len) {
+        /* a stale object's: the fill asks the origin whether it changed */
+        fill->old_attr.data = fill->key.data + key->len;
+        fill->old_attr.len = old->len;
+        ngx_memcpy(fill->old_attr.data, old->data, old->len);
+    }
+
     ngx_queue_init(&fill->waiters);
     fill->length = -1;
     fill->abandon = glcf->abandon;
     fill->valid = glcf->valid;
+    fill->revalidate = glcf->revalidate;
     fill->max_object = glcf->max_object;
     fill->authorized = r->headers_in.authorization != NULL;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_goblin_module);
     fill->no_store = ctx && ctx->cache && ctx->cache->req.no_store;
     fill->refs = 1;     /* its request's */
     fill->fail = ngx_http_goblin_fill_fail;
@@ -129,6 +139,12 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
     if (fr == NULL) {
         ngx_free(fill);
         return NULL;
+    }
+
+    if (fill->old_attr.len
+        && ngx_http_goblin_validate_request(r, fr, &fill->old_attr) != NGX_OK)
+    {
+        goto failed;
     }
 
     ctx = ngx_http_goblin_create_ctx(fr, ngx_http_goblin_capture_completions);

@@ -17,6 +17,8 @@ static char *ngx_http_goblin_set_handler(ngx_conf_t *cf,
     ngx_http_handler_pt handler);
 static char *ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_goblin_revalidate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_goblin_preconfiguration(ngx_conf_t *cf);
@@ -163,6 +165,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       ngx_conf_set_flag_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_goblin_loc_conf_t, purge),
+      NULL },
+
+    { ngx_string("goblin_cache_revalidate"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_goblin_revalidate,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, revalidate),
       NULL },
 
     { ngx_string("goblin_cache_valid"),
@@ -315,6 +324,30 @@ ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* goblin_cache_revalidate off | <time>: how long a stale response that
+ * has a validator is kept to be revalidated */
+static char *
+ngx_http_goblin_revalidate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_goblin_loc_conf_t *glcf = conf;
+
+    ngx_str_t  *value;
+
+    if (glcf->revalidate != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        glcf->revalidate = 0;
+        return NGX_CONF_OK;
+    }
+
+    return ngx_conf_set_sec_slot(cf, cmd, conf);
+}
+
+
 /* goblin_cache_abandon off | <percent>[%] */
 static char *
 ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -459,6 +492,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->abandon = NGX_CONF_UNSET_UINT;
     conf->valid = NGX_CONF_UNSET;
     conf->purge = NGX_CONF_UNSET;
+    conf->revalidate = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -497,6 +531,7 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->abandon, prev->abandon, 10);
     ngx_conf_merge_sec_value(conf->valid, prev->valid, 600);
     ngx_conf_merge_value(conf->purge, prev->purge, 0);
+    ngx_conf_merge_sec_value(conf->revalidate, prev->revalidate, 0);
 
     if (conf->cache && conf->origin.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -15,6 +15,8 @@
  *                              along, passing to goblin_origin
  *   ngx_http_goblin_policy.c   cache mode: what may answer a request (its
  *                              Cache-Control, freshness, stale windows)
+ *   ngx_http_goblin_validate.c cache mode: a stale object's validators,
+ *                              what a 304 keeps of its headers
  *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
  *                              its waiters, abandoning it
  *   ngx_http_goblin_origin.c   cache mode: a fill's request of its own,
@@ -39,8 +41,9 @@
  *   content  ->  put cond request ring http cache
  *   cache    ->  policy fill handler request ring attr
  *   policy   ->  attr fresh
- *   fill     ->  origin capture request ring
- *   capture  ->  ring attr fresh
+ *   fill     ->  origin capture validate request ring
+ *   capture  ->  validate ring attr fresh
+ *   validate ->  attr
  *   origin   ->
  *   handler  ->  request ring http attr
  *   put      ->  cond request ring attr
@@ -129,6 +132,7 @@ typedef struct {
     ngx_uint_t                     abandon;      /* goblin_cache_abandon % */
     time_t                         valid;        /* goblin_cache_valid */
     ngx_flag_t                     purge;        /* goblin_cache_purge */
+    time_t                         revalidate;   /* goblin_cache_revalidate */
 } ngx_http_goblin_loc_conf_t;
 
 

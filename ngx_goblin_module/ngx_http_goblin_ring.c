@@ -342,6 +342,17 @@ ngx_http_goblin_check_cqe(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
         ngx_http_goblin_rx_held[cqe->buf] = 1;
         return NULL;
 
+    case RING_OP_SETATTR:
+        /* its tx buffer stayed nginx's: still taken by its request */
+        if (cqe->buf >= ring->n_tx
+            || ngx_http_goblin_tx_state[cqe->buf] != NGX_HTTP_GOBLIN_TX_TAKEN)
+        {
+            return "storaged answered a SETATTR of a tx buffer nginx does "
+                   "not hold";
+        }
+
+        return NULL;
+
     case RING_OP_TXDONE:
         if (cqe->buf >= ring->n_tx
             || ngx_http_goblin_tx_state[cqe->buf] != NGX_HTTP_GOBLIN_TX_DAEMON
@@ -425,6 +436,8 @@ ngx_http_goblin_orphan(ngx_http_goblin_link_t *link, struct ring_cqe *cqe)
         break;
 
     case RING_OP_TXDONE:
+    case RING_OP_SETATTR:
+        /* SETATTR's tx buffer comes back with it */
         ngx_http_goblin_tx_give(link, cqe->buf);
         break;
 

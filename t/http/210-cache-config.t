@@ -1,6 +1,7 @@
 # usage: prove t/http/210-cache-config.t
 # `nginx -t` refuses bad cache-mode directives (goblin_cache, goblin_origin,
-# goblin_cache_abandon, goblin_cache_valid, goblin_cache_purge) with a clear message, and takes good ones.  Each
+# goblin_cache_abandon, goblin_cache_valid, goblin_cache_purge,
+# goblin_cache_revalidate) with a clear message, and takes good ones.  Each
 # block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.
 BEGIN { push @INC, 't/lib' }
@@ -65,6 +66,13 @@ server {
         goblin_cache on;
         goblin_origin @fill;
         goblin_cache_valid 1d;
+        goblin_cache_revalidate 2h;
+    }
+    location /d/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_revalidate off;
     }
     location /purge/ {
         goblin;
@@ -196,3 +204,18 @@ server {
 }
 --- error chomp
 invalid value "yes" in "goblin_cache_purge" directive, it must be "on" or "off"
+
+
+
+=== goblin_cache_revalidate takes off or a time
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache_revalidate sometimes;
+    }
+}
+--- error chomp
+"goblin_cache_revalidate" directive invalid value

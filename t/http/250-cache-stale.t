@@ -6,7 +6,9 @@
 # whole; a working origin refreshes it; without stale-if-error the
 # origin's 503 reaches the client; within stale-while-revalidate the stale
 # copy answers at once (UPDATING) while a fill behind it refreshes the
-# object, unless the request says no-cache.  Every body sha256-checked.
+# object, unless the request says no-cache.  A stale object's fill asks
+# with its ETag: the origin's 304 refreshes its headers and freshness in
+# the store (REVALIDATED) and its bytes stay.  Every body sha256-checked.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -17,7 +19,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(12);
+plan tests => goblin_plan(16);
 no_shuffle();
 run_tests();
 
@@ -57,11 +59,12 @@ sub stale_if_error () {
 # a working origin refreshes a stale object (3 tests)
 sub refreshed () {
     start();
-    my $p = '/o/e3-300k-cc1-sie60';
+    my $p = '/o/e3-300k-cc1-sie60-noreval';
     my $r = after_stale($p);
     ok(whole($p, $r) && $r->{xcache} eq 'EXPIRED' && origin_count($p) == 2,
        'stale: filled anew (' . ($r->{xcache} // 'no status') . ')');
-    ok(wait_until(sub { stored('e3-300k-cc1-sie60') }, 10), 'stored again');
+    ok(wait_until(sub { stored('e3-300k-cc1-sie60-noreval') }, 10),
+       'stored again');
     my $h = fetch($p);
     ok(whole($p, $h) && $h->{xcache} eq 'HIT' && origin_count($p) == 2,
        'then a hit');
@@ -95,6 +98,26 @@ sub while_revalidate () {
        . ')');
 }
 
+# revalidation (goblin_cache_revalidate 1h keeps a stale object that has
+# a validator): the fill asks with the ETag, the origin says 304, the
+# stale object is fresh again with the 304's Cache-Control (4 tests)
+sub revalidate () {
+    start();
+    for my $c (['/rv/v1-300k-cc1-revalcc600', 0],
+               ['/rv/v2-300k-cc1-revalcc600', 1]) {
+        my ($p, $h2) = @$c;
+        my $r = after_stale($p, $h2 ? (h2 => 1) : ());
+        ok(whole($p, $r) && $r->{xcache} eq 'REVALIDATED'
+           && origin_get("/304$p") == 1 && origin_count($p) == 2,
+           'the origin\'s 304: the stored bytes, ' . ($r->{xcache} // '')
+           . ($h2 ? ' (HTTP/2)' : ''));
+        my $h = fetch($p);
+        ok(whole($p, $h) && $h->{xcache} eq 'HIT' && origin_count($p) == 2
+           && ($h->{head} // '') =~ /^Cache-Control: max-age=600\r?$/mi,
+           'then hits with the 304\'s Cache-Control');
+    }
+}
+
 __DATA__
 
 === TEST 1: stale-if-error: the stale copy when the origin fails
@@ -118,3 +141,9 @@ main::no_stale();
 === TEST 4: stale-while-revalidate
 --- init
 main::while_revalidate();
+
+
+
+=== TEST 5: a 304 refreshes a stale object
+--- init
+main::revalidate();

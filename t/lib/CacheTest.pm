@@ -87,6 +87,14 @@ END
         goblin_key $uri;
         add_header X-Cache $goblin_cache_status;
     }
+    location /rv/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_revalidate 1h;
+        goblin_key $uri;
+        add_header X-Cache $goblin_cache_status;
+    }
     location /purge/ {
         goblin;
         goblin_cache_purge on;

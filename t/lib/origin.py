@@ -19,10 +19,14 @@
 #   sie<seconds>   Cache-Control: stale-if-error=<seconds>
 #   swr<seconds>   Cache-Control: stale-while-revalidate=<seconds>
 #   failafter<N>   every request after the first N answers 503
+#   revalcc<N>     a 304 says Cache-Control: max-age=<N>
+#   noreval        If-None-Match is ignored
+# A GET whose If-None-Match is the body's ETag gets 304 (counted).
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
-# says how many requests /<path> got (all methods); /sha/<path> the
+# says how many requests /<path> got (all methods), /304/<path> how many
+# of them were answered 304; /sha/<path> the
 # sha256 of its full body; /ranges/<path> the Range headers it was sent;
 # /broken/<path> how many of its responses the client (the cache) cut.
 # Counting is per path since start; the suites use unique ids.
@@ -35,6 +39,7 @@ import threading
 import time
 
 counts = {}
+not_modified = {}
 ranges = {}
 broken = {}
 lock = threading.Lock()
@@ -67,6 +72,8 @@ def spec(path):
             o["swr"] = int(f[3:])
         elif f.startswith("failafter"):
             o["failafter"] = int(f[9:])
+        elif f.startswith("revalcc"):
+            o["revalcc"] = int(f[7:])
         elif f.startswith("age"):
             o["age"] = int(f[3:])
         elif f.startswith("exp") and f != "expbad":
@@ -99,7 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
-        for what in ("count", "sha", "ranges", "broken"):
+        for what in ("count", "sha", "ranges", "broken", "304"):
             if path.startswith("/" + what + "/"):
                 target = path[len(what) + 1:]
                 if what == "count":
@@ -108,6 +115,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if what == "broken":
                     with lock:
                         return self.plain(200, str(broken.get(target, 0)))
+                if what == "304":
+                    with lock:
+                        return self.plain(200,
+                                          str(not_modified.get(target, 0)))
                 if what == "ranges":
                     with lock:
                         return self.plain(200, ",".join(ranges.get(target, [])))
@@ -147,6 +158,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             failing = counts[path] > o.get("failafter", counts[path])
         if failing:
             return self.plain(503, "origin down")
+        etag = '"%s"' % hashlib.sha256(path.encode()).hexdigest()[:16]
+        if self.headers.get("If-None-Match") == etag and \
+                o.get("status", 200) == 200 and not o.get("noreval"):
+            with lock:
+                not_modified[path] = not_modified.get(path, 0) + 1
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.send_header("Cache-Control", "max-age=%d"
+                             % o.get("revalcc", o.get("cc", 0)))
+            self.end_headers()
+            return
         body = body_of(path, o["size"])
         status = o.get("status", 200)
         start, end = 0, len(body)

@@ -1,0 +1,141 @@
+
+/*
+ * ngx_http_goblin_module: cache mode, revalidating a stale object (RFC
+ * 9111 4.3): its validators (ETag, Last-Modified) make its fill's request
+ * conditional, and a 304 keeps the headers it does not replace.
+ */
+
+
+#include "ngx_http_goblin_cache.h"
+
+
+/* The validators of the stale object whose attributes are <old> (its
+ * ETag, its Last-Modified) as the fill request <fr>'s If-None-Match and
+ * If-Modified-Since (RFC 9111 4.3.1); <r>'s pool holds the parse. */
+ngx_int_t
+ngx_http_goblin_validate_request(ngx_http_request_t *r, ngx_http_request_t *fr,
+    ngx_str_t *old)
+{
+    ngx_uint_t               i;
+    ngx_table_elt_t         *h, *nh;
+    ngx_http_goblin_attr_t   a;
+
+    if (ngx_http_goblin_attr_parse(r, old->data, old->len, &a) != NGX_OK) {
+        return NGX_OK;      /* none: the fill asks for the whole object */
+    }
+
+    h = a.headers.elts;
+
+    for (i = 0; i < a.headers.nelts; i++) {
+
+        if (h[i].key.len == sizeof("ETag") - 1
+            && ngx_strncmp(h[i].lowcase_key, "etag", h[i].key.len) == 0)
+        {
+            nh = ngx_list_push(&fr->headers_in.headers);
+            if (nh == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_str_set(&nh->key, "If-None-Match");
+            nh->lowcase_key = (u_char *) "if-none-match";
+
+        } else if (h[i].key.len == sizeof("Last-Modified") - 1
+                   && ngx_strncmp(h[i].lowcase_key, "last-modified",
+                                  h[i].key.len) == 0)
+        {
+            nh = ngx_list_push(&fr->headers_in.headers);
+            if (nh == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_str_set(&nh->key, "If-Modified-Since");
+            nh->lowcase_key = (u_char *) "if-modified-since";
+
+        } else {
+            continue;
+        }
+
+        nh->hash = ngx_hash_key(nh->lowcase_key, nh->key.len);
+        nh->value.len = h[i].value.len;
+        nh->value.data = ngx_pstrdup(fr->pool, &h[i].value);
+        if (nh->value.data == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* The headers of a stale object's attributes <old> that the 304 in
+ * r->headers_out does not replace (RFC 9111 4.3.4); NULL when there is no
+ * memory or they do not parse. */
+ngx_array_t *
+ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
+{
+    ngx_uint_t               i, j;
+    ngx_list_part_t         *part;
+    ngx_array_t             *kept;
+    ngx_table_elt_t         *h, *o, *k;
+    ngx_http_goblin_attr_t   a;
+
+    if (ngx_http_goblin_attr_parse(r, old->data, old->len, &a) != NGX_OK)
+    {
+        return NULL;
+    }
+
+    kept = ngx_array_create(r->pool, a.headers.nelts + 1,
+                            sizeof(ngx_table_elt_t));
+    if (kept == NULL) {
+        return NULL;
+    }
+
+    o = a.headers.elts;
+
+    for (j = 0; j < a.headers.nelts; j++) {
+
+        if (o[j].key.len == sizeof("Content-Type") - 1
+            && ngx_strncmp(o[j].lowcase_key, "content-type", o[j].key.len)
+               == 0
+            && r->headers_out.content_type.len)
+        {
+            continue;
+        }
+
+        part = &r->headers_out.headers.part;
+        h = part->elts;
+
+        for (i = 0; /* void */; i++) {
+
+            if (i >= part->nelts) {
+                if (part->next == NULL) {
+                    break;
+                }
+
+                part = part->next;
+                h = part->elts;
+                i = 0;
+            }
+
+            if (h[i].hash && h[i].key.len == o[j].key.len
+                && ngx_strncasecmp(h[i].key.data, o[j].key.data,
+                                   o[j].key.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (i < part->nelts) {
+            continue;       /* the 304 has its own */
+        }
+
+        k = ngx_array_push(kept);
+        if (k == NULL) {
+            return NULL;
+        }
+
+        *k = o[j];
+    }
+
+    return kept;
+}
