@@ -242,28 +242,41 @@ static void block_emptied(struct region *r, uint32_t b)
 
 /* ---- compaction ---- */
 
+/* Whether a pinned entry held <b> in one of the last laps. */
+static bool skipped(const struct arena *a, uint32_t b)
+{
+	for (unsigned i = 0; i < ARENA_SKIPS; i++)
+		if (a->skip[i] == b)
+			return true;
+	return false;
+}
+
 /* The sealed arena block with the most dead bytes, at least <min>, whose live
- * bytes fit in <room>, the one a pinned entry held last time aside unless
- * it is the only one: NONE when none. */
+ * bytes fit in <room>, those a pinned entry held lately aside unless only
+ * they are left: NONE when none. */
 static uint32_t pick_victim(struct region *r, uint32_t min, uint64_t room)
 {
 	struct arena *a = &r->arena;
 	uint32_t best = NONE, best_dead = 0;
+	bool passed = false;
 
 	for (uint32_t b = 0; b < r->nblocks; b++) {
 		const struct arena_block *s = &a->blocks[b];
 
 		if (r->blocks[b].cls != REGION_ARENA || b == a->cur ||
-		    b == a->dst || b == a->skip || block_dead(s) < min ||
-		    s->live > room)
+		    b == a->dst || block_dead(s) < min || s->live > room)
 			continue;
+		if (skipped(a, b)) {
+			passed = true;
+			continue;
+		}
 		if (block_dead(s) > best_dead) {
 			best = b;
 			best_dead = block_dead(s);
 		}
 	}
-	if (best == NONE && a->skip != NONE) {
-		a->skip = NONE;
+	if (best == NONE && passed) {
+		memset(a->skip, 0xff, sizeof(a->skip));
 		return pick_victim(r, min, room);
 	}
 	return best;
@@ -368,7 +381,7 @@ static void victim_step(struct gs_engine *e)
 	a->victim = NONE;
 	if (a->victim_blocked || stuck) {
 		a->blocked++;
-		a->skip = v;
+		a->skip[a->nskip++ % ARENA_SKIPS] = v;
 	}
 }
 
@@ -383,7 +396,8 @@ bool arena_compact_step(struct gs_engine *e, bool pressure)
 }
 
 /* Compacts until a victim is emptied (room), no step can be taken, or
- * three laps passed pinned entries. */
+ * ARENA_SKIPS laps passed pinned entries (readers hold them, a slow one
+ * for long: the other victims are tried before anything is evicted). */
 static bool compact_for_room(struct gs_engine *e)
 {
 	struct arena *a = &e->region.arena;
@@ -392,7 +406,7 @@ static bool compact_for_room(struct gs_engine *e)
 	bool ran = false;
 	int blocked = 0;
 
-	while (a->compactions == done && blocked < 3) {
+	while (a->compactions == done && blocked < ARENA_SKIPS) {
 		if (!arena_compact_step(e, true))
 			break;
 		ran = true;

@@ -65,6 +65,10 @@ struct arena_block {
 	uint32_t nlive;			/* live entries */
 };
 
+/* How many victims blocked by pinned entries allocation pressure passes
+ * over before it evicts (each a different one). */
+#define ARENA_SKIPS	8
+
 /* The byte-granular arena of objects smaller than --ram-head (arena.c). */
 struct arena {
 	struct arena_block *blocks;		/* by block number */
@@ -73,7 +77,9 @@ struct arena {
 	uint32_t dst;			/* where compaction moves them */
 	uint32_t victim;		/* being emptied, UINT32_MAX none */
 	uint32_t vpos;			/* next entry of <victim> to look at */
-	uint32_t skip;			/* a pinned entry held it last lap */
+	/* the last ARENA_SKIPS victims a pinned entry held, left aside */
+	uint32_t skip[ARENA_SKIPS];
+	unsigned nskip;			/* skip[nskip % ARENA_SKIPS] next */
 	bool victim_blocked;		/* a pinned entry was passed this lap */
 	uint64_t used;			/* sum of blocks' used */
 	uint64_t live;			/* sum of blocks' live */

@@ -429,7 +429,7 @@ int region_open(struct region *r, const struct gs_config *cfg,
 		goto out_blocks;
 	}
 	r->arena.cur = r->arena.dst = r->arena.victim = UINT32_MAX;
-	r->arena.skip = UINT32_MAX;
+	memset(r->arena.skip, 0xff, sizeof(r->arena.skip));
 	r->drops = UINT32_MAX;
 	log_info("RAM region: %llu bytes in %u blocks of %llu (%s pages%s)",
 		 (unsigned long long)r->size, r->nblocks,
