@@ -138,6 +138,7 @@ static void compactor_start(struct gs_engine *e)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->wake, &ca);
+	pthread_cond_init(&a->dropped, &ca);
 	pthread_condattr_destroy(&ca);
 	ret = pthread_create(&a->thread, NULL, compactor, e);
 	if (ret) {
@@ -421,8 +422,10 @@ static bool compact_for_room(struct gs_engine *e)
 /* ---- allocation ---- */
 
 /* Makes <cur> an arena block with <size> bytes of room, by taking a block,
- * handing <dst> over, compacting, dropping cached heads (--sub-memory 0)
- * or evicting: 0, or -ENOMEM. */
+ * handing <dst> over, compacting, waiting for the blocks the compactor is
+ * giving back (the engine lock is dropped meanwhile), dropping cached
+ * heads (--sub-memory 0) or evicting: 0, or -ENOMEM.  Called with the
+ * engine lock held. */
 static int make_room(struct gs_engine *e, uint32_t size)
 {
 	struct region *r = &e->region;
@@ -447,6 +450,10 @@ static int make_room(struct gs_engine *e, uint32_t size)
 			continue;
 		if (r->drops != NONE) {	/* the compactor has not run yet */
 			drop_now(r);
+			continue;
+		}
+		if (a->dropping) {	/* it runs: its blocks come free */
+			pthread_cond_wait(&a->dropped, &e->lock);
 			continue;
 		}
 		if (!engine_make_room(e, GS_TIER_RAM, ROOM_EVICT |
@@ -496,6 +503,8 @@ static void drop_released(struct gs_engine *e)
 	if (list == NONE)
 		return;
 	r->drops = NONE;
+	for (b = list; b != NONE; b = r->blocks[b].next_partial)
+		r->arena.dropping++;
 	pthread_mutex_unlock(&e->lock);
 	for (b = list; b != NONE; b = r->blocks[b].next_partial)
 		region_arena_block_drop(r, b);
@@ -505,6 +514,8 @@ static void drop_released(struct gs_engine *e)
 		list = r->blocks[b].next_partial;
 		region_arena_block_dropped(r, b);
 	}
+	r->arena.dropping = 0;
+	pthread_cond_broadcast(&r->arena.dropped);
 }
 
 static void *compactor(void *arg)
@@ -552,6 +563,7 @@ void arena_stop(struct region *r)
 		a->running = false;
 	}
 	pthread_cond_destroy(&a->wake);
+	pthread_cond_destroy(&a->dropped);
 	a->e = NULL;
 }
 

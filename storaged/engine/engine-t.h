@@ -88,6 +88,10 @@ struct arena {
 	struct gs_engine *e;		/* set when the first arena block is taken */
 	pthread_t thread;		/* the compactor, started then */
 	pthread_cond_t wake;		/* with the engine lock */
+	/* blocks the compactor drops with the lock dropped: not free yet, not
+	 * on r->drops either; <dropped> says when they are (engine lock) */
+	unsigned dropping;
+	pthread_cond_t dropped;
 	bool running, stop;
 };
 
