@@ -331,6 +331,7 @@ ngx_http_goblin_cache_keep_attr(ngx_http_goblin_ctx_t *ctx,
     ngx_str_t  *a = &ctx->cache->stale_attr;
 
     a->data = ngx_pnalloc(ctx->request->pool, cqe->meta.attr_len);
+    ctx->cache->stale_cas = cqe->meta.cas;
 
     if (a->data) {
         a->len = cqe->meta.attr_len;

@@ -66,6 +66,7 @@ struct ngx_http_goblin_cache_s {
                                                    (stale-if-error) */
     ngx_str_t                      stale_attr;  /* its attributes: the
                                                    validators of its fill */
+    uint64_t                       stale_cas;
 };
 
 
@@ -98,6 +99,7 @@ struct ngx_http_goblin_fill_s {
     ngx_str_t                      attr;
     ngx_str_t                      old_attr; /* the stale object's (heap):
                                                 its request is conditional */
+    uint64_t                       old_cas;  /* and its CAS */
     time_t                         exptime;  /* when it stops being fresh */
     ngx_event_t                    abort;    /* posted: abandon it? */
     ngx_event_t                    stop;     /* posted: end its request */

@@ -432,8 +432,9 @@ ngx_http_goblin_capture_txdone(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 }
 
 
-/* The stale object a 304 refreshes is pinned (or gone: the fill failed,
- * as it has nothing to store): its new attributes and expiry go. */
+/* The stale object a 304 refreshes is pinned (or gone, or replaced: the
+ * fill failed, as it has nothing to store): its new attributes and expiry
+ * go. */
 static void
 ngx_http_goblin_capture_looked(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe)
@@ -456,7 +457,9 @@ ngx_http_goblin_capture_looked(ngx_http_goblin_ctx_t *ctx,
         }
     }
 
+    /* another object under the key since: not the one the 304 is for */
     if (cqe->res != 0 || (cqe->meta.state & RING_META_FILLING)
+        || cqe->meta.cas != fill->old_cas
         || fill->state != NGX_HTTP_GOBLIN_FILL_OPENING)
     {
         ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log,

@@ -114,6 +114,7 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
         fill->old_attr.data = fill->key.data + key->len;
         fill->old_attr.len = old->len;
         ngx_memcpy(fill->old_attr.data, old->data, old->len);
+        fill->old_cas = ctx->cache->stale_cas;
     }
 
     ngx_queue_init(&fill->waiters);
