@@ -156,6 +156,9 @@ class Checks:
 
     def no_sanitizer_reports(self):
         bad = [s.name for s in self.stores if s.sanitizer_reports()]
+        for s in self.stores:
+            if s.name in bad:       # the report, for whoever reads the log
+                print("    %s's log:\n%s" % (s.name, s.log_tail(60)))
         self.run("no sanitizer report in any daemon log",
                  lambda: eq(bad, [], "daemons with reports"))
 
