@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <numa.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,12 +237,8 @@ static void *promotion_thread(void *arg)
 	struct gs_engine *e = arg;
 	struct numa_topo *t = &e->region.numa;
 	struct timespec at;
-	int node = numa_topo_cpu_node(t->local);
 
 	pthread_setname_np(pthread_self(), "goblin-numa");
-	if (node >= 0 && numa_run_on_node(node) < 0)	/* copies from there */
-		log_warn("NUMA promotion thread: cannot run on node %d: %s",
-			 node, strerror(errno));
 	pthread_mutex_lock(&e->lock);
 	while (!t->stop) {
 		at = mono_deadline(GS_NUMA_ROUND_MS * 1000000ull);
@@ -254,20 +252,51 @@ static void *promotion_thread(void *arg)
 	return NULL;
 }
 
+/* The CPUs of <node> into <set>; -errno when libnuma cannot say.  Asked
+ * here, in the starting thread: libnuma caches the answer unlocked, and
+ * two threads asking first at once leak one of the two. */
+static int node_cpus(int node, cpu_set_t *set)
+{
+	struct bitmask *cpus = numa_allocate_cpumask();
+	int ret = 0;
+
+	CPU_ZERO(set);
+	if (numa_node_to_cpus(node, cpus) < 0)
+		ret = -errno;
+	for (unsigned i = 0; !ret && i < cpus->size && i < CPU_SETSIZE; i++)
+		if (numa_bitmask_isbitset(cpus, i))
+			CPU_SET(i, set);
+	numa_free_cpumask(cpus);
+	return ret ? ret : CPU_COUNT(set) ? 0 : -ENOENT;
+}
+
 int numa_promotion_start(struct gs_engine *e, char *err, size_t errlen)
 {
 	struct numa_topo *t = &e->region.numa;
+	int node = numa_topo_cpu_node(t->local);
 	pthread_condattr_t ca;
+	pthread_attr_t attr;
+	cpu_set_t set;
 	int ret;
 
 	if (t->nnodes < 2 || e->cfg.no_numa_promotion)
 		return 0;
+	pthread_attr_init(&attr);
+	if (node >= 0) {		/* copies from the serving node */
+		ret = node_cpus(node, &set);
+		if (ret < 0)
+			log_warn("NUMA promotion thread: cannot run on node "
+				 "%d: %s", node, strerror(-ret));
+		else
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&t->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	t->stop = false;
-	ret = pthread_create(&t->thread, NULL, promotion_thread, e);
+	ret = pthread_create(&t->thread, &attr, promotion_thread, e);
+	pthread_attr_destroy(&attr);
 	if (ret) {
 		pthread_cond_destroy(&t->wake);
 		snprintf(err, errlen, "NUMA promotion thread: %s", strerror(ret));
