@@ -66,6 +66,7 @@ static ngx_str_t  ngx_http_goblin_attr_framing_names[] = {
     ngx_string("date"),
     ngx_string("server"),
     ngx_string("accept-ranges"),
+    ngx_string("goblin-variant"),       /* NGX_HTTP_GOBLIN_VARIANT: ours */
     ngx_null_string
 };
 

@@ -39,6 +39,8 @@ static void ngx_http_goblin_cache_lookup(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 static void ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx);
+static void ngx_http_goblin_cache_variant(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe, ngx_int_t rc);
 static void ngx_http_goblin_cache_refresh(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_cache_keep_attr(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
@@ -201,6 +203,13 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         return;
     }
 
+    rc = ngx_http_goblin_vary_found(ctx, cqe, ctx->cache->variant);
+
+    if (rc != NGX_OK) {
+        ngx_http_goblin_cache_variant(ctx, cqe, rc);
+        return;
+    }
+
     if (cqe->meta.state & RING_META_FILLING) {
         if (ngx_http_goblin_policy_far_range(r)) {
             ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
@@ -257,6 +266,46 @@ ngx_http_goblin_cache_found(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     }
 
     ngx_http_goblin_got_object(ctx, cqe);
+}
+
+
+/* The object found is another variant: the request's own is looked up
+ * (NGX_DECLINED: ctx->key is its variant key now), filled anew
+ * (NGX_ABORT), or the origin answers (NGX_ERROR). */
+static void
+ngx_http_goblin_cache_variant(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe, ngx_int_t rc)
+{
+    ngx_http_goblin_cache_t  *cache = ctx->cache;
+
+    ctx->pinned = 1;
+    ctx->handle = cqe->handle;
+
+    if (cqe->buf != RING_NO_BUF) {
+        ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
+    }
+
+    ngx_http_goblin_submit_handle(ctx, RING_OP_RELEASE, 0, 0, 0);
+    ctx->pinned = 0;
+
+    /* the other variant's fill, waited on or read along, is let go */
+    ngx_http_goblin_cache_cleanup(cache);
+    cache->stale = 0;
+    cache->bypass = 0;
+
+    if (rc == NGX_DECLINED) {
+        cache->variant = 1;
+        cache->lookups = 0;
+        ngx_http_goblin_cache_lookup(ctx);
+        return;
+    }
+
+    if (rc == NGX_ABORT) {
+        ngx_http_goblin_cache_miss(ctx);
+        return;
+    }
+
+    ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_BYPASS);
 }
 
 

@@ -41,6 +41,10 @@ typedef enum {
 } ngx_http_goblin_fill_state_e;
 
 
+/* the attribute line of a stored variant (ngx_http_goblin_vary.c) */
+#define NGX_HTTP_GOBLIN_VARIANT  "Goblin-Variant"
+
+
 typedef struct ngx_http_goblin_fill_s   ngx_http_goblin_fill_t;
 typedef struct ngx_http_goblin_cache_s  ngx_http_goblin_cache_t;
 
@@ -62,6 +66,8 @@ struct ngx_http_goblin_cache_s {
                                                 request: filled anew */
     unsigned                       stale:1;  /* stored, stale: filled anew,
                                                 served if that fails */
+    unsigned                       variant:1; /* ctx->key is the variant
+                                                 key of its Vary */
     time_t                         stale_error; /* until when it may be
                                                    (stale-if-error) */
     ngx_str_t                      stale_attr;  /* its attributes: the
@@ -137,6 +143,12 @@ void ngx_http_goblin_policy_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_goblin_policy_usable(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 ngx_uint_t ngx_http_goblin_policy_far_range(ngx_http_request_t *r);
+
+/* ngx_http_goblin_vary.c */
+ngx_int_t ngx_http_goblin_vary_found(ngx_http_goblin_ctx_t *ctx,
+    struct ring_cqe *cqe, ngx_uint_t variant);
+ngx_int_t ngx_http_goblin_vary_attr(ngx_http_request_t *r,
+    ngx_array_t *kept, ngx_str_t *attr);
 
 /* ngx_http_goblin_validate.c */
 ngx_int_t ngx_http_goblin_validate_request(ngx_http_request_t *r,

@@ -17,7 +17,7 @@
  * writer (so does an origin that fails: nginx ends the request, its
  * context's cleanup sends WABORT), and every reader is cut.  A response
  * the cache does not store (not 200, no-store, private, no-cache,
- * Set-Cookie, Vary, over goblin_max_object, no freshness left; asked with
+ * Set-Cookie, Vary: *, over goblin_max_object, no freshness left; asked with
  * Cache-Control: no-store, or with Authorization and not public,
  * s-maxage or must-revalidate) is read no further (header_only).  What is
  * stored expires in the store when it stops being fresh
@@ -162,6 +162,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
 {
     time_t                       now, expires;
     int64_t                      age, left, keep;
+    ngx_int_t                    rc;
     ngx_str_t                   *v;
     ngx_uint_t                   i;
     ngx_list_part_t             *part;
@@ -223,15 +224,6 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
             return NGX_DECLINED;
         }
 
-        if (h[i].key.len == 4
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Vary", 4) == 0
-            && h[i].value.len > 0)
-        {
-            /* one key holds one variant: a response that varies is not
-             * stored (Vary: * never is) */
-            return NGX_DECLINED;
-        }
-
         if (h[i].key.len == 3
             && ngx_strncasecmp(h[i].key.data, (u_char *) "Age", 3) == 0)
         {
@@ -268,8 +260,14 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     fill->exptime = now + (time_t) (left + keep);
 
     /* received as if it came without an Age: a hit's Age counts from it */
-    return ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
-                                      now + (time_t) left, kept, &fill->attr);
+    rc = ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
+                                    now + (time_t) left, kept, &fill->attr);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* with Vary, what the fill's request selected (Vary: * is not stored) */
+    return ngx_http_goblin_vary_attr(r, kept, &fill->attr);
 }
 
 

@@ -17,6 +17,7 @@
  *                              Cache-Control, freshness, stale windows)
  *   ngx_http_goblin_validate.c cache mode: a stale object's validators,
  *                              what a 304 keeps of its headers
+ *   ngx_http_goblin_vary.c     cache mode: variants by Vary, their keys
  *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
  *                              its waiters, abandoning it
  *   ngx_http_goblin_origin.c   cache mode: a fill's request of its own,
@@ -39,11 +40,12 @@
  *
  *   module   ->  content status link cache fill
  *   content  ->  put cond request ring http cache
- *   cache    ->  policy fill handler request ring attr
+ *   cache    ->  policy vary fill handler request ring attr
  *   policy   ->  attr fresh
  *   fill     ->  origin capture validate request ring
- *   capture  ->  validate ring attr fresh
+ *   capture  ->  validate vary ring attr fresh
  *   validate ->  attr
+ *   vary     ->  attr
  *   origin   ->
  *   handler  ->  request ring http attr
  *   put      ->  cond request ring attr

@@ -102,6 +102,14 @@ ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
             continue;
         }
 
+        if (o[j].key.len == sizeof(NGX_HTTP_GOBLIN_VARIANT) - 1
+            && ngx_strncasecmp(o[j].key.data,
+                               (u_char *) NGX_HTTP_GOBLIN_VARIANT,
+                               o[j].key.len) == 0)
+        {
+            continue;       /* made anew for the 304 (vary_attr()) */
+        }
+
         part = &r->headers_out.headers.part;
         h = part->elts;
 

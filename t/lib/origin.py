@@ -15,7 +15,10 @@
 #   smax<seconds>  Cache-Control: s-maxage=<seconds>
 #   nocache, private, public, mustrev   Cache-Control: no-cache, private,
 #                  public, must-revalidate
-#   vary           Vary: Accept-Encoding
+#   vary           Vary: Accept-Encoding, and a body (and ETag) of its own
+#                  per Accept-Encoding the request sent (its sha256:
+#                  /sha/<path>?ae=<value>; no ae: none sent)
+#   varystar       Vary: *
 #   sie<seconds>   Cache-Control: stale-if-error=<seconds>
 #   swr<seconds>   Cache-Control: stale-while-revalidate=<seconds>
 #   failafter<N>   every request after the first N answers 503
@@ -37,6 +40,7 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 
 counts = {}
 not_modified = {}
@@ -85,8 +89,18 @@ def spec(path):
     return o
 
 
-def body_of(path, size):
-    seed = int.from_bytes(hashlib.sha256(path.encode()).digest()[:8], "big")
+def variant(path, ae):
+    """The name a body and ETag are made from: with vary, the
+    Accept-Encoding sent (None: none; spaces around commas do not count)
+    too."""
+    if spec(path).get("vary"):
+        return path + "\n" + ("-" if ae is None else "=" + ",".join(
+            v.strip() for v in ae.split(",")))
+    return path
+
+
+def body_of(name, size):
+    seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
     return random.Random(seed).randbytes(size)
 
 
@@ -105,7 +119,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         for what in ("count", "sha", "ranges", "broken", "304"):
             if path.startswith("/" + what + "/"):
                 target = path[len(what) + 1:]
@@ -123,8 +137,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     with lock:
                         return self.plain(200, ",".join(ranges.get(target, [])))
                 o = spec(target)
+                ae = urllib.parse.parse_qs(query).get("ae", [None])[0]
                 return self.plain(200, hashlib.sha256(
-                    body_of(target, o["size"])).hexdigest())
+                    body_of(variant(target, ae), o["size"])).hexdigest())
         try:
             self.serve(path, self.command == "HEAD")
         except (BrokenPipeError, ConnectionResetError):
@@ -158,7 +173,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             failing = counts[path] > o.get("failafter", counts[path])
         if failing:
             return self.plain(503, "origin down")
-        etag = '"%s"' % hashlib.sha256(path.encode()).hexdigest()[:16]
+        name = variant(path, self.headers.get("Accept-Encoding"))
+        etag = '"%s"' % hashlib.sha256(name.encode()).hexdigest()[:16]
         if self.headers.get("If-None-Match") == etag and \
                 o.get("status", 200) == 200 and not o.get("noreval"):
             with lock:
@@ -169,7 +185,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              % o.get("revalcc", o.get("cc", 0)))
             self.end_headers()
             return
-        body = body_of(path, o["size"])
+        body = body_of(name, o["size"])
         status = o.get("status", 200)
         start, end = 0, len(body)
         rng = self.headers.get("Range")
@@ -184,8 +200,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = 206
         self.send_response(status)
         self.send_header("Content-Type", "application/x-goblin-test")
-        self.send_header("ETag", '"%s"' % hashlib.sha256(
-            path.encode()).hexdigest()[:16])
+        self.send_header("ETag", etag)
         self.send_header("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")
         if status == 206:
             self.send_header("Content-Range",
@@ -208,6 +223,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Age", str(o["age"]))
         if o.get("vary"):
             self.send_header("Vary", "Accept-Encoding")
+        if o.get("varystar"):
+            self.send_header("Vary", "*")
         if "exp" in o:
             self.send_header("Expires", self.date_time_string(
                 time.time() + o["exp"]))
