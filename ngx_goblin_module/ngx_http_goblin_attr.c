@@ -75,11 +75,11 @@ ngx_int_t
 ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
     time_t received, time_t fresh, ngx_array_t *extra, ngx_str_t *out)
 {
-    u_char           *p, *end, *lm;
-    ngx_str_t         key, value;
-    ngx_uint_t        i, last_modified;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char                    *p, *end, *lm;
+    ngx_str_t                  key, value;
+    ngx_uint_t                 i, last_modified;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h;
 
     if (status < 100 || status > 999) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
@@ -119,33 +119,22 @@ ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
 
     last_modified = 0;
 
-    part = &r->headers_out.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
 
-    for (i = 0; /* void */; i++) {
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0 || !ngx_http_goblin_attr_kept(&h[i].key)) {
+        if (h->hash == 0 || !ngx_http_goblin_attr_kept(&h->key)) {
             continue;
         }
 
-        if (h[i].key.len == sizeof("Last-Modified") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Last-Modified",
-                               h[i].key.len) == 0)
+        if (h->key.len == sizeof("Last-Modified") - 1
+            && ngx_strncasecmp(h->key.data, (u_char *) "Last-Modified",
+                               h->key.len) == 0)
         {
             last_modified = 1;
         }
 
-        if (ngx_http_goblin_attr_add(&p, end, &h[i].key, &h[i].value)
+        if (ngx_http_goblin_attr_add(&p, end, &h->key, &h->value)
             != NGX_OK)
         {
             return NGX_DECLINED;
@@ -335,11 +324,10 @@ static ngx_str_t  ngx_http_goblin_attr_put_names[] = {
 ngx_int_t
 ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
 {
-    ngx_str_t        *n;
-    ngx_uint_t        i;
-    ngx_array_t       extra;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *e;
+    ngx_str_t                 *n;
+    ngx_array_t                extra;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h, *e;
 
     out->len = 0;
 
@@ -349,24 +337,13 @@ ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
         return NGX_ERROR;
     }
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_in.headers);
 
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
         for (n = ngx_http_goblin_attr_put_names; n->len; n++) {
-            if (n->len == h[i].key.len
-                && ngx_strncasecmp(n->data, h[i].key.data, n->len) == 0)
+            if (n->len == h->key.len
+                && ngx_strncasecmp(n->data, h->key.data, n->len) == 0)
             {
                 e = ngx_array_push(&extra);
                 if (e == NULL) {
@@ -374,7 +351,7 @@ ngx_http_goblin_attr_request(ngx_http_request_t *r, ngx_str_t *out)
                 }
 
                 /* the name as the module spells it */
-                *e = h[i];
+                *e = *h;
                 e->key = *n;
                 break;
             }

@@ -160,14 +160,14 @@ static ngx_int_t
 ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_fill_t *fill, ngx_array_t *kept)
 {
-    time_t                       now, expires;
-    int64_t                      age, left, keep;
-    ngx_int_t                    rc;
-    ngx_str_t                   *v;
-    ngx_uint_t                   i;
-    ngx_list_part_t             *part;
-    ngx_table_elt_t             *h, **cc;
-    ngx_http_goblin_cc_t         ccv;
+    time_t                     now, expires;
+    int64_t                    age, left, keep;
+    ngx_int_t                  rc;
+    ngx_str_t                 *v;
+    ngx_uint_t                 i;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h, **cc;
+    ngx_http_goblin_cc_t       ccv;
 
     if (kept == NULL
         && (r->headers_out.status != NGX_HTTP_OK
@@ -198,38 +198,27 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
 
     age = 0;
 
-    part = &r->headers_out.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
 
-    for (i = 0; /* void */; i++) {
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
+        if (h->hash == 0) {
             continue;
         }
 
-        if (h[i].key.len == 10
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Set-Cookie", 10)
+        if (h->key.len == 10
+            && ngx_strncasecmp(h->key.data, (u_char *) "Set-Cookie", 10)
                == 0)
         {
             return NGX_DECLINED;
         }
 
-        if (h[i].key.len == 3
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Age", 3) == 0)
+        if (h->key.len == 3
+            && ngx_strncasecmp(h->key.data, (u_char *) "Age", 3) == 0)
         {
             /* malformed: ignored (RFC 9111 5.1) */
-            age = ngx_max(ngx_http_goblin_delta(h[i].value.data,
-                                                h[i].value.len), 0);
+            age = ngx_max(ngx_http_goblin_delta(h->value.data,
+                                                h->value.len), 0);
         }
     }
 

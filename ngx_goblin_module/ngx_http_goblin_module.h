@@ -476,4 +476,36 @@ ngx_http_goblin_submit_handle(ngx_http_goblin_ctx_t *ctx, ngx_uint_t op,
 }
 
 
+/* A walk over a list of headers (ngx_table_elt_t): headers_init(), then
+ * headers_next() until NULL. */
+typedef struct {
+    ngx_list_part_t               *part;
+    ngx_uint_t                     i;
+} ngx_http_goblin_headers_t;
+
+
+static ngx_inline void
+ngx_http_goblin_headers_init(ngx_http_goblin_headers_t *it, ngx_list_t *list)
+{
+    it->part = &list->part;
+    it->i = 0;
+}
+
+
+static ngx_inline ngx_table_elt_t *
+ngx_http_goblin_headers_next(ngx_http_goblin_headers_t *it)
+{
+    while (it->i >= it->part->nelts) {
+        if (it->part->next == NULL) {
+            return NULL;
+        }
+
+        it->part = it->part->next;
+        it->i = 0;
+    }
+
+    return (ngx_table_elt_t *) it->part->elts + it->i++;
+}
+
+
 #endif /* _NGX_HTTP_GOBLIN_MODULE_H_INCLUDED_ */

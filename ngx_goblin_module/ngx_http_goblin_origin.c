@@ -310,9 +310,9 @@ failed:
 static ngx_int_t
 ngx_http_goblin_origin_headers_in(ngx_http_request_t *fr, ngx_http_request_t *r)
 {
-    ngx_uint_t        i, n;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *nh;
+    ngx_uint_t                 n;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h, *nh;
 
     static ngx_str_t  skip[] = {
         ngx_string("range"),
@@ -344,24 +344,13 @@ ngx_http_goblin_origin_headers_in(ngx_http_request_t *fr, ngx_http_request_t *r)
         return NGX_ERROR;
     }
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_in.headers);
 
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
         for (n = 0; skip[n].len; n++) {
-            if (h[i].key.len == skip[n].len
-                && ngx_strncasecmp(h[i].key.data, skip[n].data,
+            if (h->key.len == skip[n].len
+                && ngx_strncasecmp(h->key.data, skip[n].data,
                                    skip[n].len) == 0)
             {
                 break;
@@ -377,10 +366,10 @@ ngx_http_goblin_origin_headers_in(ngx_http_request_t *fr, ngx_http_request_t *r)
             return NGX_ERROR;
         }
 
-        nh->hash = h[i].hash;
+        nh->hash = h->hash;
 
-        if (ngx_http_goblin_origin_copy(fr->pool, &nh->key, &h[i].key) != NGX_OK
-            || ngx_http_goblin_origin_copy(fr->pool, &nh->value, &h[i].value)
+        if (ngx_http_goblin_origin_copy(fr->pool, &nh->key, &h->key) != NGX_OK
+            || ngx_http_goblin_origin_copy(fr->pool, &nh->value, &h->value)
                != NGX_OK)
         {
             return NGX_ERROR;

@@ -20,41 +20,30 @@ void
 ngx_http_goblin_policy_request(ngx_http_request_t *r,
     ngx_http_goblin_cc_t *cc)
 {
-    ngx_uint_t        i, pragma, seen;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_uint_t                 pragma, seen;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h;
 
     ngx_http_goblin_cc_init(cc);
 
     pragma = 0;
     seen = 0;
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_in.headers);
 
-    for (i = 0; /* void */; i++) {
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("Cache-Control") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Cache-Control",
-                               h[i].key.len) == 0)
+        if (h->key.len == sizeof("Cache-Control") - 1
+            && ngx_strncasecmp(h->key.data, (u_char *) "Cache-Control",
+                               h->key.len) == 0)
         {
-            ngx_http_goblin_cc_parse(h[i].value.data, h[i].value.len, cc);
+            ngx_http_goblin_cc_parse(h->value.data, h->value.len, cc);
             seen = 1;
 
-        } else if (h[i].key.len == sizeof("Pragma") - 1
-                   && ngx_strncasecmp(h[i].key.data, (u_char *) "Pragma",
-                                      h[i].key.len) == 0
-                   && ngx_strlcasestrn(h[i].value.data,
-                                       h[i].value.data + h[i].value.len,
+        } else if (h->key.len == sizeof("Pragma") - 1
+                   && ngx_strncasecmp(h->key.data, (u_char *) "Pragma",
+                                      h->key.len) == 0
+                   && ngx_strlcasestrn(h->value.data,
+                                       h->value.data + h->value.len,
                                        (u_char *) "no-cache", 8 - 1)
                       != NULL)
         {

@@ -73,11 +73,11 @@ ngx_http_goblin_validate_request(ngx_http_request_t *r, ngx_http_request_t *fr,
 ngx_array_t *
 ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
 {
-    ngx_uint_t               i, j;
-    ngx_list_part_t         *part;
-    ngx_array_t             *kept;
-    ngx_table_elt_t         *h, *o, *k;
-    ngx_http_goblin_attr_t   a;
+    ngx_uint_t                 j;
+    ngx_http_goblin_headers_t  it;
+    ngx_array_t               *kept;
+    ngx_table_elt_t           *h, *o, *k;
+    ngx_http_goblin_attr_t     a;
 
     if (ngx_http_goblin_attr_parse(r, old->data, old->len, &a) != NGX_OK)
     {
@@ -110,30 +110,19 @@ ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
             continue;       /* made anew for the 304 (vary_attr()) */
         }
 
-        part = &r->headers_out.headers.part;
-        h = part->elts;
+        ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
 
-        for (i = 0; /* void */; i++) {
+        while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-            if (i >= part->nelts) {
-                if (part->next == NULL) {
-                    break;
-                }
-
-                part = part->next;
-                h = part->elts;
-                i = 0;
-            }
-
-            if (h[i].hash && h[i].key.len == o[j].key.len
-                && ngx_strncasecmp(h[i].key.data, o[j].key.data,
+            if (h->hash && h->key.len == o[j].key.len
+                && ngx_strncasecmp(h->key.data, o[j].key.data,
                                    o[j].key.len) == 0)
             {
                 break;
             }
         }
 
-        if (i < part->nelts) {
+        if (h != NULL) {
             continue;       /* the 304 has its own */
         }
 

@@ -152,42 +152,31 @@ ngx_int_t
 ngx_http_goblin_vary_attr(ngx_http_request_t *r, ngx_array_t *kept,
     ngx_str_t *attr)
 {
-    u_char           *p;
-    u_char            hex[32];
-    ngx_uint_t        i;
-    ngx_array_t       vary;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *v;
+    u_char                    *p;
+    u_char                     hex[32];
+    ngx_uint_t                 i;
+    ngx_array_t                vary;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h, *v;
 
     if (ngx_array_init(&vary, r->pool, 2, sizeof(ngx_table_elt_t)) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    part = &r->headers_out.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
 
-    for (i = 0; /* void */; i++) {
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash && h[i].key.len == sizeof("Vary") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Vary", 4) == 0)
+        if (h->hash && h->key.len == sizeof("Vary") - 1
+            && ngx_strncasecmp(h->key.data, (u_char *) "Vary", 4) == 0)
         {
             v = ngx_array_push(&vary);
             if (v == NULL) {
                 return NGX_ERROR;
             }
 
-            *v = h[i];
+            *v = *h;
         }
     }
 
@@ -291,11 +280,11 @@ static void
 ngx_http_goblin_vary_value(ngx_md5_t *md5, ngx_http_request_t *r,
     u_char *name, size_t len)
 {
-    u_char           *v, *ve, c, last;
-    size_t            i, seen;
-    ngx_uint_t        space;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char                    *v, *ve, c, last;
+    size_t                     i, seen;
+    ngx_uint_t                 space;
+    ngx_http_goblin_headers_t  it;
+    ngx_table_elt_t           *h;
 
     for (i = 0; i < len; i++) {
         c = ngx_tolower(name[i]);
@@ -303,23 +292,12 @@ ngx_http_goblin_vary_value(ngx_md5_t *md5, ngx_http_request_t *r,
     }
 
     seen = 0;
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    ngx_http_goblin_headers_init(&it, &r->headers_in.headers);
 
-    for (i = 0; /* void */; i++) {
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len != len
-            || ngx_strncasecmp(h[i].key.data, name, len) != 0)
+        if (h->key.len != len
+            || ngx_strncasecmp(h->key.data, name, len) != 0)
         {
             continue;
         }
@@ -329,7 +307,7 @@ ngx_http_goblin_vary_value(ngx_md5_t *md5, ngx_http_request_t *r,
         last = ',';
         space = 0;
 
-        for (v = h[i].value.data, ve = v + h[i].value.len; v < ve; v++) {
+        for (v = h->value.data, ve = v + h->value.len; v < ve; v++) {
             if (*v == ' ' || *v == '\t') {
                 space = 1;
                 continue;
