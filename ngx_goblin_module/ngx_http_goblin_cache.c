@@ -355,7 +355,9 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
-    if (ctx->cache->lookups > 1 || r->method == NGX_HTTP_HEAD) {
+    if (ctx->cache->lookups > 1 || r->method == NGX_HTTP_HEAD
+        || ngx_http_goblin_fill_passed(&ctx->key))
+    {
         ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
         return;
     }
@@ -396,7 +398,9 @@ ngx_http_goblin_cache_refresh(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_http_goblin_fill_t  *fill;
 
-    if (ngx_http_goblin_fill_find(&ctx->key)) {
+    if (ngx_http_goblin_fill_find(&ctx->key)
+        || ngx_http_goblin_fill_passed(&ctx->key))
+    {
         return;
     }
 

@@ -97,6 +97,7 @@ struct ngx_http_goblin_fill_s {
     ngx_uint_t                     abandon;
     time_t                         valid;
     time_t                         revalidate;
+    time_t                         pass;     /* goblin_cache_pass */
     off_t                          max_object;
     ngx_uint_t                     status;   /* the origin's */
     off_t                          length;   /* Content-Length, or -1 */
@@ -120,6 +121,9 @@ struct ngx_http_goblin_fill_s {
      * no-store */
     unsigned                       authorized:1;
     unsigned                       no_store:1;
+    /* not stored for what its response said (not for its request's
+     * sake): the key goes to the origin for goblin_cache_pass */
+    unsigned                       uncacheable:1;
     /* started for a Range answered by the origin: nobody of this worker
      * reads it by design, so it is never abandoned */
     unsigned                       detached:1;
@@ -158,6 +162,7 @@ ngx_array_t *ngx_http_goblin_validate_kept(ngx_http_request_t *r,
 
 /* ngx_http_goblin_fill.c */
 ngx_http_goblin_fill_t *ngx_http_goblin_fill_find(ngx_str_t *key);
+ngx_uint_t ngx_http_goblin_fill_passed(ngx_str_t *key);
 ngx_http_goblin_fill_t *ngx_http_goblin_fill_start(ngx_http_request_t *r,
     ngx_str_t *key);
 void ngx_http_goblin_fill_unref(ngx_http_goblin_fill_t *fill);

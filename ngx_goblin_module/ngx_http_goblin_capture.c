@@ -155,7 +155,8 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
 /* A response the cache stores: a 200 that says nothing against it, not
  * over goblin_max_object (or a 304 whose stale object keeps the headers
  * in <kept>), with freshness left; its attributes are built and its
- * expiry set.  NGX_DECLINED: not. */
+ * expiry set.  NGX_DECLINED: not; fill->uncacheable when the response
+ * said so (not its request, not a 5xx, which may pass). */
 static ngx_int_t
 ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_fill_t *fill, ngx_array_t *kept)
@@ -168,6 +169,8 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_headers_t  it;
     ngx_table_elt_t           *h, **cc;
     ngx_http_goblin_cc_t       ccv;
+
+    fill->uncacheable = r->headers_out.status < NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     if (kept == NULL
         && (r->headers_out.status != NGX_HTTP_OK
@@ -225,6 +228,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     if (fill->no_store
         || (fill->authorized && !ngx_http_goblin_cc_authorized(&ccv)))
     {
+        fill->uncacheable = 0;      /* for its request's sake */
         return NGX_DECLINED;
     }
 
@@ -256,7 +260,13 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     }
 
     /* with Vary, what the fill's request selected (Vary: * is not stored) */
-    return ngx_http_goblin_vary_attr(r, kept, &fill->attr);
+    rc = ngx_http_goblin_vary_attr(r, kept, &fill->attr);
+
+    if (rc == NGX_OK) {
+        fill->uncacheable = 0;
+    }
+
+    return rc;
 }
 
 

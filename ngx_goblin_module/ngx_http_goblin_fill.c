@@ -17,6 +17,14 @@
  * "off" lets every fill run to its end; so does a fill started for a Range
  * the origin answers (nobody reads it).  Readers in other workers are not
  * seen: an abandoned fill cuts them as an origin that failed would.
+ *
+ * goblin_cache_pass T (default 2m): a key whose response was not stored
+ * for what the response said (its status, Set-Cookie, Cache-Control,
+ * Vary: *, its size) is passed to the origin without a fill for T, by
+ * this worker: one origin request where a fill and the pass after it
+ * would make two (Varnish's hit-for-miss).  Marks live in a table of
+ * NGX_HTTP_GOBLIN_PASS_SLOTS by a hash of the key; one that takes
+ * another's slot only costs that key a fill.
  */
 
 
@@ -35,8 +43,20 @@ static void ngx_http_goblin_fill_timeout(ngx_event_t *ev);
 static void ngx_http_goblin_fill_abort_handler(ngx_event_t *ev);
 
 
+#define NGX_HTTP_GOBLIN_PASS_SLOTS  4096
+
+
+typedef struct {
+    uint32_t                       hash;
+    time_t                         until;
+} ngx_http_goblin_pass_t;
+
+
 /* this worker's fills by key (few at a time: one per key being filled) */
 static ngx_queue_t  ngx_http_goblin_fills;
+
+/* this worker's goblin_cache_pass marks */
+static ngx_http_goblin_pass_t  ngx_http_goblin_passes[NGX_HTTP_GOBLIN_PASS_SLOTS];
 
 
 ngx_int_t
@@ -71,6 +91,20 @@ ngx_http_goblin_fill_find(ngx_str_t *key)
     }
 
     return NULL;
+}
+
+
+/* Whether <key> goes to the origin without a fill (goblin_cache_pass). */
+ngx_uint_t
+ngx_http_goblin_fill_passed(ngx_str_t *key)
+{
+    uint32_t                 hash;
+    ngx_http_goblin_pass_t  *p;
+
+    hash = ngx_crc32_long(key->data, key->len);
+    p = &ngx_http_goblin_passes[hash % NGX_HTTP_GOBLIN_PASS_SLOTS];
+
+    return p->hash == hash && p->until > ngx_time();
 }
 
 
@@ -122,6 +156,7 @@ ngx_http_goblin_fill_start(ngx_http_request_t *r, ngx_str_t *key)
     fill->abandon = glcf->abandon;
     fill->valid = glcf->valid;
     fill->revalidate = glcf->revalidate;
+    fill->pass = glcf->pass;
     fill->max_object = glcf->max_object;
     fill->authorized = r->headers_in.authorization != NULL;
     fill->no_store = ctx && ctx->cache && ctx->cache->req.no_store;
@@ -317,9 +352,20 @@ static void
 ngx_http_goblin_fill_fail(ngx_http_goblin_fill_t *fill,
     ngx_http_goblin_fill_state_e state)
 {
-    ngx_http_goblin_ctx_t  *ctx;
+    uint32_t                 hash;
+    ngx_http_goblin_ctx_t   *ctx;
+    ngx_http_goblin_pass_t  *p;
 
     fill->state = state;
+
+    if (state == NGX_HTTP_GOBLIN_FILL_PASS && fill->uncacheable
+        && fill->pass)
+    {
+        hash = ngx_crc32_long(fill->key.data, fill->key.len);
+        p = &ngx_http_goblin_passes[hash % NGX_HTTP_GOBLIN_PASS_SLOTS];
+        p->hash = hash;
+        p->until = ngx_time() + fill->pass;
+    }
 
     ctx = fill->ctx;
 

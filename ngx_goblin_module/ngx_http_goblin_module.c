@@ -17,7 +17,7 @@ static char *ngx_http_goblin_set_handler(ngx_conf_t *cf,
     ngx_http_handler_pt handler);
 static char *ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_goblin_revalidate(ngx_conf_t *cf, ngx_command_t *cmd,
+static char *ngx_http_goblin_off_sec(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -160,6 +160,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       offsetof(ngx_http_goblin_loc_conf_t, abandon),
       NULL },
 
+    { ngx_string("goblin_cache_pass"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_goblin_off_sec,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, pass),
+      NULL },
+
     { ngx_string("goblin_cache_purge"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -169,7 +176,7 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
 
     { ngx_string("goblin_cache_revalidate"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_goblin_revalidate,
+      ngx_http_goblin_off_sec,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_goblin_loc_conf_t, revalidate),
       NULL },
@@ -324,23 +331,23 @@ ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* goblin_cache_revalidate off | <time>: how long a stale response that
- * has a validator is kept to be revalidated */
+/* off | <time> (goblin_cache_revalidate, goblin_cache_pass): "off" is 0 */
 static char *
-ngx_http_goblin_revalidate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_goblin_off_sec(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_goblin_loc_conf_t *glcf = conf;
-
+    time_t     *t;
     ngx_str_t  *value;
 
-    if (glcf->revalidate != NGX_CONF_UNSET) {
+    t = (time_t *) ((char *) conf + cmd->offset);
+
+    if (*t != NGX_CONF_UNSET) {
         return "is duplicate";
     }
 
     value = cf->args->elts;
 
     if (ngx_strcmp(value[1].data, "off") == 0) {
-        glcf->revalidate = 0;
+        *t = 0;
         return NGX_CONF_OK;
     }
 
@@ -493,6 +500,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->valid = NGX_CONF_UNSET;
     conf->purge = NGX_CONF_UNSET;
     conf->revalidate = NGX_CONF_UNSET;
+    conf->pass = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -532,6 +540,7 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_sec_value(conf->valid, prev->valid, 600);
     ngx_conf_merge_value(conf->purge, prev->purge, 0);
     ngx_conf_merge_sec_value(conf->revalidate, prev->revalidate, 0);
+    ngx_conf_merge_sec_value(conf->pass, prev->pass, 120);
 
     if (conf->cache && conf->origin.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

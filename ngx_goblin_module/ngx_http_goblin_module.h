@@ -135,6 +135,7 @@ typedef struct {
     time_t                         valid;        /* goblin_cache_valid */
     ngx_flag_t                     purge;        /* goblin_cache_purge */
     time_t                         revalidate;   /* goblin_cache_revalidate */
+    time_t                         pass;         /* goblin_cache_pass */
 } ngx_http_goblin_loc_conf_t;
 
 

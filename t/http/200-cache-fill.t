@@ -8,7 +8,10 @@
 # going (goblin_cache_abandon off) or abandons it (below 10% by default);
 # an origin cut at 50% leaves no complete-looking body and nothing stored;
 # a chunked origin is stored; responses the cache must not store, other
-# methods (which invalidate) and a cold HEAD go to the origin.
+# methods (which invalidate) and a cold HEAD go to the origin; a key whose
+# response said it is not to be stored goes to the origin without a fill
+# for goblin_cache_pass (one origin request, not two), unless the request
+# or a 5xx was why.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -21,7 +24,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
 
 worker_connections(1024);
 repeat_each(1);
-plan tests => goblin_plan(41);
+plan tests => goblin_plan(46);
 no_shuffle();
 run_tests();
 
@@ -173,6 +176,36 @@ sub not_stored () {
     ok($c->{head} =~ /^Set-Cookie: session=1/mi, 'Set-Cookie passed on');
 }
 
+# goblin_cache_pass: after a response not stored for what it said, the key
+# goes to the origin without a fill (one origin request each), until the
+# mark runs out; not after a 5xx, nor when the request was why (5 tests)
+sub passes () {
+    start();
+    for my $p ('/o/pn-100k-nostore', '/o/pc-100k-cookie') {
+        my @r = (fetch($p), fetch($p), fetch($p));
+        is(origin_count($p) . ' ' . all_whole($p, 102400, @r), '4 3',
+           "$p: a fill and a pass, then passes: origin requests, bodies");
+    }
+    my $p = '/o/p5-100-s503';
+    fetch($p) for 1 .. 2;
+    is(origin_count($p), 4, 'a 503 leaves no mark: a fill and a pass each');
+    $p = '/o/pq-100k-cc60';
+    my $r = fetch($p, args => ['-H', 'Cache-Control: no-store']);
+    my $n = fetch($p);
+    ok(all_whole($p, 102400, $r, $n) == 2
+       && wait_until(sub { stored('pq-100k-cc60') }, 10),
+       'a request\'s no-store leaves no mark: the next one fills');
+    $p = '/p1/pt-100k-nostore';
+    fetch($p) for 1 .. 2;
+    my $before = origin_count($p);
+    sleep 2.2;      # the mark's second, by the clock
+    fetch($p);
+    my $np = '/np/pu-100k-nostore';
+    fetch($np) for 1 .. 2;
+    is("$before " . origin_count($p) . ' ' . origin_count($np), '3 5 4',
+       'goblin_cache_pass 1s runs out; off: a fill and a pass each');
+}
+
 # other methods pass to the origin; a 2xx invalidates; a cold HEAD pulls
 # no body (4 tests)
 sub other_methods () {
@@ -238,6 +271,12 @@ main::chunked();
 === TEST 8: what must not be stored
 --- init
 main::not_stored();
+
+
+
+=== TEST 8a: goblin_cache_pass
+--- init
+main::passes();
 
 
 

@@ -1,7 +1,7 @@
 # usage: prove t/http/210-cache-config.t
 # `nginx -t` refuses bad cache-mode directives (goblin_cache, goblin_origin,
 # goblin_cache_abandon, goblin_cache_valid, goblin_cache_purge,
-# goblin_cache_revalidate) with a clear message, and takes good ones.  Each
+# goblin_cache_revalidate, goblin_cache_pass) with a clear message, and takes good ones.  Each
 # block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.
 BEGIN { push @INC, 't/lib' }
@@ -73,6 +73,13 @@ server {
         goblin_cache on;
         goblin_origin @fill;
         goblin_cache_revalidate off;
+        goblin_cache_pass 30s;
+    }
+    location /e/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_pass off;
     }
     location /purge/ {
         goblin;
@@ -219,3 +226,34 @@ server {
 }
 --- error chomp
 "goblin_cache_revalidate" directive invalid value
+
+
+
+=== goblin_cache_pass takes off or a time
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache_pass never;
+    }
+}
+--- error chomp
+"goblin_cache_pass" directive invalid value
+
+
+
+=== goblin_cache_pass twice
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache_pass 1m;
+        goblin_cache_pass off;
+    }
+}
+--- error chomp
+"goblin_cache_pass" directive is duplicate

@@ -95,6 +95,20 @@ END
         goblin_key $uri;
         add_header X-Cache $goblin_cache_status;
     }
+    location /p1/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_pass 1s;
+        goblin_key $uri;
+    }
+    location /np/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_pass off;
+        goblin_key $uri;
+    }
     location /purge/ {
         goblin;
         goblin_cache_purge on;
