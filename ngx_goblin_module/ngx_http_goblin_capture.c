@@ -241,8 +241,10 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
 
     /* kept past its freshness for as long as a stale window allows, or,
      * with a validator, goblin_cache_revalidate */
-    keep = ngx_max(ngx_max(ccv.stale_if_error, ccv.stale_while_revalidate),
-                   0);
+    keep = ngx_http_goblin_cc_stale_ok(&ccv)
+           ? ngx_max(ngx_max(ccv.stale_if_error, ccv.stale_while_revalidate),
+                     0)
+           : 0;
 
     if (kept || r->headers_out.etag || r->headers_out.last_modified
         || r->headers_out.last_modified_time != -1)

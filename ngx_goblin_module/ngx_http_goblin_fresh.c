@@ -204,6 +204,11 @@ ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 
         } else if (ngx_http_goblin_cc_is(name, name_len, "must-revalidate")) {
             cc->must_revalidate = 1;
+
+        } else if (ngx_http_goblin_cc_is(name, name_len,
+                                         "proxy-revalidate"))
+        {
+            cc->proxy_revalidate = 1;
         }
     }
 }
@@ -262,6 +267,20 @@ int
 ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc)
 {
     return cc->public || cc->must_revalidate || cc->s_maxage >= 0;
+}
+
+
+/*
+ * Whether a shared cache may serve the response stale (stale-if-error,
+ * stale-while-revalidate): not with no-cache, must-revalidate,
+ * proxy-revalidate, or s-maxage, which has proxy-revalidate's meaning for
+ * a shared cache (RFC 9111 4.2.4, 5.2.2.2, 5.2.2.8, 5.2.2.10).
+ */
+int
+ngx_http_goblin_cc_stale_ok(const ngx_http_goblin_cc_t *cc)
+{
+    return !cc->no_cache && !cc->must_revalidate && !cc->proxy_revalidate
+           && cc->s_maxage < 0;
 }
 
 

@@ -79,6 +79,7 @@ typedef struct {
     unsigned              private:1;
     unsigned              public:1;
     unsigned              must_revalidate:1;
+    unsigned              proxy_revalidate:1;
     unsigned              only_if_cached:1;
 } ngx_http_goblin_cc_t;
 
@@ -128,6 +129,7 @@ void ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 int64_t ngx_http_goblin_delta(const unsigned char *v, size_t len);
 void ngx_http_goblin_cc_init(ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc);
+int ngx_http_goblin_cc_stale_ok(const ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_satisfies(const ngx_http_goblin_cc_t *req,
     int64_t age, int64_t left);
 int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,

@@ -62,7 +62,8 @@ ngx_http_goblin_policy_request(ngx_http_request_t *r,
  * response's stale-while-revalidate still covers it and the request asks
  * for nothing fresher (served as it is while it is filled anew), else
  * NGX_AGAIN (filled anew; cache->stale_error says until when its
- * stale-if-error lets it answer should that fail).
+ * stale-if-error lets it answer should that fail).  A response whose
+ * Cache-Control forbids serving it stale (cc_stale_ok()) is neither.
  */
 static ngx_int_t
 ngx_http_goblin_policy_stale(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe,
@@ -96,12 +97,15 @@ ngx_http_goblin_policy_stale(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe,
         }
     }
 
+    if (!ngx_http_goblin_cc_stale_ok(&cc)) {
+        return NGX_AGAIN;       /* never served stale; stale_error 0 */
+    }
+
     ctx->cache->stale_error = ngx_time() - late
                               + (time_t) ngx_max(cc.stale_if_error, 0);
 
     if (late < cc.stale_while_revalidate && !req->no_cache
-        && req->max_age < 0 && req->min_fresh < 0 && !cc.must_revalidate
-        && !cc.no_cache)
+        && req->max_age < 0 && req->min_fresh < 0)
     {
         return NGX_BUSY;
     }

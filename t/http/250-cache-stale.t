@@ -19,7 +19,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(16);
+plan tests => goblin_plan(19);
 no_shuffle();
 run_tests();
 
@@ -70,13 +70,26 @@ sub refreshed () {
        'then a hit');
 }
 
-# without stale-if-error the origin's error is the answer (2 tests)
+# without stale-if-error the origin's error is the answer (2 tests); so it
+# is with stale-if-error when must-revalidate, proxy-revalidate or
+# s-maxage forbid serving stale (RFC 9111 4.2.4), and stale-while-
+# revalidate waits for the new copy then (3 tests)
 sub no_stale () {
     start();
     my $p = '/o/e4-300k-cc1-failafter1';
     my $r = after_stale($p);
     is($r->{code}, 503, 'the origin\'s 503');
     ok(!stored('e4-300k-cc1-failafter1'), 'nothing stored');
+    for my $c (['m', 'must-revalidate', 'cc1-sie60-mustrev'],
+               ['p', 'proxy-revalidate', 'cc1-sie60-proxyrev'],
+               ['s', 's-maxage', 'smax1-sie60']) {
+        my ($id, $what, $flags) = @$c;
+        $p = "/o/e5$id-300k-$flags-failafter1";
+        $r = after_stale($p);
+        ok($r->{code} == 503 && ($r->{xcache} // '') ne 'STALE',
+           "stale-if-error with $what: the origin's 503 ($r->{code}), not "
+           . 'the stale copy');
+    }
 }
 
 # stale-while-revalidate: the stale copy at once, refreshed behind it; a

@@ -13,8 +13,8 @@
 #   wait<ms>       sleep before the headers
 #   cc<seconds>    Cache-Control: max-age=<seconds>
 #   smax<seconds>  Cache-Control: s-maxage=<seconds>
-#   nocache, private, public, mustrev   Cache-Control: no-cache, private,
-#                  public, must-revalidate
+#   nocache, private, public, mustrev, proxyrev   Cache-Control: no-cache,
+#                  private, public, must-revalidate, proxy-revalidate
 #   vary           Vary: Accept-Encoding, and a body (and ETag) of its own
 #                  per Accept-Encoding the request sent (its sha256:
 #                  /sha/<path>?ae=<value>; no ae: none sent)
@@ -207,7 +207,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              "bytes %d-%d/%d" % (start, end - 1, len(body)))
         names = {"nostore": "no-store", "nocache": "no-cache",
                  "private": "private", "public": "public",
-                 "mustrev": "must-revalidate"}
+                 "mustrev": "must-revalidate",
+                 "proxyrev": "proxy-revalidate"}
         cc = [v for k, v in names.items() if o.get(k)]
         if "cc" in o:
             cc.append("max-age=%d" % o["cc"])

@@ -185,6 +185,31 @@ int main(void)
 		      ngx_http_goblin_cc_authorized(&cc));
 	}
 
+	/* what forbids serving stale (RFC 9111 4.2.4) */
+	{
+		static const struct {
+			const char *v;
+			int ok;
+		} st[] = {
+			{ "max-age=1, stale-if-error=60", 1 },
+			{ "max-age=1, must-revalidate, stale-if-error=60", 0 },
+			{ "max-age=1, proxy-revalidate", 0 },
+			{ "s-maxage=1, stale-while-revalidate=60", 0 },
+			{ "no-cache, stale-if-error=60", 0 },
+			{ "public, max-age=1", 1 },
+		};
+
+		for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+			parse(st[i].v, &cc);
+			CHECK(ngx_http_goblin_cc_stale_ok(&cc) == st[i].ok,
+			      "'%s': stale %s", st[i].v,
+			      st[i].ok ? "refused" : "allowed");
+		}
+		parse("proxy-revalidate", &cc);
+		CHECK(!ngx_http_goblin_cc_authorized(&cc),
+		      "proxy-revalidate does not let Authorization store");
+	}
+
 	/* two Cache-Control headers add up */
 	parse("max-age=60", &cc);
 	ngx_http_goblin_cc_parse((const unsigned char *)"no-store", 8, &cc);
