@@ -8,7 +8,8 @@ package CacheTest;
 # origin (counts requests per path, knows every body's sha256), and a
 # server whose /o/ is a goblin cache filling from @fill (proxy_pass to
 # the origin), over HTTP/1.1 on the block's port and HTTP/2 on
-# $TEST_NGINX_H2_PORT.  Clients are curl (chunked, HTTP/2, --limit-rate),
+# $TEST_NGINX_H2_PORT.  Clients are curl (chunked, HTTP/2; a slow
+# one reads with fetch_slow(): curl 7.88's --limit-rate lets bursts by),
 # many at once with --parallel; every body is checked by its sha256.
 
 use strict;
@@ -19,13 +20,14 @@ use Exporter ();
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use POSIX qw(SIGKILL WNOHANG);
+use Socket ();
 use Time::HiRes qw(sleep time);
 
 use GoblinTest ();
 
 our @ISA = ('Exporter');
 our @EXPORT = qw(cache_start origin_get origin_count origin_sha
-                 fetch fetch_many fetch_later stored port h2_port
+                 fetch fetch_many fetch_later fetch_slow stored port h2_port
                  wait_until);
 
 our ($OriginPid, $OriginPort, $Dir);
@@ -200,6 +202,49 @@ sub fetch_later ($;%) {
         my $r = fetch($path, %o);
         print join("\t", map { "$_=" . ($r->{$_} // '') }
                          qw(code size ttfb total sha rc)), "\n";
+        POSIX::_exit(0);
+    }
+    return sub {
+        my $line = <$out> // '';
+        close $out;
+        chomp $line;
+        return { map { split /=/, $_, 2 } split /\t/, $line };
+    };
+}
+
+# A GET of <path> over HTTP/1.1 read at <rate> bytes a second at most (16
+# KiB at a time, a small receive buffer), in the background: returns a sub
+# that waits and gives code, size, total (seconds) and sha.
+sub fetch_slow ($$) {
+    my ($path, $rate) = @_;
+    my $pid = open my $out, '-|' // die "fork: $!\n";
+    if ($pid == 0) {
+        my %r = (code => 0, size => 0);
+        my $t0 = time;
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => port());
+        if ($s) {
+            setsockopt($s, Socket::SOL_SOCKET(), Socket::SO_RCVBUF(),
+                       16384);
+            print $s "GET $path HTTP/1.1\r\nHost: localhost\r\n"
+                     . "Connection: close\r\n\r\n";
+            my ($data, $got) = ('', 0);
+            while (1) {
+                my $n = sysread($s, my $buf, 16384);
+                last unless $n;
+                $data .= $buf;
+                $got += $n;
+                my $ahead = $t0 + $got / $rate - time;
+                sleep $ahead if $ahead > 0;
+            }
+            my ($head, $body) = split /\r\n\r\n/, $data, 2;
+            ($r{code}) = ($head // '') =~ m{^HTTP/1\.1 (\d+)};
+            $r{size} = length($body // '');
+            $r{sha} = Digest::SHA::sha256_hex($body // '');
+        }
+        $r{total} = time - $t0;
+        print join("\t", map { "$_=" . ($r{$_} // '') }
+                         qw(code size total sha)), "\n";
         POSIX::_exit(0);
     }
     return sub {
