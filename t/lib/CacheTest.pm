@@ -204,12 +204,16 @@ sub fetch_later ($;%) {
                          qw(code size ttfb total sha rc)), "\n";
         POSIX::_exit(0);
     }
-    return sub {
-        my $line = <$out> // '';
-        close $out;
-        chomp $line;
-        return { map { split /=/, $_, 2 } split /\t/, $line };
-    };
+    return sub { later_result($out) };
+}
+
+# What a background fetch printed: its fields, as a hash.
+sub later_result ($) {
+    my $out = shift;
+    my $line = <$out> // '';
+    close $out;
+    chomp $line;
+    return { map { split /=/, $_, 2 } split /\t/, $line };
 }
 
 # A GET of <path> over HTTP/1.1 read at <rate> bytes a second at most (16
@@ -247,12 +251,7 @@ sub fetch_slow ($$) {
                          qw(code size total sha)), "\n";
         POSIX::_exit(0);
     }
-    return sub {
-        my $line = <$out> // '';
-        close $out;
-        chomp $line;
-        return { map { split /=/, $_, 2 } split /\t/, $line };
-    };
+    return sub { later_result($out) };
 }
 
 # <n> GETs of <path> at once (curl --parallel, one connection each).
