@@ -130,7 +130,8 @@ def origin_conf(d, port, host, root, rate, name):
     """The origin: nginx in the client's namespace serving <root>/<name>
     under any /obj/<key> at <rate> bytes/s per response (limit_rate), with
     Cache-Control max-age=3600 (max-age=2, stale-if-error=600 under
-    /obj/stale-), Range included; each request one line of
+    /obj/stale-), Range included; /obj/gb:K are files of their own
+    (<root>/obj/gb:K, PUT by goblin-bench for scenario 5); each request one line of
     d/logs/access.log: status, bytes sent, Range; /status is
     stub_status."""
     loc = """        location /obj/ {
@@ -145,7 +146,16 @@ def origin_conf(d, port, host, root, rate, name):
             limit_rate %d;
             add_header Cache-Control "max-age=2, stale-if-error=600";
         }
-        location = /status { stub_status; access_log off; }""" % (root, name, rate, root, name, rate)
+        location /obj/gb: {
+            root %s;
+            dav_methods PUT;
+            create_full_put_path on;
+            client_body_temp_path %s/put-tmp;
+            limit_rate %d;
+            add_header Cache-Control "max-age=3600";
+        }
+        location = /status { stub_status; access_log off; }""" % (
+        root, name, rate, root, name, rate, root, root, rate)
     conf = nginx_conf(d, port, loc)
     with open(conf) as f:
         text = f.read()

@@ -121,11 +121,16 @@ COLUMNS = {
     "s3": (("fast_total_s", "fast done", "ms"), ("vs_origin_transfer", "/ origin xfer", "x"),
            ("origin_requests", "origin req", ""), ("origin_bytes", "origin MB", "MB")),
     "s4": (("stale_served", "stale served", ""), ("errors", "errors", "")),
+    "s5": (("qps", "req/s", "f"), ("mb_per_s", "MB/s", "f"), ("ttfb_p50_s", "TTFB p50", "ms"),
+           ("ttfb_p99_s", "TTFB p99", "ms"), ("origin_requests", "origin req", "")),
 }
+KEYS = ("s1", "s2", "s3", "s4", "s5")
 TITLES = {"s1": "1. %(clients)d concurrent cold GETs of one %(mib)d MiB object",
           "s2": "2. Range: bytes=%(range)s on a cold %(mib)d MiB object",
           "s3": "3. a 1 MB/s first client, then a fast one",
-          "s4": "4. origin down, object stale (stale-if-error=600)"}
+          "s4": "4. origin down, object stale (stale-if-error=600)",
+          "s5": "5. warm hits after a fill through the origin (http-compare's disk "
+                "tier: %(keys)s gpd objects, %(ram)s MiB cgroup, median of %(reps)s runs)"}
 
 
 def cell(v, unit):
@@ -137,6 +142,8 @@ def cell(v, unit):
         return "%.1f" % (v / 1e6)
     if unit == "x":
         return "%.2fx" % v
+    if unit == "f":
+        return "%.1f" % v
     return str(v)
 
 
@@ -150,6 +157,8 @@ def ratio(peer, base, key):
 
 def ratios(results, key):
     """Every peer's ratio to goblin of each column of scenario <key>."""
+    if key not in results.get("goblin", {}):
+        return {}
     base = results["goblin"][key]
     return {p: {c[0]: ratio(r[key], base, c[0]) for c in COLUMNS[key]}
             for p, r in results.items() if p != "goblin" and key in r}
@@ -164,7 +173,7 @@ def scenario_table(results, key, order):
     cols = COLUMNS[key]
     head = ["peer"] + [c[1] for c in cols] + ["vs goblin", "goals", "binds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    rat = ratios(results, key) if "goblin" in results and key in results["goblin"] else {}
+    rat = ratios(results, key)
     for p in order:
         f = results.get(p, {}).get(key)
         if f is None:
@@ -183,13 +192,18 @@ def markdown(res):
     o, p = res["origin"], res["params"]
     names = {"clients": p["clients"], "mib": p["size"] >> 20,
              "range": res["object"]["range"]}
+    w = res.get("s5_params", {})
+    names.update(keys=w.get("keys", "-"), ram=w.get("server_ram", 0) >> 20,
+                 reps=w.get("reps", "-"))
     out = ["# bench/cache-fill, %s" % res["date"], "",
            "Run: `%s` (%s run)." % (res["command"], "quick" if res["quick"] else "full"),
            "", "Origin (nginx, limit_rate %.0f MB/s, across the rig's `--net %s` link): "
            "first byte %.1f ms, %d MiB in %.0f ms (median of %d direct GETs)." % (
                p["origin_rate"] / 1e6, p["net"], o["ttfb_s"] * MS, names["mib"],
                o["transfer_s"] * MS, o["samples"]), ""]
-    for key in ("s1", "s2", "s3", "s4"):
+    for key in KEYS:
+        if not any(key in r for r in res["results"].values()):
+            continue
         out += ["## " + TITLES[key] % names, ""] + scenario_table(
             res["results"], key, res["peers"]) + [""]
     if res.get("failures"):
