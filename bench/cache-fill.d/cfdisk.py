@@ -53,6 +53,12 @@ def populate_origin(ctx, p, work):
     return pop["set_bytes"]
 
 
+def sizes(ctx, p):
+    """The objects' sizes, from the origin's files."""
+    return [os.path.getsize(os.path.join(ctx.origin.root, "obj", "gb:%d" % k))
+            for k in range(p.disk_keys)]
+
+
 class OriginCount:
     """disktier.measured's view of the origin: requests it logged."""
 
@@ -77,10 +83,10 @@ def warm_run(ctx, p, tag, servers, port, cache_dir, d):
     res = subprocess.run(["sync", "-f", cache_dir], capture_output=True, text=True)
     if res.returncode:
         raise Failure("sync -f %s: %s" % (cache_dir, res.stderr.strip()))
-    w = ctx.window([s.proc.pid for s in servers])
+    w, mark = ctx.window([s.proc.pid for s in servers]), oc.requests()
     s = measured(ctx.rig, b, p, tag, d, servers, oc, warm=False)
     n = sum(r["origin_requests"] for r in s["runs"])
-    s["limit"] = w.limit(0)
+    s["limit"] = w.limit(sum(e[2] for e in ctx.origin.entries()[mark:]))
     s["fill"] = fill
     s["medians"] = med = medians(s["runs"])
     med["origin_requests"] = n

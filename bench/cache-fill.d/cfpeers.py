@@ -8,7 +8,7 @@ Every cache keeps what the origin's Cache-Control says and serves a stale
 copy while the origin is down (stale-if-error or its own equivalent)."""
 import os
 
-from peers import NGINX, ats_files, nginx_conf, varnish_files
+from peers import NGINX, ats_files, nginx_conf, varnish_files, varnish_split
 
 PEERS = ("goblin", "nginx-cache", "nginx-cache-lock", "nginx-slice", "varnish",
          "ats")
@@ -102,20 +102,25 @@ ATS_RECORDS = (
 )
 
 
-def peer_argv(tag, pd, port, origin, cache_dir, ram_cache, cache_mib):
+def peer_argv(tag, pd, port, origin, cache_dir, ram_cache, cache_mib,
+              sizes=None):
     """(argv, {config name: path}, what the RAM budget went to) of one
-    non-goblin peer; <origin>: (host, port)."""
+    non-goblin peer; <origin>: (host, port).  Varnish keeps in malloc the
+    smallest of <sizes> that fit (peers.varnish_split, as http-compare's
+    disk tier), the rest in its file; all of them without <sizes>."""
     host, oport = origin
     if tag.startswith("nginx"):
         conf = nginx_cache_conf(pd, port, host, oport, cache_dir, cache_mib, tag)
         return ([NGINX, "-p", pd + "/", "-c", conf], {"nginx.conf": conf},
                 {"page_cache": "all of the cgroup not used by nginx"})
     if tag == "varnish":
+        cut = varnish_split(sizes, ram_cache)[0] if sizes else ram_cache
         vcl, argv = varnish_files(pd, port, oport,
                                   os.path.join(cache_dir, "varnish.bin"),
-                                  cache_mib, ram_cache >> 20, ram_cache,
+                                  cache_mib, ram_cache >> 20, cut,
                                   origin_host=host, ttl_vcl=VARNISH_TTL)
         return argv, {"goblin.vcl": vcl}, {"malloc_bytes": ram_cache,
+                                          "malloc_objects_up_to": cut,
                                           "file_mib": cache_mib}
     if tag == "ats":
         etc, argv = ats_files(pd, port, oport, cache_dir, cache_mib, ram_cache,
