@@ -5,8 +5,8 @@
 # bench` does: gnuplot-nox, varnish, trafficserver; their services stopped
 # and disabled right after installing), builds the store, the module, the
 # device model and the delay line, and runs the full comparison into
-# bench/results/<date>-cache-fill.{json,md} (about 8 minutes);
-# CACHE_FILL_ARGS=--quick runs the reduced one (about 2 minutes) into
+# bench/results/<date>-cache-fill.{json,md} (about 10 minutes);
+# CACHE_FILL_ARGS=--quick runs the reduced one (about 2-3 minutes) into
 # bench/results/tmp/quick/.  Needs root.  `make test` runs its selftest.
 CACHE_FILL_ARGS ?=
 CACHE_FILL_OUT  := $(if $(filter --quick,$(CACHE_FILL_ARGS)),bench/results/tmp/quick,bench/results)
