@@ -104,13 +104,17 @@ def varnish_split(sizes, malloc_bytes):
     return cut, count, total
 
 
+VARNISH_TTL = "    set beresp.ttl = 365d;\n    set beresp.grace = 0s;\n"
+
+
 def varnish_files(d, port, origin_port, file_path, file_mib, malloc_mib,
-                  malloc_cut):
+                  malloc_cut, origin_host="127.0.0.1", ttl_vcl=VARNISH_TTL):
     """Varnish 7: objects of at most <malloc_cut> bytes in `-s mem=malloc`,
     the rest in `-s disk=file` on <file_path> (the emulated HDD; mmap'ed, so
     its resident pages are page cache in the server cgroup), advised
     `sequential`: the default `random` makes every page fault one 4 KiB
-    read, a seek each on the HDD; TTL a year, no grace; X-Cache says HIT/MISS.  Runs as root in the foreground (-F, -j
+    read, a seek each on the HDD; TTL a year, no grace (<ttl_vcl>: other
+    vcl_backend_response lines instead); X-Cache says HIT/MISS.  Runs as root in the foreground (-F, -j
     none), its work dir (-n) and shared-memory log under <d>."""
     os.makedirs(d, exist_ok=True)
     vcl = os.path.join(d, "goblin.vcl")
@@ -118,12 +122,10 @@ def varnish_files(d, port, origin_port, file_path, file_mib, malloc_mib,
         f.write("""vcl 4.1;
 import std;
 
-backend origin { .host = "127.0.0.1"; .port = "%d"; }
+backend origin { .host = "%s"; .port = "%d"; }
 
 sub vcl_backend_response {
-    set beresp.ttl = 365d;
-    set beresp.grace = 0s;
-    if (std.integer(beresp.http.Content-Length, 0) <= %d) {
+%s    if (std.integer(beresp.http.Content-Length, 0) <= %d) {
         set beresp.storage = storage.mem;
     } else {
         set beresp.storage = storage.disk;
@@ -137,7 +139,7 @@ sub vcl_deliver {
         set resp.http.X-Cache = "MISS";
     }
 }
-""" % (origin_port, malloc_cut))
+""" % (origin_host, origin_port, ttl_vcl, malloc_cut))
     argv = [VARNISHD, "-F", "-j", "none", "-n", os.path.join(d, "work"),
             "-a", "127.0.0.1:%d" % port, "-f", vcl,
             "-s", "mem=malloc,%dM" % malloc_mib,
@@ -154,13 +156,14 @@ ATS_EMPTY = ("hosting.config", "volume.config", "cache.config", "parent.config",
 
 
 def ats_files(d, port, origin_port, cache_dir, cache_mib, ram_cache_bytes,
-              agg_backlog=64 << 20):
+              agg_backlog=64 << 20, origin_host="127.0.0.1", extra_records=()):
     """Apache Traffic Server 9 in a runroot of its own under <d> (config,
     runtime and log dirs; no system service, no traffic_manager): reverse
     proxy to the origin, its raw cache a <cache_mib> file in <cache_dir>
     (the emulated HDD), RAM cache <ram_cache_bytes>, one event thread (the
     server has one cpu), every response cacheable (the origin sends no
-    Cache-Control), Via says hit or miss.  `#-1` keeps it root."""
+    Cache-Control), Via says hit or miss.  `#-1` keeps it root.
+    <extra_records>: (name, type, value) records added or replacing."""
     etc = os.path.join(d, "etc")
     for sub in ("etc", "run", "log"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
@@ -195,17 +198,20 @@ def ats_files(d, port, origin_port, cache_dir, cache_mib, ram_cache_bytes,
                ("proxy.config.net.connections_throttle", "INT", "10000"),
                ("proxy.config.log.logging_enabled", "INT", "0"),
                ("proxy.config.diags.logfile.filename", "STRING", "diags.log")]
+    extra = {r[0]: r for r in extra_records}
+    records = [extra.pop(r[0], r) for r in records] + list(extra.values())
     with open(os.path.join(etc, "records.config"), "w") as f:
         for name, kind, value in records:
             f.write("CONFIG %s %s %s\n" % (name, kind, value))
     with open(os.path.join(etc, "remap.config"), "w") as f:
-        f.write("map / http://127.0.0.1:%d/\n" % origin_port)
+        f.write("map / http://%s:%d/\n" % (origin_host, origin_port))
     with open(os.path.join(etc, "storage.config"), "w") as f:
         f.write("%s %dM\n" % (cache_dir, cache_mib))
     with open(os.path.join(etc, "ip_allow.yaml"), "w") as f:
         f.write("ip_allow:\n"
                 "  - apply: in\n    ip_addrs: 127.0.0.0/8\n    action: allow\n"
-                "  - apply: out\n    ip_addrs: 127.0.0.0/8\n    action: allow\n")
+                "  - apply: out\n    ip_addrs: [127.0.0.0/8, %s]\n"
+                "    action: allow\n" % origin_host)
     for name in ATS_EMPTY:
         open(os.path.join(etc, name), "w").close()
     argv = [TRAFFIC_SERVER, "--run-root=%s" % d]
