@@ -14,6 +14,7 @@
 #include "index.h"
 #include "layout.h"
 #include "pool.h"
+#include "ramchunk.h"
 #include "region.h"
 #include "uring.h"
 
@@ -88,6 +89,7 @@ void fill_free_record(struct gs_engine *e, struct gs_obj *g)
 {
 	struct fill *f = obj_fill(g);
 
+	ramchunk_free_all(e, g);	/* what its readers were offered */
 	if (!f->given)
 		grid_free_from(e, g, 0);
 	if (f->head_owned && f->final && f->final->on_disk)
@@ -195,10 +197,16 @@ void fill_ram_bytes(struct fill *f, uint64_t end)
 	pthread_mutex_unlock(&f->lock);
 }
 
-void fill_chunk_written(struct fill *f, uint32_t ci)
+void fill_chunk_written(struct gs_engine *e, struct fill *f, uint32_t ci,
+			const void *data, uint64_t len)
 {
 	uint32_t was;
 
+	/* before readers hear of it: cached, it is never read back; in
+	 * colder chunks' place while someone reads the fill along */
+	if (f->shared && len >= obj_chunks(f->grid)[ci].len)
+		ramchunk_offer(e, f->grid, ci, data,
+			       __atomic_load_n(&f->readers, __ATOMIC_RELAXED));
 	pthread_mutex_lock(&f->lock);
 	f->done[ci] = 1;
 	was = f->landed;

@@ -47,6 +47,7 @@ struct fill {
 	struct gs_obj *grid;
 	struct list node;		/* on e->fills while shared, filling */
 	bool shared;
+	unsigned readers;		/* atomic: open fill streams */
 	uint64_t cap;			/* bytes the grid holds at most */
 	uint64_t head_cap;		/* bytes the head slot holds */
 	/* under lock */
@@ -90,10 +91,13 @@ uint64_t fill_chunk_reserved(struct gs_engine *e, const struct gs_obj *g,
 /* Makes <g>'s fill findable: 0 or -EBUSY.  Takes e->lock. */
 int fill_share(struct gs_engine *e, struct gs_obj *g);
 /* Progress, from the writer's thread: head bytes [0, <n>) copied; RAM-only
- * bytes up to <end> in place; disk chunk <ci> written. */
+ * bytes up to <end> in place; disk chunk <ci> written, its <len> bytes at
+ * <data> (a shared fill's readers then find a whole chunk in the RAM chunk
+ * cache when it had free slots, instead of each reading it back). */
 void fill_head_bytes(struct fill *f, uint64_t n);
 void fill_ram_bytes(struct fill *f, uint64_t end);
-void fill_chunk_written(struct fill *f, uint32_t ci);
+void fill_chunk_written(struct gs_engine *e, struct fill *f, uint32_t ci,
+			const void *data, uint64_t len);
 /* The writer failed or was aborted: every reader gets -ECONNABORTED and
  * the key is free for the next shared writer.  Takes e->lock. */
 void fill_abort(struct gs_engine *e, struct fill *f);

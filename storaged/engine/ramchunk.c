@@ -9,7 +9,10 @@
  * admission wants drops cached chunks before other heads (layout.c,
  * engine_make_room), and a chunk never takes a head's slot.  A CLOCK over
  * the cached chunks picks what goes, never a pinned object's (a reader may
- * be sending it).  All calls expect e->lock held unless said otherwise.
+ * be sending it).  A shared fill's writer offers each disk chunk as it
+ * lands, so that its readers copy it from RAM rather than each read it
+ * back (fill.c); those go with the fill's grid.  All calls expect e->lock
+ * held unless said otherwise.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,13 @@
 #include "layout.h"
 #include "ramchunk.h"
 #include "region.h"
+
+/* Whether <obj> may hold cached chunks: linked, or a fill's grid (its
+ * writer pins it while offering; its record's end frees them). */
+static bool holds_chunks(const struct gs_obj *obj)
+{
+	return obj->linked || obj->fill;
+}
 
 static uint64_t entry_bytes(uint32_t nslots)
 {
@@ -168,7 +178,7 @@ static struct ramchunk *ramchunk_want(struct gs_engine *e, struct gs_obj *obj,
 	struct obj_disk *d = obj_disk(obj);
 	struct ramchunk *rc;
 
-	if (!obj->on_disk || !obj->linked || c >= obj->nchunks ||
+	if (!obj->on_disk || !holds_chunks(obj) || c >= obj->nchunks ||
 	    (d->ram && d->ram[c]) ||
 	    engine_chunk_start(obj, c) + ch->len <= engine_head_bytes(e, obj))
 		return NULL;		/* cached or coming, or all head */
@@ -218,7 +228,7 @@ static void ramchunk_fill(const struct gs_engine *e, struct ramchunk *rc,
 /* Makes <rc> readable, or frees it when its object went meanwhile. */
 static void ramchunk_publish(struct gs_engine *e, struct ramchunk *rc)
 {
-	if (rc->obj->linked && e->ramchunks_len == e->ramchunks_cap) {
+	if (holds_chunks(rc->obj) && e->ramchunks_len == e->ramchunks_cap) {
 		uint32_t cap = e->ramchunks_cap ? 2 * e->ramchunks_cap : 1024;
 		struct ramchunk **t = realloc(e->ramchunks, cap * sizeof(*t));
 
@@ -227,7 +237,7 @@ static void ramchunk_publish(struct gs_engine *e, struct ramchunk *rc)
 			e->ramchunks_cap = cap;
 		}
 	}
-	if (!rc->obj->linked || e->ramchunks_len == e->ramchunks_cap) {
+	if (!holds_chunks(rc->obj) || e->ramchunks_len == e->ramchunks_cap) {
 		entry_free(e, rc);	/* gone meanwhile, or no room to track */
 		return;
 	}

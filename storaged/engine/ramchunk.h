@@ -24,8 +24,8 @@ const struct ramchunk *ramchunk_get(struct gs_engine *e, struct gs_obj *obj,
  * one lap of the chunk CLOCK (then its chunks may push colder ones out).
  * e->lock held. */
 bool ramchunk_read(struct gs_engine *e, struct gs_obj *obj);
-/* Chunk <c> of pinned <obj> was read from disk and checked, its bytes at
- * <data>: caches a copy when free slots are at hand or, when
+/* Chunk <c> of pinned <obj> was read from disk and checked (or, of a
+ * fill's grid, written), its bytes at <data>: caches a copy when free slots are at hand or, when
  * ramchunk_read() said <again>, in colder cached chunks' place.  Takes
  * e->lock itself (not held across the copy). */
 void ramchunk_offer(struct gs_engine *e, struct gs_obj *obj, uint32_t c,

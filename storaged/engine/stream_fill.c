@@ -2,8 +2,10 @@
  * Streams over an object still filling (a fill's grid, fill.h): bytes go
  * out as they land, each from where the writer put it once it is there
  * and checked: the head slot's bytes as soon as they are copied, RAM
- * chunks in place, disk chunks read (and their checksum checked) once
- * their write completed, one chunk per buffer, a few ahead.  The stream
+ * chunks in place, disk chunks once their write completed, one chunk per
+ * buffer, a few ahead: copied from the RAM chunk cache when the writer
+ * could offer it there (fill_chunk_written), else read (and their
+ * checksum checked).  The stream
  * ends at the final size once the writer finished, and fails with
  * -ECONNABORTED once it was aborted.  When it has nothing to give it asks
  * the fill to tell its gs_io (from whichever thread writes) and returns
@@ -16,6 +18,7 @@
 
 #include "fill.h"
 #include "index.h"
+#include "ramchunk.h"
 #include "stream-t.h"
 #include "uring.h"
 
@@ -137,11 +140,36 @@ static bool slot_done(const struct fill_stream *fs, const struct fs_slot *sl)
 	return fs->pos >= sl->end && (!fs->keep || fs->released >= sl->end);
 }
 
-/* Reads the landed chunks [next, <landed>) that the free buffers hold. */
+/* Copies chunk <ci> into <buf> when the RAM chunk cache holds it (its
+ * writer offered it as it landed): true.  The grid's pin keeps it. */
+static bool fs_from_ram(struct fill_stream *fs, uint32_t ci, char *buf)
+{
+	struct gs_engine *e = fs->io->e;
+	const struct ramchunk *rc;
+	uint64_t len = obj_chunks(fs->obj)[ci].len, pos = 0;
+	const char *p;
+	size_t n;
+
+	pthread_mutex_lock(&e->lock);
+	rc = ramchunk_get(e, fs->obj, ci);
+	pthread_mutex_unlock(&e->lock);
+	if (!rc)
+		return false;
+	for (; pos < len; pos += n) {
+		p = ramchunk_bytes(e, rc, pos, len - pos, &n);
+		memcpy(buf + pos, p, n);
+	}
+	STAT_ADD(e, chunk_hit_bytes, len);
+	return true;
+}
+
+/* Reads the landed chunks [next, <landed>) that the free buffers hold:
+ * from RAM when cached there, else from disk. */
 static void fs_refill(struct fill_stream *fs, uint32_t landed, uint64_t end)
 {
 	const struct chunk *c = obj_chunks(fs->obj);
 	bool armed = false;
+	uint8_t state;
 
 	if (fs->error || !fs->obj->on_disk)
 		return;
@@ -157,19 +185,24 @@ static void fs_refill(struct fill_stream *fs, uint32_t landed, uint64_t end)
 
 		if (sl->state != FS_FREE)
 			continue;
-		if (uring_op_start(fs->io, fs->obj, fs->next, false, fs->bufs[i],
-				   -1, fs_read_done, fs) < 0) {
+		if (fs_from_ram(fs, fs->next, fs->bufs[i])) {
+			state = FS_READY;
+		} else if (uring_op_start(fs->io, fs->obj, fs->next, false,
+					  fs->bufs[i], -1, fs_read_done,
+					  fs) < 0) {
 			STAT_ADD(fs->io->e, io_errors, 1);
 			fs->error = -EIO;
 			break;
+		} else {
+			state = FS_INFLIGHT;
+			fs->inflight++;
+			armed = true;
 		}
-		*sl = (struct fs_slot){ .state = FS_INFLIGHT, .chunk = fs->next,
+		*sl = (struct fs_slot){ .state = state, .chunk = fs->next,
 					.start = fs->next_start,
 					.end = fs->next_start + c[fs->next].len };
-		fs->inflight++;
 		fs->next_start = sl->end;
 		fs->next++;
-		armed = true;
 	}
 	if (armed)
 		uring_submit(fs->io);
@@ -224,6 +257,7 @@ int fill_stream_open(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	if (obj->on_disk)
 		fs->next = chunk_at(fs, off > fs->f->head_cap ? off :
 				    fs->f->head_cap, &fs->next_start);
+	__atomic_add_fetch(&fs->f->readers, 1, __ATOMIC_RELAXED);
 	*fsp = fs;
 	return 0;
 }
@@ -375,6 +409,7 @@ void fill_stream_close(struct fill_stream **fsp)
 		return;
 	*fsp = NULL;
 	fs->closed = true;
+	__atomic_sub_fetch(&fs->f->readers, 1, __ATOMIC_RELAXED);
 	fill_waiter_del(fs->f, &fs->fw);
 	if (!fs->inflight)
 		fs_end(fs);

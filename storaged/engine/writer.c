@@ -384,8 +384,6 @@ void writer_write_done(struct io_op *op)
 	struct gs_writer *w = op->owner;
 	struct gs_engine *e = w->io->e;
 
-	if (op->buf_idx >= 0)
-		iobuf_put(&w->io->writer_bufs, op->buf_idx);
 	admission_release(w->io, op->len);
 	w->inflight--;
 	if (op->res < 0)
@@ -394,9 +392,12 @@ void writer_write_done(struct io_op *op)
 		STAT_ADD(e, disk_writes, 1);
 		STAT_ADD(e, disk_write_bytes, op->len);
 		GS_CRASH_POINT("chunk-write");
-		if (w->fill)
-			fill_chunk_written(w->fill, op->chunk);
+		if (w->fill)	/* its bytes still in the buffer */
+			fill_chunk_written(e, w->fill, op->chunk, op->buf,
+					   op->len);
 	}
+	if (op->buf_idx >= 0)
+		iobuf_put(&w->io->writer_bufs, op->buf_idx);
 	if (op->buf_idx < 0 && op->buf == w->fin_buf) {
 		free(w->fin_buf);
 		w->fin_buf = NULL;

@@ -303,7 +303,9 @@ static void join_reader(pthread_t t, struct shared_read *sr)
 	CHECK(sr->r.done, "reader done");
 }
 
-/* A shared fill read while it lands, in steps the reader waits for. */
+/* A shared fill read while it lands, in steps the reader waits for; its
+ * disk chunks come from the RAM chunk cache, where the writer put them as
+ * they landed (none read back), and leave it with the grid. */
 static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 			uint64_t size, bool known, bool into)
 {
@@ -313,6 +315,7 @@ static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 				  .into = into };
 	struct gs_writer *w, *w2;
 	struct gs_obj *obj;
+	struct gs_stats st0, st1;
 	uint64_t pos = 0, head = 256 << 10, slack = (1 << 20) + head;
 	pthread_t t;
 
@@ -328,6 +331,7 @@ static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 	gs_writer_abort(&w2);
 	CHECK(gs_lookup(e, "shared", 6, &obj) == -ENOENT,
 	      "gs_lookup (memcache GET) never finds a filling object");
+	gs_stats(e, &st0);
 	pthread_create(&t, NULL, reader_main, &sr);
 	for (unsigned i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		uint64_t to = steps[i] < size ? steps[i] : size;
@@ -350,6 +354,17 @@ static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 	      sr.r.res, (unsigned long long)sr.r.n, (unsigned long long)size);
 	CHECK(sr.r.eagain > 0 && sr.at_start, "read while filling (%u waits)",
 	      sr.r.eagain);
+	gs_stats(e, &st1);
+	CHECK(st1.disk_reads == st0.disk_reads, "the reader read no chunk "
+	      "back from disk (%llu reads)",
+	      (unsigned long long)(st1.disk_reads - st0.disk_reads));
+	CHECK(st1.ram_chunks == st0.ram_chunks, "the grid's chunks left the "
+	      "RAM cache with it (%llu, was %llu)",
+	      (unsigned long long)st1.ram_chunks,
+	      (unsigned long long)st0.ram_chunks);
+	if (st1.disk_writes - st0.disk_writes >= 2)	/* whole chunks on disk */
+		CHECK(st1.chunk_hit_bytes > st0.chunk_hit_bytes,
+		      "disk chunks came from RAM");
 	CHECK(read_back(e, io, "shared", val, size), "stored");
 	CHECK(gs_lookup_filling(e, "shared", 6, &obj) == -ENOENT, "fill over");
 	CHECK(gs_writer_open(io, "shared", 6, GS_SIZE_UNKNOWN, 0, 0,
