@@ -83,7 +83,7 @@
 	ACTION(ram_chunk_bytes, "object bytes those chunks hold") \
 	ACTION(chunk_hits, "disk chunks streams took from RAM instead of reading them") \
 	ACTION(chunk_hit_bytes, "bytes streams handed out from those chunks") \
-	ACTION(chunk_admissions, "chunks copied into RAM after a read") \
+	ACTION(chunk_admissions, "chunks copied into RAM after a read, or as a fill's write lands") \
 	ACTION(chunk_evictions, "cached chunks dropped from RAM for room (for a head, or a hotter chunk; the objects stay)") \
 	ACTION(disk_evictions, "objects evicted for disk room")		\
 	ACTION(extent_splits, "extra runs a new object's chunks on a disk tier took because no free run of the pool held them whole (0: every object is one run per tier)") \
