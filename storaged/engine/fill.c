@@ -117,7 +117,7 @@ static struct fill *fill_find(struct gs_engine *e, const void *key,
 	return NULL;
 }
 
-int fill_share(struct gs_engine *e, struct gs_obj *g)
+int fill_share(struct gs_engine *e, struct gs_obj *g, bool attr_coming)
 {
 	struct fill *f = obj_fill(g);
 	int ret = 0;
@@ -128,6 +128,7 @@ int fill_share(struct gs_engine *e, struct gs_obj *g)
 	} else {
 		list_add_tail(&e->fills, &f->node);
 		f->shared = true;
+		f->attr_coming = attr_coming;
 	}
 	pthread_mutex_unlock(&e->lock);
 	return ret;
@@ -142,6 +143,8 @@ int gs_lookup_filling(struct gs_engine *e, const void *key, size_t klen,
 		return -ENOENT;
 	pthread_mutex_lock(&e->lock);
 	f = fill_find(e, key, klen);
+	if (f && f->attr_coming)
+		f = NULL;	/* not without its attributes */
 	if (f)
 		engine_pin(e, f->grid);
 	pthread_mutex_unlock(&e->lock);

@@ -47,6 +47,7 @@ struct fill {
 	struct gs_obj *grid;
 	struct list node;		/* on e->fills while shared, filling */
 	bool shared;
+	bool attr_coming;		/* under e->lock: hidden until then */
 	unsigned readers;		/* atomic: open fill streams */
 	uint64_t cap;			/* bytes the grid holds at most */
 	uint64_t head_cap;		/* bytes the head slot holds */
@@ -88,8 +89,9 @@ void fill_free_record(struct gs_engine *e, struct gs_obj *g);
 uint64_t fill_chunk_reserved(struct gs_engine *e, const struct gs_obj *g,
 			     uint32_t i);
 
-/* Makes <g>'s fill findable: 0 or -EBUSY.  Takes e->lock. */
-int fill_share(struct gs_engine *e, struct gs_obj *g);
+/* Makes <g>'s fill findable (with <attr_coming>, from its attributes
+ * on): 0 or -EBUSY.  Takes e->lock. */
+int fill_share(struct gs_engine *e, struct gs_obj *g, bool attr_coming);
 /* Progress, from the writer's thread: head bytes [0, <n>) copied; RAM-only
  * bytes up to <end> in place; disk chunk <ci> written, its <len> bytes at
  * <data> (a shared fill's readers then find a whole chunk in the RAM chunk

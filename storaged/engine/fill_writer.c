@@ -76,7 +76,7 @@ void fill_writer_fed(struct gs_writer *w, size_t n)
 		fill_ram_bytes(f, w->pos);
 }
 
-int gs_writer_share(struct gs_writer *w)
+int gs_writer_share(struct gs_writer *w, bool attr_coming)
 {
 	struct gs_engine *e = w->io->e;
 	struct gs_obj *obj = w->obj, *g;
@@ -101,7 +101,7 @@ int gs_writer_share(struct gs_writer *w)
 	}
 	if (w->fill->shared)
 		return 0;
-	return fill_share(e, w->obj);
+	return fill_share(e, w->obj, attr_coming);
 }
 
 /* Finish of a writer of unknown size: the size is what was given; the

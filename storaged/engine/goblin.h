@@ -357,11 +357,13 @@ int gs_writer_open(struct gs_io *io, const void *key, size_t klen,
 /*
  * Makes the GS_WRITE_SET writer <w>, before any bytes were given, shared:
  * its object is findable with gs_lookup_filling() until it is linked or
- * aborted, and at most one shared writer fills a key at a time.  Returns 0,
- * -EBUSY (another shared writer fills the key), -EINVAL (not a set, or
- * bytes given already) or -ENOMEM.
+ * aborted, and at most one shared writer fills a key at a time.  With
+ * <attr_coming>, findable only from the gs_writer_attr() that gives its
+ * attributes on (no reader sees it without them); the key is taken at
+ * once either way.  Returns 0, -EBUSY (another shared writer fills the
+ * key), -EINVAL (not a set, or bytes given already) or -ENOMEM.
  */
-int gs_writer_share(struct gs_writer *w);
+int gs_writer_share(struct gs_writer *w, bool attr_coming);
 /* Where the next bytes of the value go: 0 with <*p>, <*len> > 0, or -EAGAIN
  * when the admission bound or the buffers are exhausted: <wake>(<arg>)
  * fires when to try again (stop reading from the writer meanwhile); 0 with

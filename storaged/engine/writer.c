@@ -324,6 +324,8 @@ int writer_attr_to_grid(struct gs_writer *w)
 	attr_drop(e, w->obj);
 	if (w->attr)
 		ret = attr_attach(e, w->obj, &w->attr);
+	if (!ret)
+		w->fill->attr_coming = false;	/* findable now, if shared */
 	pthread_mutex_unlock(&e->lock);
 	return ret;
 }

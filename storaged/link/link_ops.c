@@ -355,9 +355,10 @@ static void op_wopen(struct link_conn *c, const struct ring_sqe *sqe)
 				 &h->w);
 	if (cqe.res)
 		goto out_put;
-	/* SHARED: findable while filling; one at a time per key */
+	/* SHARED: findable while filling, once its attributes are in (the
+	 * WDATAs bring them); one at a time per key */
 	if (sqe->opflags & RING_WOPEN_SHARED)
-		cqe.res = gs_writer_share(h->w);
+		cqe.res = gs_writer_share(h->w, sqe->attr_len > 0);
 	if (cqe.res) {
 		gs_writer_abort(&h->w);
 		goto out_put;

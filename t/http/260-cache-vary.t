@@ -89,7 +89,9 @@ sub at_once ($) {
     for my $l (@later) {
         my ($ae, $wait) = @$l;
         my $r = $wait->();
-        push @bad, "$ae: $r->{code} $r->{size}"
+        push @bad, "$ae: $r->{code} $r->{size} " . ($r->{xcache} // "-")
+            . (variant_of($p, $ae eq "br" ? "gzip" : "br", $r)
+               ? " (the other variant's body)" : "")
             unless variant_of($p, $ae, $r);
     }
     ok(!@bad, ($h2 ? 'HTTP/2: ' : '') . '16 at once over two variants: '

@@ -201,7 +201,7 @@ sub fetch_later ($;%) {
     if ($pid == 0) {
         my $r = fetch($path, %o);
         print join("\t", map { "$_=" . ($r->{$_} // '') }
-                         qw(code size ttfb total sha rc)), "\n";
+                         qw(code size ttfb total sha rc xcache)), "\n";
         POSIX::_exit(0);
     }
     return sub { later_result($out) };

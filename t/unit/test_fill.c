@@ -324,10 +324,10 @@ static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 	fill(val, size, 5);
 	CHECK(gs_writer_open(io, "shared", 6, known ? size : GS_SIZE_UNKNOWN,
 			     0, 0, GS_WRITE_SET, &w) == 0, "open");
-	CHECK(gs_writer_share(w) == 0, "share");
+	CHECK(gs_writer_share(w, false) == 0, "share");
 	CHECK(gs_writer_open(io, "shared", 6, GS_SIZE_UNKNOWN, 0, 0,
 			     GS_WRITE_SET, &w2) == 0, "open 2");
-	CHECK(gs_writer_share(w2) == -EBUSY, "second shared writer: -EBUSY");
+	CHECK(gs_writer_share(w2, false) == -EBUSY, "second shared writer: -EBUSY");
 	gs_writer_abort(&w2);
 	CHECK(gs_lookup(e, "shared", 6, &obj) == -ENOENT,
 	      "gs_lookup (memcache GET) never finds a filling object");
@@ -368,7 +368,7 @@ static void shared_fill(struct gs_engine *e, struct gs_io *io, char *val,
 	CHECK(read_back(e, io, "shared", val, size), "stored");
 	CHECK(gs_lookup_filling(e, "shared", 6, &obj) == -ENOENT, "fill over");
 	CHECK(gs_writer_open(io, "shared", 6, GS_SIZE_UNKNOWN, 0, 0,
-			     GS_WRITE_SET, &w) == 0 && gs_writer_share(w) == 0,
+			     GS_WRITE_SET, &w) == 0 && gs_writer_share(w, false) == 0,
 	      "the next shared writer may start");
 	gs_writer_abort(&w);
 	CHECK(gs_delete(e, "shared", 6) == 0, "del");
@@ -389,7 +389,7 @@ static void shared_abort(struct gs_engine *e, struct gs_io *io, char *val)
 	used(e, base);
 	fill(val, 4 << 20, 6);
 	CHECK(gs_writer_open(io, "cut", 3, GS_SIZE_UNKNOWN, 0, 0, GS_WRITE_SET,
-			     &w) == 0 && gs_writer_share(w) == 0, "open");
+			     &w) == 0 && gs_writer_share(w, false) == 0, "open");
 	pthread_create(&t, NULL, reader_main, &sr);
 	CHECK(feed(io, w, val, 0, 2 << 20, 65536) == 0, "feed");
 	CHECK(wait_reader(io, &sr, 1 << 20, 0), "reader got some");
@@ -414,13 +414,14 @@ static void shared_abort(struct gs_engine *e, struct gs_io *io, char *val)
 
 /* A shared fill's attributes: readers of the filling object see them from
  * the start, the stored object has them, a later gs_writer_attr() on the
- * fill replaces them, and an aborted fill leaves none behind. */
+ * fill replaces them, a fill whose attributes are coming is found only
+ * with them, and an aborted fill leaves none behind. */
 static void shared_attr(struct gs_engine *e, struct gs_io *io, char *val,
 			uint64_t size)
 {
 	static const char a1[] = "GA1 200 1\r\nContent-Type: a/b\r\n";
 	static const char a2[] = "GA1 200 2\r\nContent-Type: c/d\r\n";
-	struct gs_writer *w;
+	struct gs_writer *w, *w2;
 	struct gs_obj *obj;
 	char got[GS_ATTR_MAX];
 	int n;
@@ -428,7 +429,7 @@ static void shared_attr(struct gs_engine *e, struct gs_io *io, char *val,
 	CHECK(gs_writer_open(io, "sattr", 5, GS_SIZE_UNKNOWN, 0, 0,
 			     GS_WRITE_SET, &w) == 0, "open");
 	CHECK(gs_writer_attr(w, a1, sizeof(a1)) == 0, "attr before share");
-	CHECK(gs_writer_share(w) == 0, "share");
+	CHECK(gs_writer_share(w, false) == 0, "share");
 	CHECK(feed(io, w, val, 0, size / 2, 64 << 10) == 0, "first half");
 	CHECK(gs_lookup_filling(e, "sattr", 5, &obj) == 0, "filling found");
 	if (obj) {
@@ -451,9 +452,25 @@ static void shared_attr(struct gs_engine *e, struct gs_io *io, char *val,
 	CHECK(read_back(e, io, "sattr", val, size), "bytes back");
 	CHECK(gs_delete(e, "sattr", 5) == 0, "del");
 
+	/* attributes to come (the link's WOPEN then WDATAs): the key is
+	 * taken, yet nobody finds the fill until they are in */
 	CHECK(gs_writer_open(io, "sattr2", 6, GS_SIZE_UNKNOWN, 0, 0,
-			     GS_WRITE_SET, &w) == 0 && gs_writer_share(w) == 0 &&
-	      gs_writer_attr(w, a1, sizeof(a1)) == 0, "open, share, attr");
+			     GS_WRITE_SET, &w) == 0 &&
+	      gs_writer_share(w, true) == 0, "open, share, attributes coming");
+	CHECK(gs_lookup_filling(e, "sattr2", 6, &obj) == -ENOENT,
+	      "not findable without its attributes");
+	CHECK(gs_writer_open(io, "sattr2", 6, GS_SIZE_UNKNOWN, 0, 0,
+			     GS_WRITE_SET, &w2) == 0, "open a second");
+	CHECK(gs_writer_share(w2, false) == -EBUSY, "its key is taken");
+	gs_writer_abort(&w2);
+	CHECK(gs_writer_attr(w, a1, sizeof(a1)) == 0, "attributes in");
+	CHECK(gs_lookup_filling(e, "sattr2", 6, &obj) == 0, "findable now");
+	if (obj) {
+		n = gs_obj_attr(e, obj, got, sizeof(got));
+		CHECK(n == (int)sizeof(a1) && !memcmp(got, a1, n),
+		      "with them (%d)", n);
+		gs_obj_put(e, &obj);
+	}
 	CHECK(feed(io, w, val, 0, size / 2, 64 << 10) == 0, "half");
 	gs_writer_abort(&w);
 	CHECK(gs_lookup_filling(e, "sattr2", 6, &obj) == -ENOENT &&
