@@ -40,27 +40,30 @@ int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 }
 
 /* The first chunk is what the client waits for now (a head not in RAM, or
- * the bytes after it); the first HDD chunk the longest wait.  A window of
- * one buffer must not lead when that chunk fills it: it could not be sent
- * before the ones it jumped. */
+ * the bytes after it); the tail's first HDD chunks the longest wait: up to
+ * <lead_max> of them, back to back, go next, so the HDD seeks once for
+ * them.  A window too small to send the chunks they jump must not lead. */
 uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
-		    bool lead_tail, uint32_t *order)
+		    uint32_t lead_max, uint32_t *order)
 {
-	uint32_t n = 0, lead = UINT32_MAX, c;
+	uint32_t n = 0, lead = last, lead_end, c;
 
 	for (c = first; c < last && obj_chunks(obj)[c].tier == GS_TIER_RAM; c++)
 		;
 	if (c < last)
 		order[n++] = c;
-	for (c++; lead_tail && c < last; c++)
+	for (c++; lead_max && c < last; c++)
 		if (obj_chunks(obj)[c].tier == GS_TIER_HDD) {
 			lead = c;
 			break;
 		}
-	if (lead != UINT32_MAX)
-		order[n++] = lead;
+	for (c = lead; c < last && c - lead < lead_max &&
+	     obj_chunks(obj)[c].tier == GS_TIER_HDD; c++)
+		order[n++] = c;
+	lead_end = c;
 	for (c = n ? order[0] + 1 : last; c < last; c++)
-		if (c != lead && obj_chunks(obj)[c].tier != GS_TIER_RAM)
+		if ((c < lead || c >= lead_end) &&
+		    obj_chunks(obj)[c].tier != GS_TIER_RAM)
 			order[n++] = c;
 	return n;
 }
@@ -152,7 +155,7 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 	pthread_mutex_lock(&io->e->lock);
 	engine_pin(io->e, obj);
 	pthread_mutex_unlock(&io->e->lock);
-	n = read_order(obj, 0, obj->nchunks, true, order);
+	n = read_order(obj, 0, obj->nchunks, 1, order);
 	r->pending = 1;			/* held until every read is armed */
 	for (uint32_t i = 0; i < n && ret == 0; i++) {
 		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);

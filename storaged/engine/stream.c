@@ -51,10 +51,21 @@ static void put_slices(struct gs_stream *s, struct stream_slot *sl)
 	window_unplace(&s->win, &sl->win, sl->slices);
 }
 
+/* The HDD chunks a stream of a window of at most <window_max> buffers
+ * reads back to back, ahead of the SSD chunks before them: one buffer each,
+ * one left for those; LEAD_MAX at most (4 MiB per seek: the seek is then
+ * under a fifth of the transfer), none in one buffer. */
+#define LEAD_MAX	4
+static uint32_t lead_max(unsigned window_max)
+{
+	return window_max < 2 ? 0 : window_max - 1 < LEAD_MAX ?
+	       window_max - 1 : LEAD_MAX;
+}
+
 /* read_order() of [<first>, s->last) less what RAM holds; how many. */
 static uint32_t stream_order(struct gs_stream *s, uint32_t first)
 {
-	uint32_t n = read_order(s->obj, first, s->last, s->window_max > 1,
+	uint32_t n = read_order(s->obj, first, s->last, lead_max(s->window_max),
 				s->order), k = 0;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -358,50 +369,65 @@ static void stream_refill(struct gs_stream *s)
 	uring_submit(s->io);
 }
 
+/* The HDD chunks leading <s->order>: order[1], and the *<n> from there
+ * up to where the order turns back to the chunks they jumped (0: none). */
+static uint32_t order_lead(const struct gs_stream *s, uint32_t *n)
+{
+	for (uint32_t i = 2; i < s->norder; i++)
+		if (s->order[i] < s->order[i - 1]) {
+			*n = i - 1;
+			return s->order[1];
+		}
+	*n = 0;
+	return 0;
+}
+
+/* Buffers the chunks leading <s->order> need: they stay until every chunk
+ * they jumped is sent, so theirs (an HDD chunk fills one, its object's last
+ * may not) and, unless the last leaves a slice for each, one more for the
+ * jumped (one slice each: SSD chunks); 1 when nothing leads. */
+static unsigned lead_bufs(const struct gs_stream *s)
+{
+	uint32_t n, lead = order_lead(s, &n), most = 0, room;
+
+	if (!n)
+		return 1;
+	for (uint32_t i = 1 + n; i < s->norder; i++)
+		if (s->order[i] < lead && chunk_slices(s, s->order[i]) > most)
+			most = chunk_slices(s, s->order[i]);
+	room = SLICES - chunk_slices(s, s->order[n]);
+	return n + (most > 1 || most > room);
+}
+
 /* Window buffers for the chunks in <s->order>: what they span, at most
- * <max>, and two when an HDD chunk leads (it may take a whole buffer while
- * the chunks it jumped need room to be sent first). */
+ * <max>, and what a lead needs (lead_bufs). */
 static unsigned window_for(struct gs_stream *s, unsigned max)
 {
-	unsigned slices = 0, n;
+	unsigned slices = 0, n, lead = lead_bufs(s);
 
 	for (uint32_t i = 0; i < s->norder; i++)
 		slices += chunk_slices(s, s->order[i]);
 	n = (slices + SLICES - 1) / SLICES;
-	if (order_leads(s->order, s->norder) && n < 2)
-		n = 2;
+	n = n > lead ? n : lead;
 	return n < max ? n : max;
 }
 
-/* Whether the HDD chunk leading <s->order> needs a buffer of its own: it
- * stays until every chunk it jumped is sent, so one buffer does only when
- * it leaves a slice for each of them (they take one each: SSD chunks). */
-static bool lead_alone(const struct gs_stream *s)
-{
-	uint32_t lead = UINT32_MAX, most = 0;
-
-	for (uint32_t i = 1; i < s->norder && lead == UINT32_MAX; i++)
-		if (s->order[i] < s->order[i - 1])
-			lead = i - 1;
-	if (lead == UINT32_MAX)
-		return false;
-	for (uint32_t i = 0; i < s->norder; i++)
-		if (s->order[i] < s->order[lead] && chunk_slices(s, s->order[i]) > most)
-			most = chunk_slices(s, s->order[i]);
-	return most > 1 || chunk_slices(s, s->order[lead]) + most > SLICES;
-}
-
 /* Sizes the window <s> (re)starts with for the chunks in <s->order>:
- * its first chunk and the next (window_plan). */
+ * its first chunk and what comes next, the whole lead when one leads
+ * (window_plan). */
 static void stream_plan(struct gs_stream *s)
 {
 	unsigned first = s->norder ? chunk_slices(s, s->order[0]) : 0;
 	unsigned next = s->norder > 1 ? chunk_slices(s, s->order[1]) : 0;
 	enum gs_tier t = s->norder > 1 ? obj_chunks(s->obj)[s->order[1]].tier :
 			 GS_TIER_SSD;
+	uint32_t n;
 
+	order_lead(s, &n);
+	for (uint32_t i = 2; i <= n; i++)
+		next += chunk_slices(s, s->order[i]);
 	window_plan(s->io->e, &s->win, window_for(s, s->win.cap), first, next,
-		    t, lead_alone(s));
+		    t, lead_bufs(s));
 }
 
 /* A stream of [<off>, <off>+<len>) of <obj> whose window will be at most
@@ -446,8 +472,8 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 			if (obj_chunks(obj)[c].tier == GS_TIER_RAM)
 				sl->state = CH_READY;
 		}
-		s->norder = read_order(obj, s->first, s->last, window_max > 1,
-				       s->order);
+		s->norder = read_order(obj, s->first, s->last,
+				       lead_max(window_max), s->order);
 		if (window_init(&s->win, window_for(s, window_max)) < 0)
 			goto out_free;
 		stream_plan(s);

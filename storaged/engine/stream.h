@@ -13,10 +13,10 @@
 int chunk_check(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		const char *data, int res);
 /* Fills <order> with the disk chunks of [first, last) in the order to
- * submit them (the first one, then with <lead_tail> the first HDD chunk,
- * then offset order); returns how many. */
+ * submit them (the first one, then the tail's first HDD chunks, at most
+ * <lead_max>, then offset order); returns how many. */
 uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
-		    bool lead_tail, uint32_t *order);
+		    uint32_t lead_max, uint32_t *order);
 /* Finds the chunks [*<first>, *<last>) of <obj> that hold bytes of
  * [<start>, <end>), <start> past its head. */
 void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,

@@ -186,11 +186,11 @@ static unsigned latency_slices(struct gs_engine *e, enum gs_tier t)
 }
 
 void window_plan(struct gs_engine *e, struct window *w, unsigned span,
-		 unsigned first, unsigned next, enum gs_tier t, bool leads)
+		 unsigned first, unsigned next, enum gs_tier t, unsigned min)
 {
 	unsigned lat = next ? latency_slices(e, t) : 0, n;
 
-	w->min = span < 2 ? span : leads ? 2 : 1;
+	w->min = span < min ? span : min;
 	next = lat > next ? lat : next;
 	n = (first + next + SLICES - 1) / SLICES;
 	n = n > w->min ? n : w->min;

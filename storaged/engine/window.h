@@ -76,12 +76,12 @@ void window_unplace(struct window *w, int8_t *win, uint8_t bits);
  * Sizes <w> for chunks that span <span> buffers: a first chunk of <first>
  * slices and a next one of <next> slices on tier <t>, room for the next
  * being what the consumer drains, at the measured delivery rate, while a
- * typical (median) read of <t> completes when that is more; at least one
- * buffer, two when a leading HDD chunk <leads> alone (it takes so much of
- * a buffer that the chunks it jumped need another to be sent first).
+ * typical (median) read of <t> completes when that is more; at least
+ * <min> buffers (what leading HDD chunks need to let the chunks they
+ * jumped be sent first), or <span> when less.
  */
 void window_plan(struct gs_engine *e, struct window *w, unsigned span,
-		 unsigned first, unsigned next, enum gs_tier t, bool leads);
+		 unsigned first, unsigned next, enum gs_tier t, unsigned min);
 
 /*
  * What a stream's consumer drained and waited, for measure.h: the bytes it

@@ -21,6 +21,7 @@
 #include "goblin.h"
 #include "check.h"
 #include "engine_util.h"
+#include "stream.h"
 #include "uring.h"
 
 #define SIZE	(24u << 20)
@@ -174,10 +175,50 @@ static void windows(struct gs_engine *e, struct gs_io *io, const char *val)
 	CHECK(st.delivery_rate > 0, "drain rate measured");
 }
 
+/* read_order() of "big": its first chunk, then its first <lead_max> HDD
+ * chunks back to back (one seek), then the SSD chunks they jumped, then the
+ * rest in offset order; every disk chunk once. */
+static void lead_order(struct gs_engine *e)
+{
+	uint32_t order[64], seen[64] = { 0 }, n, h, first;
+	struct gs_obj *obj;
+	bool ok = true;
+
+	if (gs_lookup(e, "big", 3, &obj) < 0) {
+		CHECK(0, "big stored");
+		return;
+	}
+	CHECK(obj->nchunks <= 64, "chunks %u", obj->nchunks);
+	for (h = 0; h < obj->nchunks &&
+	     obj_chunks(obj)[h].tier != GS_TIER_HDD; h++)
+		;
+	for (first = 0; obj_chunks(obj)[first].tier == GS_TIER_RAM; first++)
+		;
+	CHECK(first + 1 < h && h + 3 < obj->nchunks,
+	      "an SSD prefix before the tail (%u, %u)", first, h);
+	n = read_order(obj, 0, obj->nchunks, 3, order);
+	CHECK(n == obj->nchunks - first, "%u chunks ordered", n);
+	for (uint32_t i = 0; i < n; i++)
+		ok = ok && order[i] < 64 && !seen[order[i]]++;
+	CHECK(ok, "each once");
+	CHECK(order[0] == first && order[1] == h && order[2] == h + 1 &&
+	      order[3] == h + 2 && order[4] == first + 1,
+	      "first, three HDD chunks, then the prefix: %u %u %u %u %u",
+	      order[0], order[1], order[2], order[3], order[4]);
+	for (uint32_t i = 5; i < n; i++)
+		ok = ok && order[i] > order[i - 1];
+	CHECK(ok, "then offset order");
+	n = read_order(obj, 0, obj->nchunks, 0, order);
+	CHECK(order[1] == first + 1, "no lead: offset order");
+	gs_obj_put(e, &obj);
+}
+
 /* A whole GET of an object whose HDD tail leads its SSD prefix: a tail
  * chunk that leaves a slice for each prefix chunk shares their buffer (one
- * in all), a whole 1 MiB HDD chunk takes a buffer of its own (two).  Each
- * runs with nothing measured (no delivery rate): its window the least. */
+ * in all); whole 1 MiB HDD chunks lead back to back, as many as the window
+ * holds with a buffer left for the prefix (BUFS - 1 here), each in a
+ * buffer of its own.  Each runs with nothing measured (no delivery rate):
+ * its window the least. */
 static void leads(struct gs_engine *e, struct gs_io *io, const char *val,
 		  const char *small)
 {
@@ -189,9 +230,11 @@ static void leads(struct gs_engine *e, struct gs_io *io, const char *val,
 	CHECK(r.max_held == 1, "short HDD tail leads: %u buffers", r.max_held);
 	reader_close(io, &r);
 	idle_for(io, 2100);		/* what it measured goes stale */
+	lead_order(e);
 	CHECK(reader_open(e, io, &r, val, 0, UINT64_MAX) == 0, "open big at 0");
 	CHECK(reader_go(io, &r, true, 3) == 0, "big from 0: byte-exact");
-	CHECK(r.max_held == 2, "whole HDD chunk leads: %u buffers", r.max_held);
+	CHECK(r.max_held == BUFS, "whole HDD chunks lead: %u buffers",
+	      r.max_held);
 	reader_close(io, &r);
 }
 
