@@ -372,6 +372,7 @@ sub run_block ($) {
     }
 
     if ($restart && !defined $nskip) {
+        died_log($name);
         stop_nginx();
         setup_server_root();
         write_user_files($block, $ports);
@@ -414,6 +415,20 @@ sub run_block ($) {
     if ($UseValgrind) {
         stop_nginx();
     }
+}
+
+# An nginx that stopped on its own (not by us): the end of its error log,
+# before the next start wipes it.
+sub died_log ($) {
+    my $name = shift;
+    my $pid = read_pid();
+    return if !defined $pid || is_running($pid);
+    open my $in, '<', $ErrLogFile or return;
+    my @lines = <$in>;
+    close $in;
+    splice @lines, 0, @lines - 40 if @lines > 40;
+    Test::More::diag("before $name: nginx $pid is gone; its error log "
+                     . "ended:\n" . join '', @lines);
 }
 
 sub can_run ($) {

@@ -123,6 +123,7 @@ sub connect_server ($$) {
             Test::More->builder->no_ending(1);
             Test::More::fail("$name - Can't connect to $ServerAddr:"
                              . "$ServerPortForClient: $err (aborted)");
+            died_log($name);
             return undef;
         }
         sleep min(($TestNginxSleep + $TestNginxSleep * $tries) * $tries / 2,
