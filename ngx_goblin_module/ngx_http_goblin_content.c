@@ -113,10 +113,8 @@ static ngx_int_t
 ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
     ngx_str_t *key)
 {
-    size_t                     prefix_len, bad;
-    ngx_int_t                  valid;
-    const u_char              *data;
-    ngx_http_core_loc_conf_t  *clcf;
+    size_t      bad;
+    ngx_int_t   valid;
 
     bad = 0;
 
@@ -129,19 +127,7 @@ ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
                                           &bad);
 
     } else {
-        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-        prefix_len = (
-#if (NGX_PCRE)
-                      clcf->regex == NULL &&
-#endif
-                      !clcf->named) ? clcf->name.len : 0;
-
-        valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len,
-                                        clcf->name.data, prefix_len,
-                                        RING_KEY_MAX, &data, &key->len,
-                                        &bad);
-        key->data = (u_char *) data;
+        valid = ngx_http_goblin_uri_key(r, RING_KEY_MAX, key, &bad);
     }
 
     switch (valid) {
@@ -167,6 +153,36 @@ ngx_http_goblin_key(ngx_http_request_t *r, ngx_http_goblin_loc_conf_t *glcf,
                       "goblin: an empty key");
         return NGX_HTTP_BAD_REQUEST;
     }
+}
+
+
+/* The key of r->uri in its location: the URI after the location's prefix
+ * (a regex or named location: all of it), as nginx decoded it; <max>
+ * bytes at most.  ngx_http_goblin_key_valid()'s answer, the offset of a
+ * bad byte in *bad.  $goblin_key is this too (ngx_http_goblin_upstream.c).
+ */
+ngx_int_t
+ngx_http_goblin_uri_key(ngx_http_request_t *r, size_t max, ngx_str_t *key,
+    size_t *bad)
+{
+    size_t                     prefix_len;
+    ngx_int_t                  valid;
+    const u_char              *data;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    prefix_len = (
+#if (NGX_PCRE)
+                  clcf->regex == NULL &&
+#endif
+                  !clcf->named) ? clcf->name.len : 0;
+
+    valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len, clcf->name.data,
+                                    prefix_len, max, &data, &key->len, bad);
+    key->data = (u_char *) data;
+
+    return valid;
 }
 
 

@@ -34,6 +34,9 @@
  *                              doorbell, losing and reconnecting
  *   ngx_http_goblin_ring.c     the ring: request slots, submissions,
  *                              completions, tx buffers, mappings
+ *   ngx_http_goblin_upstream.c goblin_hash: several nodes behind one
+ *                              nginx, placed as memcache clients place
+ *                              keys; $goblin_key
  *
  * Who calls whom (t/check-module-calls checks it against the objects;
  * no cycles):
@@ -57,6 +60,7 @@
  *   attr     ->  ring
  *   http     ->
  *   fresh    ->
+ *   upstream ->  content
  *
  * The ring knows no HTTP: it hands a request's completions to the
  * handlers its kind set in the context (ctx->completions, its table of a
@@ -395,6 +399,8 @@ ngx_int_t ngx_http_goblin_attr_found(ngx_http_goblin_ctx_t *ctx,
 
 /* ngx_http_goblin_content.c */
 ngx_int_t ngx_http_goblin_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_goblin_uri_key(ngx_http_request_t *r, size_t max,
+    ngx_str_t *key, size_t *bad);
 
 /* ngx_http_goblin_handler.c; cache mode reads with its handlers too */
 extern const ngx_http_goblin_completion_t  ngx_http_goblin_get_completions[];

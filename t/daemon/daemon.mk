@@ -1,8 +1,10 @@
 # The daemon tests (t/daemon/*.test, run by t/run).
 
 # clients.test and clients-perl.test: standard memcache clients used
-# unmodified (libmemcached's tools, pymemcache, Cache::Memcached::Fast).
-DEB_PACKAGES += libmemcached-tools python3-pymemcache libcache-memcached-fast-perl
+# unmodified (libmemcached's tools, pymemcache, Cache::Memcached::Fast);
+# nodes.test: libmemcached's ketama through pylibmc, and C::M::F's.
+DEB_PACKAGES += libmemcached-tools python3-pymemcache libcache-memcached-fast-perl \
+	python3-pylibmc
 
 # front-hardening.test's malloc fault injector (LD_PRELOAD, optimised
 # build only: ASan's allocator cannot be interposed).
