@@ -63,14 +63,18 @@ run: deps
 # The benchmark method checks run against the optimised build only: they
 # check the scripts (arithmetic, reports, the rig), and the daemon paths
 # they drive are the daemon tests' too.
+# The HTTP suites run two at a time: each has its own ports, servroot,
+# daemon and origin (TEST_NGINX_RANDOMIZE), and most of their time is
+# waiting (rates, fills, timeouts); that halves them on two cores.
+PROVE := prove -j2
 BENCH_METHOD_TESTS := t/daemon/compare.test t/daemon/http-compare.test \
 	t/daemon/numa-bench.test t/daemon/rdma-bench.test \
 	t/daemon/restart-bench.test t/daemon/rig.test t/daemon/rig-net.test \
 	t/daemon/small-http.test
 test: deps
 	$(MAKE) all asan
-	BUILD=build/asan prove t/http/*.t
-	BUILD=build prove t/http/*.t
+	BUILD=build/asan $(PROVE) t/http/*.t
+	BUILD=build $(PROVE) t/http/*.t
 	BUILD=build t/run $$(ls t/daemon/*.test)
 	BUILD=build/asan t/run $$(ls build/asan/t/test_*) \
 		$(filter-out $(BENCH_METHOD_TESTS),$(wildcard t/daemon/*.test))

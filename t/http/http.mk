@@ -23,7 +23,7 @@ test-nginx-asan: build/asan/ngx_http_goblin_module.so build/goblin-store
 	GOBLIN_NGX_MODULE=$(CURDIR)/build/asan/ngx_http_goblin_module.so \
 	TEST_NGINX_BINARY=$(CURDIR)/t/nginx-asan TEST_NGINX_USE_HTTP2=1 \
 	GOBLIN_SANITIZER_LOGS=$(CURDIR)/$(NGX_ASAN_REPORTS) \
-	BUILD=build prove t/http/*.t
+	BUILD=build $(PROVE) t/http/*.t
 	@if [ -n "$$(ls -A $(NGX_ASAN_REPORTS))" ]; then \
 		cat $(NGX_ASAN_REPORTS)/*; \
 		echo "test-nginx-asan: sanitizer reports in $(NGX_ASAN_REPORTS)" >&2; \
