@@ -55,8 +55,6 @@ typedef struct {
     ngx_uint_t                       port;        /* 0: each server's */
     ngx_uint_t                       npoints;
     ngx_http_goblin_point_t         *points;
-    ngx_uint_t                       npeers;
-    ngx_http_upstream_rr_peer_t    **peers;
 } ngx_http_goblin_upstream_conf_t;
 
 
@@ -64,7 +62,6 @@ typedef struct {
     ngx_http_upstream_rr_peer_data_t  rrp;        /* first: rr's free */
     ngx_http_goblin_upstream_conf_t  *conf;
     ngx_uint_t                        point;
-    ngx_uint_t                        tries;
 } ngx_http_goblin_upstream_data_t;
 
 
@@ -180,20 +177,14 @@ ngx_http_goblin_upstream_ring(ngx_conf_t *cf,
         total += peer->weight;
     }
 
-    ucf->peers = ngx_palloc(cf->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
-    if (ucf->peers == NULL
-        || ngx_array_init(&ring, cf->pool, n * NGX_HTTP_GOBLIN_POINTS,
-                          sizeof(ngx_http_goblin_point_t))
-           != NGX_OK)
+    if (ngx_array_init(&ring, cf->pool, n * NGX_HTTP_GOBLIN_POINTS,
+                       sizeof(ngx_http_goblin_point_t))
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    ucf->npeers = n;
-
     for (i = 0, peer = rr->peer; peer; peer = peer->next, i++) {
-        ucf->peers[i] = peer;
-
         if (ngx_http_goblin_upstream_points(cf, ucf, &ring, peer, i, total, n)
             != NGX_OK)
         {
@@ -392,7 +383,6 @@ ngx_http_goblin_upstream_init_peer(ngx_http_request_t *r,
 
     gp->conf = ucf;
     gp->point = (ucf->npoints && lo < ucf->npoints) ? lo : 0;
-    gp->tries = 0;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "goblin_hash \"%V\": %uD, point %ui", &key, hash,
@@ -411,7 +401,7 @@ ngx_http_goblin_upstream_get_peer(ngx_peer_connection_t *pc, void *data)
 
     time_t                            now;
     uintptr_t                         m;
-    ngx_uint_t                        i, n, idx;
+    ngx_uint_t                        i, k, n, idx;
     ngx_http_upstream_rr_peer_t      *peer;
     ngx_http_goblin_upstream_conf_t  *ucf;
 
@@ -436,7 +426,11 @@ ngx_http_goblin_upstream_get_peer(ngx_peer_connection_t *pc, void *data)
             continue;
         }
 
-        peer = ucf->peers[idx];
+        /* by its place in the list: with a zone, the peers nginx keeps
+         * in shared memory (in the same order) */
+        for (peer = gp->rrp.peers->peer, k = 0; k < idx; k++) {
+            peer = peer->next;
+        }
 
         if (peer->down
             || (peer->max_fails && peer->fails >= peer->max_fails
@@ -461,7 +455,6 @@ ngx_http_goblin_upstream_get_peer(ngx_peer_connection_t *pc, void *data)
     gp->rrp.current = peer;
     gp->rrp.tried[idx / (8 * sizeof(uintptr_t))]
         |= (uintptr_t) 1 << idx % (8 * sizeof(uintptr_t));
-    gp->tries++;
 
     pc->sockaddr = peer->sockaddr;
     pc->socklen = peer->socklen;
