@@ -30,6 +30,8 @@ DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 
 PROGRAMS   :=
 TEST_EXTRA :=
+# what TEST_EXTRA's suites need built, built with the rest, two at a time
+TEST_BUILD :=
 
 .PHONY: all asan deps run test check unit clean bench
 all:
@@ -72,7 +74,7 @@ BENCH_METHOD_TESTS := t/daemon/compare.test t/daemon/http-compare.test \
 	t/daemon/restart-bench.test t/daemon/rig.test t/daemon/rig-net.test \
 	t/daemon/small-http.test
 test: deps
-	$(MAKE) all asan
+	$(MAKE) -j2 all asan $(TEST_BUILD)
 	BUILD=build/asan $(PROVE) t/http/*.t
 	BUILD=build $(PROVE) t/http/*.t
 	BUILD=build t/run $$(ls t/daemon/*.test)

@@ -90,4 +90,5 @@ fuzz-smoke: fuzz-build
 	t/fuzz/run -s $(FUZZ_SMOKE_S) -r -c build/fuzz/smoke $(FUZZ_TARGETS)
 
 TEST_EXTRA += fuzz-smoke
+TEST_BUILD += fuzz-build
 endif

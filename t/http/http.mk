@@ -18,6 +18,7 @@ NGX_ASAN_REPORTS := build/asan/nginx-reports
 
 .PHONY: test-nginx-asan
 TEST_EXTRA += test-nginx-asan
+TEST_BUILD += build/asan/ngx_http_goblin_module.so
 test-nginx-asan: build/asan/ngx_http_goblin_module.so build/goblin-store
 	rm -rf $(NGX_ASAN_REPORTS) && mkdir -p $(NGX_ASAN_REPORTS)
 	GOBLIN_NGX_MODULE=$(CURDIR)/build/asan/ngx_http_goblin_module.so \
