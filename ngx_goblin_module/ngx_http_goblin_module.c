@@ -21,6 +21,8 @@ static char *ngx_http_goblin_off_sec(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_goblin_restart(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_goblin_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_goblin_postconfiguration(ngx_conf_t *cf);
 static char *ngx_http_goblin_check_ring_entries(ngx_conf_t *cf, void *post,
@@ -179,6 +181,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
       ngx_http_goblin_off_sec,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_goblin_loc_conf_t, revalidate),
+      NULL },
+
+    { ngx_string("goblin_cache_restart"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_goblin_restart,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_goblin_loc_conf_t, restart),
       NULL },
 
     { ngx_string("goblin_cache_valid"),
@@ -355,6 +364,41 @@ ngx_http_goblin_off_sec(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* goblin_cache_restart revalidate | keep */
+static char *
+ngx_http_goblin_restart(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_goblin_loc_conf_t *glcf = conf;
+
+    ngx_str_t  *value;
+
+    if (glcf->restart != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 10
+        && ngx_strncmp(value[1].data, "revalidate", 10) == 0)
+    {
+        glcf->restart = NGX_HTTP_GOBLIN_RESTART_REVALIDATE;
+
+    } else if (value[1].len == 4
+               && ngx_strncmp(value[1].data, "keep", 4) == 0)
+    {
+        glcf->restart = NGX_HTTP_GOBLIN_RESTART_KEEP;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"goblin_cache_restart\" takes \"revalidate\" or "
+                           "\"keep\", not \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* goblin_cache_abandon off | <percent>[%] */
 static char *
 ngx_http_goblin_abandon(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -500,6 +544,7 @@ ngx_http_goblin_create_loc_conf(ngx_conf_t *cf)
     conf->valid = NGX_CONF_UNSET;
     conf->purge = NGX_CONF_UNSET;
     conf->revalidate = NGX_CONF_UNSET;
+    conf->restart = NGX_CONF_UNSET_UINT;
     conf->pass = NGX_CONF_UNSET;
 
     return conf;
@@ -541,6 +586,8 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->purge, prev->purge, 0);
     ngx_conf_merge_sec_value(conf->revalidate, prev->revalidate, 0);
     ngx_conf_merge_sec_value(conf->pass, prev->pass, 120);
+    ngx_conf_merge_uint_value(conf->restart, prev->restart,
+                              NGX_HTTP_GOBLIN_RESTART_REVALIDATE);
 
     if (conf->cache && conf->origin.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

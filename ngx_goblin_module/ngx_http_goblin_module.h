@@ -140,7 +140,14 @@ typedef struct {
     ngx_flag_t                     purge;        /* goblin_cache_purge */
     time_t                         revalidate;   /* goblin_cache_revalidate */
     time_t                         pass;         /* goblin_cache_pass */
+    ngx_uint_t                     restart;      /* goblin_cache_restart */
 } ngx_http_goblin_loc_conf_t;
+
+
+/* goblin_cache_restart: what a response stored before the store's start
+ * is at its first use after it */
+#define NGX_HTTP_GOBLIN_RESTART_REVALIDATE  1
+#define NGX_HTTP_GOBLIN_RESTART_KEEP        2
 
 
 /* The two mappings a worker got from one attach; requests still sending

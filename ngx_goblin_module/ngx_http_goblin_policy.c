@@ -118,13 +118,15 @@ ngx_http_goblin_policy_stale(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe,
  * when it is stale (its attributes say when it stopped being fresh), as
  * policy_stale() says; NGX_DECLINED when the request's Cache-Control does
  * not accept its age (since received, else stored) or the freshness it
- * has left. */
+ * has left; NGX_AGAIN (revalidated) when it was stored before the store
+ * started (goblin_cache_restart revalidate). */
 ngx_int_t
 ngx_http_goblin_policy_usable(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
-    time_t                 now, received, fresh;
-    int64_t                left;
-    ngx_http_goblin_cc_t  *req;
+    time_t                       now, received, fresh;
+    int64_t                      left;
+    ngx_http_goblin_cc_t        *req;
+    ngx_http_goblin_loc_conf_t  *glcf;
 
     req = &ctx->cache->req;
     now = ngx_time();
@@ -145,8 +147,26 @@ ngx_http_goblin_policy_usable(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
                  : cqe->meta.exptime ? cqe->meta.exptime - now
                                      : NGX_HTTP_GOBLIN_DELTA_MAX;
 
-    return ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0), left)
-           ? NGX_OK : NGX_DECLINED;
+    if (!ngx_http_goblin_cc_satisfies(req, ngx_max(now - received, 0), left)) {
+        return NGX_DECLINED;
+    }
+
+    glcf = ngx_http_get_module_loc_conf(ctx->request, ngx_http_goblin_module);
+
+    if ((cqe->meta.state & RING_META_RECOVERED)
+        && glcf->restart == NGX_HTTP_GOBLIN_RESTART_REVALIDATE
+        && !req->only_if_cached)
+    {
+        /* stored before the store's start: what changed at the origin
+         * while it was away (another node took its keys) is not known, so
+         * it is revalidated once; while fresh, it answers should that
+         * fail */
+        ctx->cache->stale_error = now + ngx_min(left,
+                                                NGX_HTTP_GOBLIN_DELTA_MAX);
+        return NGX_AGAIN;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -140,6 +140,8 @@ enum ring_if {
 /* ring_meta.state */
 #define RING_META_FILLING	0x1u	/* still being written: bytes come as
 					 * they land, size may be unknown */
+#define RING_META_RECOVERED	0x2u	/* stored before the daemon started,
+					 * attributes not set (SETATTR) since */
 
 /* An object's metadata as LOOKUP returns it. */
 struct ring_meta {

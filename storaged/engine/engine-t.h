@@ -195,6 +195,8 @@ struct gs_obj {				/* gs_obj is its public name */
 	uint32_t nchunks;
 	uint8_t klen;
 	bool on_disk;			/* fixed at creation, read unlocked */
+	bool recovered;			/* linked by recovery, its attributes
+					 * not set since (atomic) */
 	bool linked:1;			/* these under e->lock */
 	bool referenced:1;
 	bool head_referenced:1;		/* cached head: second chance */

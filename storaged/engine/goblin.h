@@ -167,6 +167,10 @@ size_t gs_obj_attr(struct gs_engine *e, const struct gs_obj *obj, void *buf,
  * -ENOMEM, -EIO (the journal could not take it: unchanged). */
 int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 		    size_t len);
+/* Whether the pinned <obj> was stored before this engine opened (brought
+ * back by recovery) and its attributes were not set since: a cache that
+ * may have missed changes meanwhile revalidates it. */
+bool gs_obj_recovered(const struct gs_obj *obj);
 
 /* Returns 0 or -ENOENT. */
 int gs_delete(struct gs_engine *e, const void *key, size_t klen);

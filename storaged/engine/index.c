@@ -285,6 +285,7 @@ int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj)
 	if (old)
 		unlink_obj(e, old);
 	link_obj(e, obj);
+	__atomic_store_n(&obj->recovered, true, __ATOMIC_RELAXED);
 	if (obj->meta.cas > e->next_cas)
 		e->next_cas = obj->meta.cas;
 	return 0;
@@ -496,6 +497,11 @@ size_t gs_obj_attr(struct gs_engine *e, const struct gs_obj *obj, void *buf,
 	return len;
 }
 
+bool gs_obj_recovered(const struct gs_obj *obj)
+{
+	return __atomic_load_n(&obj->recovered, __ATOMIC_RELAXED);
+}
+
 int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 		    size_t len)
 {
@@ -520,6 +526,7 @@ int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 		if (a)
 			attr_attach(e, obj, &a);	/* there is room */
 		obj->referenced = true;
+		__atomic_store_n(&obj->recovered, false, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->lock);
 	attr_free(&a);

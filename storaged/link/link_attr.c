@@ -26,7 +26,8 @@ void link_lookup_meta(struct link_handle *h, struct ring_cqe *cqe)
 		.exptime = m->exptime, .head_off = m->head_off,
 		.head_len = head_len, .flags = m->flags,
 		.attr_len = gs_obj_attr(e, h->obj, NULL, 0),
-		.state = gs_obj_filling(h->obj) ? RING_META_FILLING : 0,
+		.state = (gs_obj_filling(h->obj) ? RING_META_FILLING : 0) |
+			 (gs_obj_recovered(h->obj) ? RING_META_RECOVERED : 0),
 	};
 }
 

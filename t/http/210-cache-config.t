@@ -1,7 +1,8 @@
 # usage: prove t/http/210-cache-config.t
 # `nginx -t` refuses bad cache-mode directives (goblin_cache, goblin_origin,
 # goblin_cache_abandon, goblin_cache_valid, goblin_cache_purge,
-# goblin_cache_revalidate, goblin_cache_pass) with a clear message, and takes good ones.  Each
+# goblin_cache_revalidate, goblin_cache_pass, goblin_cache_restart) with a
+# clear message, and takes good ones.  Each
 # block is the inside of http{}; --- error is what nginx
 # must say (a regex), or absent when the configuration must pass.
 BEGIN { push @INC, 't/lib' }
@@ -74,6 +75,7 @@ server {
         goblin_origin @fill;
         goblin_cache_revalidate off;
         goblin_cache_pass 30s;
+        goblin_cache_restart keep;
     }
     location /e/ {
         goblin;
@@ -226,6 +228,21 @@ server {
 }
 --- error chomp
 "goblin_cache_revalidate" directive invalid value
+
+
+
+=== goblin_cache_restart takes revalidate or keep
+--- http
+goblin_storaged unix:/var/tmp/goblin.sock;
+server {
+    listen 127.0.0.1:1;
+    location / {
+        goblin;
+        goblin_cache_restart drop;
+    }
+}
+--- error chomp
+"goblin_cache_restart" takes "revalidate" or "keep", not "drop"
 
 
 

@@ -8,19 +8,23 @@
 # copy answers at once (UPDATING) while a fill behind it refreshes the
 # object, unless the request says no-cache.  A stale object's fill asks
 # with its ETag: the origin's 304 refreshes its headers and freshness in
-# the store (REVALIDATED) and its bytes stay.  Every body sha256-checked.
+# the store (REVALIDATED) and its bytes stay.  After a restart of the
+# store (kill -9) each object stored before it is revalidated once
+# (goblin_cache_restart revalidate): what changed at the origin meanwhile
+# is never served; with keep, it hits.  Every body sha256-checked.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
 use Test::Nginx::Socket;
 use Time::HiRes qw(time);
+use JSON::PP;
 
 cache_start();
 goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(19);
+plan tests => goblin_plan(28);
 no_shuffle();
 run_tests();
 
@@ -138,6 +142,62 @@ sub revalidate () {
     }
 }
 
+sub link_up () {
+    my ($st, $h, $body) = GoblinTest::http_request(port(), 'GET', '/status');
+    my $j = eval { JSON::PP::decode_json($body) } || {};
+    return ($j->{link} // '') eq 'up';
+}
+
+# Stored, then asked until a hit: whether it was stored whole.
+sub stored_hit ($) {
+    my $p = shift;
+    fetch($p);
+    return wait_until(sub { my $r = fetch($p);
+                            whole($p, $r) && $r->{xcache} eq 'HIT' }, 10);
+}
+
+# goblin_cache_restart: the store killed and restarted on its pools; an
+# object changed at the origin meanwhile (a PUT that reached it through
+# another node) is not served stale (9 tests)
+sub restarted () {
+    start();
+    my @p = ('/o/r1-300k-cc600', '/o/r2-300k-cc600-mut',
+             '/o/r3-300k-cc600-failafter1', '/keep/r4-300k-cc600-mut');
+    ok(!(grep { !stored_hit($_) } @p), 'four objects stored, then hits');
+    my $old = origin_sha($p[1]);
+    for my $m ($p[1], $p[3]) {
+        system('curl', '-s', '-o', '/dev/null', '-X', 'PUT', '--data', 'new',
+               "http://127.0.0.1:$CacheTest::OriginPort$m");
+    }
+    GoblinTest::goblin_kill(9);
+    GoblinTest::goblin_start();
+    ok(wait_until(sub { link_up() }, 20), 'the workers attached again');
+    my $r = fetch($p[0]);
+    ok(whole($p[0], $r) && $r->{xcache} eq 'REVALIDATED'
+       && origin_get("/304$p[0]") == 1 && origin_count($p[0]) == 2,
+       'unchanged at the origin: revalidated once, a 304 ('
+       . ($r->{xcache} // '') . ')');
+    my $h = fetch($p[0]);
+    ok(whole($p[0], $h) && $h->{xcache} eq 'HIT' && origin_count($p[0]) == 2,
+       'then hits');
+    $r = fetch($p[1]);
+    ok(whole($p[1], $r) && origin_sha($p[1]) ne $old
+       && $r->{xcache} eq 'EXPIRED', 'changed at the origin: the new '
+       . 'version, never the stored one (' . ($r->{xcache} // '') . ')');
+    $r = fetch($p[1]);
+    ok(whole($p[1], $r) && $r->{xcache} eq 'HIT', 'then the new one hits');
+    $r = fetch($p[2]);
+    ok(whole($p[2], $r) && $r->{xcache} eq 'STALE'
+       && origin_count($p[2]) == 2, 'the origin fails: the stored copy, '
+       . 'still fresh (' . ($r->{xcache} // '') . ')');
+    $r = fetch($p[3]);
+    ok($r->{code} == 200 && $r->{xcache} eq 'HIT'
+       && origin_count($p[3]) == 2,
+       'goblin_cache_restart keep: a hit, the origin not asked');
+    is(GoblinTest::goblin_stats()->{pid} // '', GoblinTest::goblin_pid(),
+       'the restarted store answered');
+}
+
 __DATA__
 
 === TEST 1: stale-if-error: the stale copy when the origin fails
@@ -167,3 +227,9 @@ main::while_revalidate();
 === TEST 5: a 304 refreshes a stale object
 --- init
 main::revalidate();
+
+
+
+=== TEST 6: goblin_cache_restart: what a restart stored is revalidated
+--- init
+main::restarted();

@@ -97,6 +97,14 @@ END
         goblin_key $uri;
         add_header X-Cache $goblin_cache_status;
     }
+    location /keep/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_cache_restart keep;
+        goblin_key $uri;
+        add_header X-Cache $goblin_cache_status;
+    }
     location /p1/ {
         goblin;
         goblin_cache on;

@@ -27,6 +27,8 @@
 # A GET whose If-None-Match is the body's ETag gets 304 (counted).
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
+#   mut            each PUT or POST of it makes a new version: another
+#                  body and ETag (/sha/ says the current one's)
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
 # says how many requests /<path> got (all methods), /304/<path> how many
 # of them were answered 304; /sha/<path> the
@@ -43,6 +45,7 @@ import time
 import urllib.parse
 
 counts = {}
+versions = {}
 not_modified = {}
 ranges = {}
 broken = {}
@@ -92,8 +95,13 @@ def spec(path):
 def variant(path, ae):
     """The name a body and ETag are made from: with vary, the
     Accept-Encoding sent (None: none; spaces around commas do not count)
-    too."""
-    if spec(path).get("vary"):
+    too; with mut, its version after the first."""
+    vary = spec(path).get("vary")
+    with lock:
+        v = versions.get(path, 0)
+    if v:
+        path = "%s#%d" % (path, v)
+    if vary:
         return path + "\n" + ("-" if ae is None else "=" + ",".join(
             v.strip() for v in ae.split(",")))
     return path
@@ -157,6 +165,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.rfile.read(n)
         with lock:
             counts[path] = counts.get(path, 0) + 1
+            if self.command in ("PUT", "POST") and spec(path).get("mut"):
+                versions[path] = versions.get(path, 0) + 1
         self.plain(200, self.command + " done")
 
     do_POST = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = other

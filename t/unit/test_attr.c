@@ -326,6 +326,38 @@ static void crash_check(struct gs_engine *e, struct gs_io *io, const char *what)
 	}
 }
 
+static bool recovered(struct gs_engine *e, const char *key)
+{
+	struct gs_obj *obj;
+	bool r;
+
+	if (gs_lookup(e, key, strlen(key), &obj) < 0)
+		return false;
+	r = gs_obj_recovered(obj);
+	gs_obj_put(e, &obj);
+	return r;
+}
+
+/* Every object recovered is marked so until its attributes are set or it
+ * is replaced (the same attributes and bytes again: crash_check holds). */
+static void recovered_check(struct gs_engine *e, struct gs_io *io,
+			    const char *what)
+{
+	char key[32];
+	int n = 0;
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%02d", i);
+		n += i != 8 && recovered(e, key);
+	}
+	CHECK(n == 19, "%s: %d of 19 objects marked recovered", what, n);
+	CHECK(set_attr(e, "k03", 31, 103) == 0 && !recovered(e, "k03"),
+	      "%s: attributes set, no longer recovered", what);
+	CHECK(put_attr(io, "k09", 400000 + 9 * 4099, 9, 91, 109) == 0 &&
+	      !recovered(e, "k09"), "%s: replaced, not recovered", what);
+	CHECK(recovered(e, "k10"), "%s: the others still are", what);
+}
+
 static void test_restarts(void)
 {
 	struct gs_config cfg;
@@ -358,6 +390,8 @@ static void test_restarts(void)
 		cfg.fresh = false;
 		e = eopen(&cfg, what);
 		CHECK(gs_io_create(e, &io) == 0, "io");
+		crash_check(e, io, what);
+		recovered_check(e, io, what);
 		crash_check(e, io, what);
 		gs_io_destroy(&io);
 		gs_engine_close(&e);	/* a checkpoint: PUTA records */
