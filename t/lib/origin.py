@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# usage: t/lib/origin.py PORT
+# usage: t/lib/origin.py PORT [ADDRESS]   (default 127.0.0.1)
 # The HTTP origin of the cache-mode suites (t/http/2NN-cache-*.t): every
 # GET or HEAD of /o/<name> answers a reproducible body whose size and
 # behaviour the name spells, "-" separated after an id:
@@ -290,4 +290,5 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 if __name__ == "__main__":
-    Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    Server((sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1",
+            int(sys.argv[1])), Handler).serve_forever()
