@@ -36,7 +36,7 @@ TEST_BUILD :=
 .PHONY: all asan deps run test check unit clean bench
 all:
 
-include $(sort $(wildcard shared/*.mk storaged/*.mk bench/*.mk bench/*/*.mk \
+include $(sort $(wildcard shared/*.mk storaged/*.mk storaged/*/*.mk bench/*.mk bench/*/*.mk \
                           ngx_goblin_module/*.mk t/*.mk t/*/*.mk))
 
 all: $(addprefix build/,$(PROGRAMS))

@@ -296,6 +296,7 @@ static char *
 ngx_http_goblin_set_handler(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
     ngx_http_core_loc_conf_t     *clcf;
+    ngx_http_goblin_loc_conf_t   *glcf;
     ngx_http_goblin_main_conf_t  *gmcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
@@ -305,6 +306,10 @@ ngx_http_goblin_set_handler(ngx_conf_t *cf, ngx_http_handler_pt handler)
     }
 
     clcf->handler = handler;
+
+    /* limit_except's location takes it too (merge_loc_conf) */
+    glcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_goblin_module);
+    glcf->handler = handler;
 
     gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_goblin_module);
     gmcf->used = 1;
@@ -556,6 +561,17 @@ ngx_http_goblin_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 {
     ngx_http_goblin_loc_conf_t *prev = parent;
     ngx_http_goblin_loc_conf_t *conf = child;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /* the methods a limit_except block lets through are served as its
+     * location's are (proxy_pass does the same) */
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->lmt_excpt && clcf->handler == NULL && prev->handler) {
+        clcf->handler = prev->handler;
+        conf->handler = prev->handler;
+    }
 
     if (conf->key == NULL) {
         conf->key = prev->key;

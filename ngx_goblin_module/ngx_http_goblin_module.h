@@ -141,6 +141,8 @@ typedef struct {
     time_t                         revalidate;   /* goblin_cache_revalidate */
     time_t                         pass;         /* goblin_cache_pass */
     ngx_uint_t                     restart;      /* goblin_cache_restart */
+    ngx_http_handler_pt            handler;      /* goblin's or
+                                                    goblin_status's */
 } ngx_http_goblin_loc_conf_t;
 
 

@@ -120,6 +120,38 @@ GoblinTest::mc_set('blob', 'xyz') eq 'STORED' or die;
 
 
 
+=== TEST 4b: limit_except guards the writes; what it lets through is served
+--- config
+    location /obj/ {
+        goblin;
+        goblin_methods GET HEAD PUT DELETE;
+        limit_except GET HEAD {
+            allow 127.0.0.1;
+            deny all;
+        }
+    }
+    location /ro/ {
+        goblin;
+        goblin_methods GET HEAD PUT DELETE;
+        limit_except GET HEAD {
+            deny all;
+        }
+    }
+--- request eval
+["PUT /obj/guarded\nallowed from here",
+ "GET /obj/guarded",
+ "PUT /ro/guarded\nnot from anywhere",
+ "DELETE /ro/guarded",
+ "DELETE /obj/guarded",
+ "GET /obj/guarded"]
+--- error_code eval
+[201, 200, 403, 403, 204, 404]
+--- no_error_log
+[alert]
+[crit]
+
+
+
 === TEST 5: ETag from the CAS, Last-Modified from the store time
 --- config
     location /obj/ {
