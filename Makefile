@@ -3,6 +3,7 @@
 # Two build flavours share the sources: build/ (optimised) and build/asan/
 # (ASan+UBSan).  Folder fragments (*/*.mk) add programs and packages:
 #   PROGRAMS      += name          -> build/name and build/asan/name
+#   RUN_PACKAGES  += pkg           -> installed by `make run` (and deps)
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
 #   TEST_EXTRA    += target        -> run by `make test` after the suites
 # and rules of their own for build/name and build/asan/name.  The unit
@@ -23,9 +24,13 @@ ASANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=all
 LDLIBS    := -luring -lnuma -lxxhash -lm
 
-DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
-	libibverbs-dev libjansson-dev libxxhash-dev memcached \
-	libmemcached-tools python3-pymemcache fio procps psmisc netcat-openbsd \
+# RUN_PACKAGES: what building and running need (`make run` installs only
+# these); DEB_PACKAGES: those and every test's and benchmark's (`make deps`,
+# `make test`).
+RUN_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
+	libibverbs-dev libjansson-dev libxxhash-dev procps iproute2 curl \
+	netcat-openbsd libmemcached-tools
+DEB_PACKAGES = $(RUN_PACKAGES) memcached python3-pymemcache fio psmisc \
 	gnuplot-nox
 
 PROGRAMS   :=
@@ -33,7 +38,7 @@ TEST_EXTRA :=
 # what TEST_EXTRA's suites need built, built with the rest, two at a time
 TEST_BUILD :=
 
-.PHONY: all asan deps run test check unit clean bench
+.PHONY: all asan deps run-deps run test check unit clean bench
 all:
 
 include $(sort $(wildcard shared/*.mk storaged/*.mk storaged/*/*.mk bench/*.mk bench/*/*.mk \
@@ -42,22 +47,33 @@ include $(sort $(wildcard shared/*.mk storaged/*.mk storaged/*/*.mk bench/*.mk b
 all: $(addprefix build/,$(PROGRAMS))
 asan: $(addprefix build/asan/,$(PROGRAMS))
 
-# Installs each missing Debian package; apt-get update first, once.
-deps:
-	@missing=""; for p in $(sort $(DEB_PACKAGES)); do \
+# $(call INSTALL_MISSING,<target>,<packages>): installs each missing
+# Debian package; apt-get update first, once.
+define INSTALL_MISSING
+	@missing=""; for p in $(sort $(2)); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | \
 			grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-		echo "make deps: installing$$missing"; \
-		[ "$$(id -u)" = 0 ] || { echo "make deps: run as root to install$$missing" >&2; exit 1; }; \
+		echo "make $(1): installing$$missing"; \
+		[ "$$(id -u)" = 0 ] || { echo "make $(1): run as root to install$$missing" >&2; exit 1; }; \
 		apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
 
-run: deps
-	$(MAKE) all
-	@./ngx_goblin_module/run
+deps:
+	$(call INSTALL_MISSING,deps,$(DEB_PACKAGES))
+run-deps:
+	$(call INSTALL_MISSING,run,$(RUN_PACKAGES))
+
+# make run [PORT=11211] [HTTP_PORT=8080]: goblin-store and an nginx with
+# the module in the foreground (ngx_goblin_module/run)
+PORT      ?= 11211
+HTTP_PORT ?= 8080
+run: run-deps
+	$(MAKE) build/goblin-store build/ngx_http_goblin_module.so
+	@./ngx_goblin_module/run --port $(HTTP_PORT) --memcache-port $(PORT)
 
 # Every test against the ASan+UBSan build, then the HTTP and daemon-level
 # ones again against the optimised build: t/http/*.t are Test::Nginx suites

@@ -1,6 +1,6 @@
 # ngx_http_goblin_module, built as a dynamic module against Debian's nginx
 # (nginx-dev's source tree and conf_flags) into build/; `make module`.
-DEB_PACKAGES += nginx-core nginx-dev libjansson-dev
+RUN_PACKAGES += nginx-core nginx-dev libjansson-dev
 
 NGX_MODULE_SRCS := config ngx_goblin_module/build-module \
 	$(wildcard ngx_goblin_module/*.c ngx_goblin_module/*.h) \

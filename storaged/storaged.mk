@@ -67,7 +67,7 @@ $(eval $(call BUILD_FLAVOUR,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
 # in goblin-store (--rdma, storaged/rdma/rdma_thread.c) over either;
 # t/unit/test_rdma runs it over libfabric's tcp provider,
 # t/unit/test_rdma_verbs over verbs where a device is.
-DEB_PACKAGES      += libfabric-dev librdmacm-dev libibverbs-dev
+RUN_PACKAGES      += libfabric-dev librdmacm-dev libibverbs-dev
 # The client side is not goblin-store's: it is goblin-bench's
 # (bench/goblin-bench/rdma_client.[ch]), which the tests borrow; both
 # compile with $(RDMA_CLIENT_INC).
