@@ -169,7 +169,12 @@ ngx_http_goblin_connect(ngx_http_goblin_link_t *link)
 
         if (err != NGX_EINPROGRESS && err != NGX_EAGAIN) {
             ngx_http_goblin_link_down(link, NGX_LOG_ERR, err,
-                                      "connect() failed");
+                                      err == NGX_EACCES
+                                      ? "connect() failed: this worker's "
+                                        "user may not reach the socket "
+                                        "(goblin-store --socket-group or "
+                                        "--socket-user)"
+                                      : "connect() failed");
             return;
         }
 
