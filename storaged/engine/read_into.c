@@ -68,14 +68,6 @@ uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
 	return n;
 }
 
-bool order_leads(const uint32_t *order, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++)
-		if (order[i] < order[i - 1])
-			return true;
-	return false;
-}
-
 void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
 		uint32_t *first, uint32_t *last)
 {

@@ -400,10 +400,10 @@ static unsigned lead_bufs(const struct gs_stream *s)
 }
 
 /* Window buffers for the chunks in <s->order>: what they span, at most
- * <max>, and what a lead needs (lead_bufs). */
-static unsigned window_for(struct gs_stream *s, unsigned max)
+ * <max>, and the <lead> buffers a lead needs (lead_bufs). */
+static unsigned window_for(struct gs_stream *s, unsigned max, unsigned lead)
 {
-	unsigned slices = 0, n, lead = lead_bufs(s);
+	unsigned slices = 0, n;
 
 	for (uint32_t i = 0; i < s->norder; i++)
 		slices += chunk_slices(s, s->order[i]);
@@ -421,13 +421,14 @@ static void stream_plan(struct gs_stream *s)
 	unsigned next = s->norder > 1 ? chunk_slices(s, s->order[1]) : 0;
 	enum gs_tier t = s->norder > 1 ? obj_chunks(s->obj)[s->order[1]].tier :
 			 GS_TIER_SSD;
+	unsigned lead = lead_bufs(s);
 	uint32_t n;
 
 	order_lead(s, &n);
 	for (uint32_t i = 2; i <= n; i++)
 		next += chunk_slices(s, s->order[i]);
-	window_plan(s->io->e, &s->win, window_for(s, s->win.cap), first, next,
-		    t, lead_bufs(s));
+	window_plan(s->io->e, &s->win, window_for(s, s->win.cap, lead), first,
+		    next, t, lead);
 }
 
 /* A stream of [<off>, <off>+<len>) of <obj> whose window will be at most
@@ -474,7 +475,8 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 		}
 		s->norder = read_order(obj, s->first, s->last,
 				       lead_max(window_max), s->order);
-		if (window_init(&s->win, window_for(s, window_max)) < 0)
+		if (window_init(&s->win, window_for(s, window_max,
+						    lead_bufs(s))) < 0)
 			goto out_free;
 		stream_plan(s);
 	}
@@ -536,7 +538,7 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 	pthread_mutex_unlock(&e->lock);
 	s->norder = stream_order(s, s->first);	/* less what RAM holds */
 	if (s->caller_bufs)
-		window_cut(&s->win, window_for(s, s->win.size));
+		window_cut(&s->win, window_for(s, s->win.size, lead_bufs(s)));
 	else
 		stream_plan(s);
 	stream_refill(s);

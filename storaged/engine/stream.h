@@ -21,8 +21,6 @@ uint32_t read_order(const struct gs_obj *obj, uint32_t first, uint32_t last,
  * [<start>, <end>), <start> past its head. */
 void chunk_span(const struct gs_obj *obj, uint64_t start, uint64_t end,
 		uint32_t *first, uint32_t *last);
-/* Whether <order> (<n> chunks) jumps ahead anywhere (an HDD chunk leads). */
-bool order_leads(const uint32_t *order, uint32_t n);
 
 /* ---- stream_fill.c: streams over a fill's grid (gs_stream_* there) ---- */
 
