@@ -4,6 +4,9 @@
 # (ASan+UBSan).  Folder fragments (*/*.mk) add programs and packages:
 #   PROGRAMS      += name          -> build/name and build/asan/name
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
+#   DEB_SERVICES  += unit          -> stopped and disabled right after
+#                                     `make deps` installed something (the
+#                                     services a package starts itself)
 #   TEST_EXTRA    += target        -> run by `make test` after the suites
 # and rules of their own for build/name and build/asan/name.  The unit
 # tests' rules are in t/unit/unit.mk (`make asan` builds them).
@@ -27,6 +30,8 @@ DEB_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 	libibverbs-dev libjansson-dev libxxhash-dev memcached \
 	libmemcached-tools python3-pymemcache fio procps psmisc netcat-openbsd \
 	gnuplot-nox
+
+DEB_SERVICES :=
 
 PROGRAMS   :=
 TEST_EXTRA :=
@@ -52,7 +57,10 @@ deps:
 		echo "make deps: installing$$missing"; \
 		[ "$$(id -u)" = 0 ] || { echo "make deps: run as root to install$$missing" >&2; exit 1; }; \
 		apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing && \
+		if [ -n "$(strip $(DEB_SERVICES))" ] && command -v systemctl >/dev/null; then \
+			systemctl disable --now $(DEB_SERVICES) 2>/dev/null || true; \
+		fi; \
 	fi
 
 run: deps
