@@ -21,6 +21,7 @@ our $Misses = 6;
 goblin_start();
 goblin_defaults();
 $ENV{TEST_NGINX_METRICS_PORT} = GoblinTest::free_port();
+$ENV{TEST_NGINX_ORIGIN_PORT} = GoblinTest::free_port();
 
 # Every block's http{} (registered after goblin_defaults(), so run before
 # it, which then leaves it):
@@ -42,6 +43,22 @@ server {
     location = /metrics {
         goblin_metrics;
     }
+    location /c/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        add_header X-Cache $goblin_cache_status always;
+    }
+    location @fill {
+        proxy_pass http://127.0.0.1:$TEST_NGINX_ORIGIN_PORT;
+    }
+}
+server {
+    listen 127.0.0.1:$TEST_NGINX_ORIGIN_PORT;
+    location / {
+        add_header Cache-Control "max-age=600";
+        return 200 "from the origin";
+    }
 }
 END
 });
@@ -56,7 +73,7 @@ goblin_case_checks(request => 'GET /metrics', error_code => 200,
 master_on();
 workers(2);
 repeat_each(1);
-plan tests => goblin_plan(35);
+plan tests => goblin_plan(37);
 no_shuffle();
 
 my $port = $ENV{TEST_NGINX_METRICS_PORT};
@@ -166,6 +183,28 @@ sub totals_across_workers () {
     ok($s->{'goblin_tier_bytes{tier="ram"}'} > 0, 'RAM tier bytes used');
 }
 
+# Cache-mode requests, counted by $goblin_cache_status as each answer
+# said it.  (2 tests)
+sub cache_statuses () {
+    GoblinTest::wait_attached() or die "the workers did not attach\n";
+    my %said;
+    for my $i (1 .. 4) {
+        my ($st, $h) = http_request($port, 'GET', '/c/k');
+        $said{$h->{'x-cache'} // 'none'}++;
+        wait_for(sub { defined mc_get('k') }, 10) if $i == 1;
+    }
+    my $s = samples((metrics())[2]);
+    my %counted;
+    for (keys %$s) {
+        $counted{$1} = $s->{$_}
+            if /^goblin_cache_requests_total\{status="(\w+)"\}$/
+               && $s->{$_} > 0;
+    }
+    ok($said{MISS} && $said{HIT}, 'a miss, then hits: '
+       . join ' ', map { "$_=$said{$_}" } sort keys %said);
+    is_deeply(\%counted, \%said, 'goblin_cache_requests_total as they said');
+}
+
 sub mc_version () {
     my $s = GoblinTest::mc_conn();
     print $s "version\r\n";
@@ -267,6 +306,12 @@ main::promtool_check();
 
 
 
-=== TEST 3: prometheus scrapes it and answers a query
+=== TEST 3: cache-mode statuses
+--- init
+main::cache_statuses();
+
+
+
+=== TEST 4: prometheus scrapes it and answers a query
 --- init
 main::prometheus_query();
