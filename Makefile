@@ -5,6 +5,9 @@
 #   PROGRAMS      += name          -> build/name and build/asan/name
 #   RUN_PACKAGES  += pkg           -> installed by `make run` (and deps)
 #   DEB_PACKAGES  += pkg           -> installed by `make deps`
+#   DEB_SERVICES  += unit          -> stopped and disabled right after
+#                                     `make deps` installed something (the
+#                                     services a package starts itself)
 #   TEST_EXTRA    += target        -> run by `make test` after the suites
 # and rules of their own for build/name and build/asan/name.  The unit
 # tests' rules are in t/unit/unit.mk (`make asan` builds them).
@@ -33,6 +36,8 @@ RUN_PACKAGES := build-essential pkg-config liburing-dev libnuma-dev \
 DEB_PACKAGES = $(RUN_PACKAGES) memcached python3-pymemcache fio psmisc \
 	gnuplot-nox
 
+DEB_SERVICES :=
+
 PROGRAMS   :=
 TEST_EXTRA :=
 # what TEST_EXTRA's suites need built, built with the rest, two at a time
@@ -58,7 +63,10 @@ define INSTALL_MISSING
 		echo "make $(1): installing$$missing"; \
 		[ "$$(id -u)" = 0 ] || { echo "make $(1): run as root to install$$missing" >&2; exit 1; }; \
 		apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing && \
+		if [ -n "$(strip $(DEB_SERVICES))" ] && command -v systemctl >/dev/null; then \
+			systemctl disable --now $(DEB_SERVICES) 2>/dev/null || true; \
+		fi; \
 	fi
 endef
 

@@ -80,7 +80,7 @@ static const ngx_http_goblin_completion_t  ngx_http_goblin_cache_none[] = {
 static ngx_str_t  ngx_http_goblin_cache_status_name =
     ngx_string("goblin_cache_status");
 
-static ngx_str_t  ngx_http_goblin_cache_statuses[] = {
+ngx_str_t  ngx_http_goblin_cache_statuses[] = {
     ngx_null_string,
     ngx_string("MISS"),
     ngx_string("BYPASS"),
@@ -91,7 +91,7 @@ static ngx_str_t  ngx_http_goblin_cache_statuses[] = {
     ngx_string("HIT")
 };
 
-static ngx_int_t  ngx_http_goblin_cache_status_index = NGX_ERROR;
+ngx_int_t  ngx_http_goblin_cache_status_index = NGX_ERROR;
 
 
 /* The content handler in cache mode, with the request's <key>. */
@@ -319,7 +319,7 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
 
     r = ctx->request;
 
-    ngx_http_goblin_link->stats.misses++;
+    ngx_http_goblin_count(misses, 1);
 
     if (ctx->timer.timer_set) {
         ngx_del_timer(&ctx->timer);

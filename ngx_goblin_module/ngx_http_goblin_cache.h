@@ -135,6 +135,10 @@ struct ngx_http_goblin_fill_s {
 
 
 /* ngx_http_goblin_cache.c */
+/* the values of $goblin_cache_status by ngx_http_goblin_cache_status_e,
+ * and the variable's index (NGX_ERROR before preconfiguration) */
+extern ngx_str_t  ngx_http_goblin_cache_statuses[];
+extern ngx_int_t  ngx_http_goblin_cache_status_index;
 ngx_int_t ngx_http_goblin_cache_handler(ngx_http_request_t *r,
     ngx_str_t *key);
 ngx_int_t ngx_http_goblin_cache_pass(ngx_http_request_t *r,

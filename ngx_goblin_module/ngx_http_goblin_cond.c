@@ -190,7 +190,7 @@ ngx_http_goblin_delete_handler(ngx_http_request_t *r, ngx_str_t *key)
 
     if (rc == NGX_OK) {
         if (ctx->wplan == NGX_HTTP_GOBLIN_WRITE_FAILED) {
-            ngx_http_goblin_link->stats.precondition_failed++;
+            ngx_http_goblin_count(precondition_failed, 1);
             return NGX_HTTP_PRECONDITION_FAILED;
         }
 
@@ -209,18 +209,17 @@ static void
 ngx_http_goblin_delete_checked(ngx_http_goblin_ctx_t *ctx)
 {
     struct ring_sqe          sqe;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     switch (ctx->wplan) {
 
     case NGX_HTTP_GOBLIN_WRITE_FAILED:
-        link->stats.precondition_failed++;
+        ngx_http_goblin_count(precondition_failed, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
         return;
 
     case NGX_HTTP_GOBLIN_WRITE_ABSENT:
         /* nothing there, as the preconditions wanted: nothing to delete */
-        link->stats.delete_misses++;
+        ngx_http_goblin_count(delete_misses, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_NOT_FOUND);
         return;
     }
@@ -244,20 +243,19 @@ static void
 ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_http_request_t      *r = ctx->request;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     if (cqe->res == -EEXIST
         || (cqe->res == -ENOENT && ctx->wplan != NGX_HTTP_GOBLIN_WRITE_ANY))
     {
         /* another object now, or none where the preconditions needed one */
-        link->stats.precondition_failed++;
+        ngx_http_goblin_count(precondition_failed, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
         return;
     }
 
     if (cqe->res != 0) {
         if (cqe->res == -ENOENT) {
-            link->stats.delete_misses++;
+            ngx_http_goblin_count(delete_misses, 1);
         }
 
         ngx_http_goblin_finalize(ctx,
@@ -265,7 +263,7 @@ ngx_http_goblin_deleted(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         return;
     }
 
-    link->stats.deletes++;
+    ngx_http_goblin_count(deletes, 1);
 
     r->headers_out.status = NGX_HTTP_NO_CONTENT;
     r->header_only = 1;

@@ -30,7 +30,11 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
 
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
 
-    link->stats.requests++;
+    ngx_http_goblin_count(requests, 1);
+
+    if (ngx_http_goblin_totals_request(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     /* goblin_cache_purge: PURGE deletes the key, as DELETE does */
     purge = glcf->purge && r->method == NGX_HTTP_UNKNOWN
@@ -52,7 +56,7 @@ ngx_http_goblin_handler(ngx_http_request_t *r)
     }
 
     if (link->state != NGX_HTTP_GOBLIN_UP) {
-        link->stats.unavailable++;
+        ngx_http_goblin_count(unavailable, 1);
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "goblin: storaged is not attached (yet)");
         return NGX_HTTP_SERVICE_UNAVAILABLE;

@@ -458,7 +458,7 @@ ngx_http_goblin_fill_timeout(ngx_event_t *ev)
                   "goblin: storaged did not answer the fill of \"%V\" in "
                   "time", &ctx->key);
 
-    ngx_http_goblin_link->stats.timeouts++;
+    ngx_http_goblin_count(timeouts, 1);
 
     ngx_http_goblin_fill_fail(ctx->fill, NGX_HTTP_GOBLIN_FILL_FAILED);
 }

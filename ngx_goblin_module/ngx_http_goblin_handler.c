@@ -48,13 +48,12 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     ngx_int_t                rc;
     struct ring_meta        *m;
     ngx_http_request_t      *r;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     r = ctx->request;
 
     if (cqe->res != 0) {
         if (cqe->res == -ENOENT) {
-            link->stats.misses++;
+            ngx_http_goblin_count(misses, 1);
 
         } else {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
@@ -71,7 +70,7 @@ ngx_http_goblin_got_object(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     ctx->meta = cqe->meta;
     m = &ctx->meta;
 
-    link->stats.hits++;
+    ngx_http_goblin_count(hits, 1);
 
     /* the stored headers, replayed before ours */
     rc = ngx_http_goblin_attr_found(ctx, cqe);
@@ -242,7 +241,7 @@ ngx_http_goblin_queue_head(ngx_http_goblin_ctx_t *ctx)
         ctx->last_passed = 1;
     }
 
-    ngx_http_goblin_link->stats.head_bytes += b->last - b->pos;
+    ngx_http_goblin_count(head_bytes, b->last - b->pos);
 
     ctx->out = cl;
 
@@ -339,7 +338,6 @@ ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx)
     ngx_table_elt_t         *h;
     ngx_http_request_t      *r;
     ngx_http_goblin_cond_t   cond;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     r = ctx->request;
 
@@ -375,7 +373,7 @@ ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx)
     rc = ngx_http_goblin_conditional(&cond, &start, &end);
 
     if (rc == NGX_HTTP_GOBLIN_NOT_MODIFIED) {
-        link->stats.not_modified++;
+        ngx_http_goblin_count(not_modified, 1);
         r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
         ngx_http_clear_content_length(r);
         return NGX_DONE;
@@ -404,13 +402,13 @@ ngx_http_goblin_conditional_range(ngx_http_goblin_ctx_t *ctx)
                                                  end, ctx->meta.size);
 
     if (rc == NGX_HTTP_GOBLIN_RANGE_UNSATISFIABLE) {
-        link->stats.unsatisfiable++;
+        ngx_http_goblin_count(unsatisfiable, 1);
         r->headers_out.status = NGX_HTTP_RANGE_NOT_SATISFIABLE;
         r->headers_out.content_length_n = 0;
         return NGX_DONE;
     }
 
-    link->stats.ranges++;
+    ngx_http_goblin_count(ranges, 1);
     ctx->start = (off_t) start;
     ctx->end = (off_t) end;
     r->headers_out.status = NGX_HTTP_PARTIAL_CONTENT;
@@ -517,7 +515,7 @@ ngx_http_goblin_got_data(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     b->end = b->last;
 
     ctx->next += (off_t) cqe->len - skip;
-    link->stats.staged_bytes += cqe->len - skip;
+    ngx_http_goblin_count(staged_bytes, cqe->len - skip);
 
     if (ctx->next == ctx->end) {
         b->last_buf = (r == r->main) ? 1 : 0;
@@ -611,7 +609,7 @@ ngx_http_goblin_copy_aside(ngx_http_goblin_ctx_t *ctx)
         b->end = b->last;
         b->num = NGX_HTTP_GOBLIN_HEAP_BUF;
 
-        link->stats.spilled_bytes += size;
+        ngx_http_goblin_count(spilled_bytes, size);
     }
 
     return NGX_OK;
@@ -637,7 +635,6 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
     ngx_chain_t               *cl, **ll;
     ngx_event_t               *wev;
     ngx_http_request_t        *r;
-    ngx_http_goblin_link_t    *link = ngx_http_goblin_link;
     ngx_http_core_loc_conf_t  *clcf;
 
     r = ctx->request;
@@ -670,7 +667,7 @@ ngx_http_goblin_send(ngx_http_goblin_ctx_t *ctx)
     }
 
     if (rc == NGX_ERROR) {
-        link->stats.cut_responses++;
+        ngx_http_goblin_count(cut_responses, 1);
         ngx_http_goblin_finalize(ctx, NGX_ERROR);
         return;
     }
@@ -742,7 +739,7 @@ ngx_http_goblin_write_handler(ngx_http_request_t *r)
         ngx_log_error(NGX_LOG_INFO, r->connection->log, NGX_ETIMEDOUT,
                       "client timed out");
         r->connection->timedout = 1;
-        ngx_http_goblin_link->stats.cut_responses++;
+        ngx_http_goblin_count(cut_responses, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_REQUEST_TIME_OUT);
         return;
     }

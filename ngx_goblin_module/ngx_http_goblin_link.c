@@ -519,6 +519,6 @@ ngx_http_goblin_reconnect_handler(ngx_event_t *ev)
         return;
     }
 
-    link->stats.reconnects++;
+    ngx_http_goblin_count(reconnects, 1);
     ngx_http_goblin_connect(link);
 }

@@ -13,6 +13,8 @@ static char *ngx_http_goblin_storaged(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_goblin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_goblin_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_goblin_set_handler(ngx_conf_t *cf,
     ngx_http_handler_pt handler);
 static char *ngx_http_goblin_origin_set(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -88,6 +90,13 @@ static ngx_command_t  ngx_http_goblin_commands[] = {
     { ngx_string("goblin_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_goblin_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("goblin_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_goblin_metrics,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -291,7 +300,15 @@ ngx_http_goblin_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* "goblin" and "goblin_status" make the location's content handler. */
+static char *
+ngx_http_goblin_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    return ngx_http_goblin_set_handler(cf, ngx_http_goblin_metrics_handler);
+}
+
+
+/* "goblin", "goblin_status" and "goblin_metrics" make the location's
+ * content handler. */
 static char *
 ngx_http_goblin_set_handler(ngx_conf_t *cf, ngx_http_handler_pt handler)
 {
@@ -457,6 +474,10 @@ ngx_http_goblin_preconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_goblin_postconfiguration(ngx_conf_t *cf)
 {
+    if (ngx_http_goblin_totals_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_goblin_fill_init(cf);
 }
 
@@ -512,8 +533,13 @@ ngx_http_goblin_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (gmcf->used && gmcf->storaged == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"goblin\" and \"goblin_status\" need "
+                           "\"goblin\", \"goblin_status\" and "
+                           "\"goblin_metrics\" need "
                            "\"goblin_storaged unix:/path;\" in http{}");
+        return NGX_CONF_ERROR;
+    }
+
+    if (gmcf->storaged && ngx_http_goblin_totals_zone(cf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 

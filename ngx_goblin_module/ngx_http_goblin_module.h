@@ -10,7 +10,11 @@
  *   ngx_http_goblin_handler.c  GET and HEAD
  *   ngx_http_goblin_put.c      PUT
  *   ngx_http_goblin_cond.c     conditional writes (If-Match, ...), DELETE
- *   ngx_http_goblin_status.c   goblin_status: the JSON status
+ *   ngx_http_goblin_status.c   goblin_status: the JSON status; the STATS
+ *                              round trip goblin_metrics shares
+ *   ngx_http_goblin_metrics.c  goblin_metrics: Prometheus text
+ *   ngx_http_goblin_totals.c   every worker's totals in the shared zone
+ *                              "goblin"; a request's accounting there
  *   ngx_http_goblin_cache.c    cache mode: lookups that find fills, reading
  *                              along, passing to goblin_origin
  *   ngx_http_goblin_policy.c   cache mode: what may answer a request (its
@@ -41,8 +45,8 @@
  * Who calls whom (t/check-module-calls checks it against the objects;
  * no cycles):
  *
- *   module   ->  content status link cache fill
- *   content  ->  put cond request ring http cache
+ *   module   ->  content status metrics totals link cache fill
+ *   content  ->  put cond request ring http cache totals
  *   cache    ->  policy vary fill handler request ring attr
  *   policy   ->  attr fresh
  *   fill     ->  origin capture validate request ring
@@ -54,6 +58,8 @@
  *   put      ->  cond request ring attr
  *   cond     ->  request ring http
  *   status   ->  request ring
+ *   metrics  ->  status
+ *   totals   ->
  *   request  ->  ring http
  *   link     ->  ring
  *   ring     ->
@@ -76,6 +82,8 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+
+#include <jansson.h>
 
 #include "ring.h"
 
@@ -114,6 +122,46 @@ typedef struct {
     NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_FIELD)
 #undef NGX_HTTP_GOBLIN_STAT_FIELD
 } ngx_http_goblin_stats_t;
+
+
+/* goblin requests by method (GET, HEAD, PUT, DELETE, other) and by the
+ * class of their status (1xx .. 5xx, none: closed before one was sent) */
+#define NGX_HTTP_GOBLIN_METHODS        5
+#define NGX_HTTP_GOBLIN_CLASSES        6
+/* $goblin_cache_status values, none among them (ngx_http_goblin_cache.h) */
+#define NGX_HTTP_GOBLIN_CACHE_STATUSES 8
+/* first-byte latency buckets (ngx_http_goblin_totals.c), the last +Inf */
+#define NGX_HTTP_GOBLIN_BUCKETS        14
+
+
+/*
+ * The totals of every worker, in the shared zone "goblin" (as stub_status
+ * counts): NGX_HTTP_GOBLIN_STATS added with atomics beside each worker's
+ * own, and the request accounting goblin_metrics exports.  The zone, and
+ * so the totals, outlive a reload.
+ */
+typedef struct {
+    size_t                         size;    /* sizeof: a reload checks it */
+    time_t                         started;
+#define NGX_HTTP_GOBLIN_STAT_TOTAL(name)  ngx_atomic_t  name;
+    NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_STAT_TOTAL)
+#undef NGX_HTTP_GOBLIN_STAT_TOTAL
+    ngx_atomic_t                   http[NGX_HTTP_GOBLIN_METHODS]
+                                       [NGX_HTTP_GOBLIN_CLASSES];
+    ngx_atomic_t                   cache[NGX_HTTP_GOBLIN_CACHE_STATUSES];
+    ngx_atomic_t                   first_byte[NGX_HTTP_GOBLIN_BUCKETS];
+    ngx_atomic_t                   first_byte_ms;   /* their sum */
+} ngx_http_goblin_totals_t;
+
+
+/* Counts <n> into the worker's <name> and the totals. */
+#define ngx_http_goblin_count(name, n)                                       \
+    do {                                                                      \
+        ngx_http_goblin_link->stats.name += (n);                              \
+        if (ngx_http_goblin_totals) {                                         \
+            (void) ngx_atomic_fetch_add(&ngx_http_goblin_totals->name, (n));  \
+        }                                                                     \
+    } while (0)
 
 
 typedef struct {
@@ -182,6 +230,12 @@ typedef struct ngx_http_goblin_ctx_s  ngx_http_goblin_ctx_t;
 typedef void (*ngx_http_goblin_complete_pt)(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
 typedef void (*ngx_http_goblin_handler_pt)(ngx_http_goblin_ctx_t *ctx);
+
+/* What a request asking storaged's stats sends: <storaged> the reply's
+ * "name value" lines as a JSON object (numbers, or strings where a value
+ * is no number), NULL when storaged could not be asked; takes it. */
+typedef ngx_int_t (*ngx_http_goblin_stats_pt)(ngx_http_request_t *r,
+    json_t *storaged);
 
 
 /*
@@ -255,6 +309,7 @@ struct ngx_http_goblin_ctx_s {
     const ngx_http_goblin_completion_t  *completions; /* its kind's */
     ngx_http_goblin_handler_pt     lost;     /* storaged went away */
     ngx_http_goblin_handler_pt     tx_ready; /* a PUT's tx buffer came */
+    ngx_http_goblin_stats_pt       stats_send; /* a STATS request's */
     ngx_http_goblin_map_t         *map;
     ngx_uint_t                     link_gen;
     uint64_t                       ud;      /* slot: gen << 32 | index */
@@ -313,6 +368,8 @@ struct ngx_http_goblin_ctx_s {
 extern ngx_module_t                ngx_http_goblin_module;
 extern ngx_conf_bitmask_t          ngx_http_goblin_methods_mask[];
 extern ngx_http_goblin_link_t     *ngx_http_goblin_link;
+extern ngx_http_goblin_totals_t   *ngx_http_goblin_totals;
+extern ngx_msec_t                  ngx_http_goblin_buckets[];
 
 
 /* ngx_http_goblin_link.c */
@@ -433,7 +490,26 @@ ngx_int_t ngx_http_goblin_delete_handler(ngx_http_request_t *r,
     ngx_str_t *key);
 
 /* ngx_http_goblin_status.c */
+
+
 ngx_int_t ngx_http_goblin_status_handler(ngx_http_request_t *r);
+/* The content handler of a GET or HEAD that <send> answers with storaged's
+ * stats. */
+ngx_int_t ngx_http_goblin_stats_request(ngx_http_request_t *r,
+    ngx_http_goblin_stats_pt send);
+/* Sends <b> as the whole response: <status>, Content-Type <type>. */
+ngx_int_t ngx_http_goblin_send_body(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *type, ngx_buf_t *b);
+
+/* ngx_http_goblin_metrics.c */
+ngx_int_t ngx_http_goblin_metrics_handler(ngx_http_request_t *r);
+
+/* ngx_http_goblin_totals.c */
+ngx_int_t ngx_http_goblin_totals_zone(ngx_conf_t *cf);
+ngx_int_t ngx_http_goblin_totals_init(ngx_conf_t *cf);
+/* Accounts the goblin request <r> (its method, status, $goblin_cache_status
+ * and first byte) once it ends; NGX_ERROR without memory. */
+ngx_int_t ngx_http_goblin_totals_request(ngx_http_request_t *r);
 
 
 /* Whether <ctx> belongs to the attach the link is up on now. */

@@ -79,7 +79,7 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
                       "goblin: a %O-byte PUT is over goblin_max_object "
                       "%O", r->headers_in.content_length_n,
                       glcf->max_object);
-        ngx_http_goblin_link->stats.put_errors++;
+        ngx_http_goblin_count(put_errors, 1);
         return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
 
@@ -121,7 +121,7 @@ ngx_http_goblin_put_handler(ngx_http_request_t *r, ngx_str_t *key)
     }
 
     if (ctx->wplan == NGX_HTTP_GOBLIN_WRITE_FAILED) {
-        ngx_http_goblin_link->stats.precondition_failed++;
+        ngx_http_goblin_count(precondition_failed, 1);
         return NGX_HTTP_PRECONDITION_FAILED;
     }
 
@@ -148,7 +148,7 @@ ngx_http_goblin_put_attr(ngx_http_goblin_ctx_t *ctx)
                       "goblin: the metadata headers of the PUT of \"%V\" "
                       "are over the %ud bytes an object keeps", &ctx->key,
                       RING_ATTR_MAX);
-        ngx_http_goblin_link->stats.put_errors++;
+        ngx_http_goblin_count(put_errors, 1);
         return NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
 
@@ -180,7 +180,7 @@ ngx_http_goblin_put_checked(ngx_http_goblin_ctx_t *ctx)
     ngx_http_request_t  *r = ctx->request;
 
     if (ctx->wplan == NGX_HTTP_GOBLIN_WRITE_FAILED) {
-        ngx_http_goblin_link->stats.precondition_failed++;
+        ngx_http_goblin_count(precondition_failed, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
         return;
     }
@@ -290,7 +290,7 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
 
         if (rc == NGX_DECLINED) {
             /* the writer, if any, is aborted as the request goes */
-            ngx_http_goblin_link->stats.put_errors++;
+            ngx_http_goblin_count(put_errors, 1);
             ngx_http_goblin_finalize(ctx, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE);
             return;
         }
@@ -319,7 +319,7 @@ ngx_http_goblin_pump_body(ngx_http_goblin_ctx_t *ctx)
         rc = ngx_http_read_unbuffered_request_body(r);
 
         if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-            ngx_http_goblin_link->stats.put_errors++;
+            ngx_http_goblin_count(put_errors, 1);
             ngx_http_goblin_finalize(ctx, rc);
             return;
         }
@@ -506,7 +506,7 @@ ngx_http_goblin_body_in(ngx_http_goblin_ctx_t *ctx)
                           "goblin: PUT of \"%V\" refused: every tx buffer "
                           "is taken and goblin_put_queue PUTs wait",
                           &ctx->key);
-            ngx_http_goblin_link->stats.puts_rejected++;
+            ngx_http_goblin_count(puts_rejected, 1);
             ngx_http_goblin_finalize(ctx, ngx_http_goblin_retry_later(r));
             return;
         }
@@ -622,7 +622,7 @@ ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
                       "goblin: storaged refused %O bytes for \"%V\"",
                       ctx->body_size, &ctx->key);
-        ngx_http_goblin_link->stats.put_errors++;
+        ngx_http_goblin_count(put_errors, 1);
         ngx_http_goblin_finalize(ctx,
                                  ngx_http_goblin_error_status(r, cqe->res));
         return;
@@ -642,7 +642,7 @@ ngx_http_goblin_got_writer(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 static void
 ngx_http_goblin_wdata(ngx_http_goblin_ctx_t *ctx)
 {
-    ngx_http_goblin_link->stats.put_bytes += ctx->tx_len;
+    ngx_http_goblin_count(put_bytes, ctx->tx_len);
 
     if (ctx->put_timer.timer_set) {
         ngx_del_timer(&ctx->put_timer);
@@ -687,7 +687,6 @@ ngx_http_goblin_put_timeout(ngx_event_t *ev)
     ngx_connection_t            *c;
     ngx_http_request_t          *r;
     ngx_http_goblin_ctx_t       *ctx;
-    ngx_http_goblin_link_t      *link = ngx_http_goblin_link;
     ngx_http_goblin_loc_conf_t  *glcf;
 
     ctx = ev->data;
@@ -700,7 +699,7 @@ ngx_http_goblin_put_timeout(ngx_event_t *ev)
                       "goblin: PUT of \"%V\" refused: no tx buffer came "
                       "free in goblin_put_wait %M", &ctx->key,
                       glcf->put_wait);
-        link->stats.puts_rejected++;
+        ngx_http_goblin_count(puts_rejected, 1);
         ngx_http_goblin_finalize(ctx, ngx_http_goblin_retry_later(r));
 
     } else {
@@ -709,7 +708,7 @@ ngx_http_goblin_put_timeout(ngx_event_t *ev)
                       "less than %uD more in goblin_body_timeout %M",
                       &ctx->key, ctx->body_copied, ctx->body_size,
                       ctx->map->ring.buf_size, glcf->body_timeout);
-        link->stats.body_timeouts++;
+        ngx_http_goblin_count(body_timeouts, 1);
         c->timedout = 1;
         ngx_http_goblin_finalize(ctx, NGX_HTTP_REQUEST_TIME_OUT);
     }
@@ -722,7 +721,6 @@ static void
 ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
     ngx_http_request_t      *r;
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
 
     r = ctx->request;
     ctx->writer = 0;
@@ -731,7 +729,7 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         && ctx->wplan != NGX_HTTP_GOBLIN_WRITE_ANY)
     {
         /* its preconditions no longer held when it landed */
-        link->stats.precondition_failed++;
+        ngx_http_goblin_count(precondition_failed, 1);
         ngx_http_goblin_finalize(ctx, NGX_HTTP_PRECONDITION_FAILED);
         return;
     }
@@ -739,18 +737,18 @@ ngx_http_goblin_stored(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     if (cqe->res != 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, -cqe->res,
                       "goblin: storing \"%V\" failed", &ctx->key);
-        link->stats.put_errors++;
+        ngx_http_goblin_count(put_errors, 1);
         ngx_http_goblin_finalize(ctx,
                                  ngx_http_goblin_error_status(r, cqe->res));
         return;
     }
 
     if (cqe->len) {
-        link->stats.puts_replaced++;
+        ngx_http_goblin_count(puts_replaced, 1);
         r->headers_out.status = NGX_HTTP_NO_CONTENT;
 
     } else {
-        link->stats.puts_created++;
+        ngx_http_goblin_count(puts_created, 1);
         r->headers_out.status = NGX_HTTP_CREATED;
         r->headers_out.content_length_n = 0;
     }

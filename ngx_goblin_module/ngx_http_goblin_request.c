@@ -174,16 +174,14 @@ ngx_http_goblin_finalize(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc)
 void
 ngx_http_goblin_fail(ngx_http_goblin_ctx_t *ctx, ngx_int_t rc)
 {
-    ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
-
     if (ctx->header_sent) {
-        link->stats.cut_responses++;
+        ngx_http_goblin_count(cut_responses, 1);
         ngx_http_goblin_finalize(ctx, NGX_ERROR);
         return;
     }
 
     if (rc == NGX_HTTP_BAD_GATEWAY) {
-        link->stats.bad_gateway++;
+        ngx_http_goblin_count(bad_gateway, 1);
     }
 
     ngx_http_goblin_finalize(ctx, rc);
@@ -238,7 +236,7 @@ ngx_http_goblin_timeout(ngx_event_t *ev)
                   "goblin: storaged did not answer for \"%V\" in time",
                   &ctx->key);
 
-    ngx_http_goblin_link->stats.timeouts++;
+    ngx_http_goblin_count(timeouts, 1);
 
     ngx_http_goblin_fail(ctx, ctx->status ? NGX_HTTP_SERVICE_UNAVAILABLE
                                           : NGX_HTTP_GATEWAY_TIME_OUT);

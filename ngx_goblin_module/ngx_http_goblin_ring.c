@@ -518,7 +518,7 @@ ngx_http_goblin_submit(ngx_http_goblin_ctx_t *ctx, struct ring_sqe *sqe)
 
     b->sqe = *sqe;
     ngx_queue_insert_tail(&link->backlog, &b->queue);
-    link->stats.backlog_waits++;
+    ngx_http_goblin_count(backlog_waits, 1);
 
     /* the daemon rings once it has made room */
     ngx_http_goblin_ring_bell(link);
@@ -681,7 +681,7 @@ ngx_http_goblin_tx_take(ngx_http_goblin_ctx_t *ctx)
     ngx_queue_insert_tail(&link->tx_waiters, &ctx->tx_wait);
     ctx->waiting_tx = 1;
     link->ntx_waiters++;
-    link->stats.tx_waits++;
+    ngx_http_goblin_count(tx_waits, 1);
 
     return NGX_AGAIN;
 }

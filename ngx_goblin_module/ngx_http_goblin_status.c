@@ -1,21 +1,23 @@
 
 /*
  * ngx_http_goblin_module: goblin_status, the JSON status of this worker's
- * link (its NGX_HTTP_GOBLIN_STATS counters) and of storaged (its "stats"
- * as the daemon sends them through the ring).
+ * link (its NGX_HTTP_GOBLIN_STATS counters), of every worker's (the
+ * totals) and of storaged (its "stats" as the daemon sends them through
+ * the ring); the STATS round trip goblin_metrics shares.
  */
 
 
 #include "ngx_http_goblin_module.h"
-
-#include <jansson.h>
+#include "version.h"
 
 
 static void ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx);
 static void ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe);
+static json_t *ngx_http_goblin_stats_value(ngx_str_t *value);
 static ngx_int_t ngx_http_goblin_send_status(ngx_http_request_t *r,
     json_t *storaged);
+static json_t *ngx_http_goblin_status_totals(void);
 
 
 /* The completion of a status request: storaged's stats. */
@@ -28,6 +30,14 @@ static const ngx_http_goblin_completion_t
 
 ngx_int_t
 ngx_http_goblin_status_handler(ngx_http_request_t *r)
+{
+    return ngx_http_goblin_stats_request(r, ngx_http_goblin_send_status);
+}
+
+
+ngx_int_t
+ngx_http_goblin_stats_request(ngx_http_request_t *r,
+    ngx_http_goblin_stats_pt send)
 {
     ngx_int_t                rc;
     struct ring_sqe          sqe;
@@ -44,7 +54,7 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
     }
 
     if (link->state != NGX_HTTP_GOBLIN_UP) {
-        return ngx_http_goblin_send_status(r, NULL);
+        return send(r, NULL);
     }
 
     ctx = ngx_http_goblin_create_ctx(r, ngx_http_goblin_status_completions);
@@ -53,6 +63,7 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
     }
 
     ctx->lost = ngx_http_goblin_status_lost;
+    ctx->stats_send = send;
     ctx->status = 1;
 
     ngx_memzero(&sqe, sizeof(struct ring_sqe));
@@ -70,12 +81,11 @@ ngx_http_goblin_status_handler(ngx_http_request_t *r)
 static void
 ngx_http_goblin_status_lost(ngx_http_goblin_ctx_t *ctx)
 {
-    ngx_http_goblin_finalize(ctx,
-                             ngx_http_goblin_send_status(ctx->request, NULL));
+    ngx_http_goblin_finalize(ctx, ctx->stats_send(ctx->request, NULL));
 }
 
 
-/* "name value" lines from storaged into a JSON object of numbers. */
+/* "name value" lines from storaged into a JSON object. */
 static void
 ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
 {
@@ -83,7 +93,6 @@ ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
     json_t              *storaged;
     ngx_int_t            rc;
     ngx_str_t            value;
-    uint64_t             n;
     ngx_http_request_t  *r;
 
     r = ctx->request;
@@ -119,28 +128,46 @@ ngx_http_goblin_got_stats(ngx_http_goblin_ctx_t *ctx, struct ring_cqe *cqe)
         value.data = p + 1;
         value.len = eol - value.data;
 
-        for (n = 0; value.len && *value.data >= '0' && *value.data <= '9';
-             value.data++, value.len--)
-        {
-            n = n * 10 + (*value.data - '0');
-        }
-
         *p = '\0';      /* the buffer is ours until BUFREL */
-        json_object_set_new(storaged, (char *) name, json_integer(n));
+        json_object_set_new(storaged, (char *) name,
+                            ngx_http_goblin_stats_value(&value));
         *p = ' ';
     }
 
     ngx_http_goblin_submit_handle(ctx, RING_OP_BUFREL, cqe->buf, 0, 0);
 
-    rc = ngx_http_goblin_send_status(r, storaged);
+    rc = ctx->stats_send(r, storaged);
 
     ngx_http_goblin_finalize(ctx, rc);
 }
 
 
+/* A stat's value: an integer when it is all digits, else its text
+ * (version, store_id, rusage_user). */
+static json_t *
+ngx_http_goblin_stats_value(ngx_str_t *value)
+{
+    size_t    i;
+    uint64_t  n;
+
+    n = 0;
+
+    for (i = 0; i < value->len; i++) {
+        if (value->data[i] < '0' || value->data[i] > '9' || i == 19) {
+            return json_stringn((char *) value->data, value->len);
+        }
+
+        n = n * 10 + (value->data[i] - '0');
+    }
+
+    return value->len ? json_integer(n) : json_string("");
+}
+
+
 /*
- * {"pid":..., "link":"up"|"down", "module":{...}, "storaged":{...}|null};
- * 503 when storaged could not be asked.  Takes <storaged>.
+ * {"pid":..., "version":..., "uptime":..., "link":"up"|"down",
+ *  "module":{...}, "totals":{...}, "storaged":{...}|null}; 503 when
+ * storaged could not be asked.  Takes <storaged>.
  */
 static ngx_int_t
 ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
@@ -148,10 +175,10 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     char                    *text;
     json_t                  *root, *module;
     size_t                   len;
-    ngx_int_t                rc;
     ngx_buf_t               *b;
-    ngx_chain_t              out;
     ngx_http_goblin_link_t  *link = ngx_http_goblin_link;
+
+    static ngx_str_t  type = ngx_string("application/json");
 
     root = json_object();
     module = json_object();
@@ -164,6 +191,12 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     }
 
     json_object_set_new(root, "pid", json_integer(ngx_pid));
+    json_object_set_new(root, "version", json_string(GOBLIN_VERSION));
+    json_object_set_new(root, "uptime",
+                        ngx_http_goblin_totals
+                        ? json_integer(ngx_time()
+                                       - ngx_http_goblin_totals->started)
+                        : json_null());
     json_object_set_new(root, "link",
                         json_string(link->state == NGX_HTTP_GOBLIN_UP
                                     ? "up" : "down"));
@@ -183,6 +216,7 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     json_object_set_new(module, "put_heap_bytes",
                         json_integer(link->put_heap_bytes));
     json_object_set_new(root, "module", module);
+    json_object_set_new(root, "totals", ngx_http_goblin_status_totals());
     json_object_set_new(root, "storaged", storaged ? storaged : json_null());
 
     text = json_dumps(root, JSON_INDENT(2));
@@ -204,14 +238,51 @@ ngx_http_goblin_send_status(ngx_http_request_t *r, json_t *storaged)
     *b->last++ = '\n';
     free(text);
 
+    return ngx_http_goblin_send_body(r, storaged ? NGX_HTTP_OK
+                                                 : NGX_HTTP_SERVICE_UNAVAILABLE,
+                                     &type, b);
+}
+
+
+/* Every worker's NGX_HTTP_GOBLIN_STATS, added up; null without the zone. */
+static json_t *
+ngx_http_goblin_status_totals(void)
+{
+    json_t                    *totals;
+    ngx_http_goblin_totals_t  *t = ngx_http_goblin_totals;
+
+    if (t == NULL) {
+        return json_null();
+    }
+
+    totals = json_object();
+    if (totals == NULL) {
+        return NULL;
+    }
+
+#define NGX_HTTP_GOBLIN_TOTAL_JSON(name)                                      \
+    json_object_set_new(totals, #name, json_integer(t->name));
+    NGX_HTTP_GOBLIN_STATS(NGX_HTTP_GOBLIN_TOTAL_JSON)
+#undef NGX_HTTP_GOBLIN_TOTAL_JSON
+
+    return totals;
+}
+
+
+ngx_int_t
+ngx_http_goblin_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_buf_t *b)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
 
-    r->headers_out.status = storaged ? NGX_HTTP_OK
-                                     : NGX_HTTP_SERVICE_UNAVAILABLE;
+    r->headers_out.status = status;
     r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
 
     rc = ngx_http_send_header(r);
 

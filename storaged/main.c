@@ -24,6 +24,12 @@
 #include "server.h"
 #include "version.h"
 
+/* The link's STATS replies read what `stats` does (link_snapshot_fn). */
+static void server_snapshot(void *srv, struct stats_snapshot *s)
+{
+	server_stats_snapshot(srv, s);
+}
+
 int main(int argc, char **argv)
 {
 	struct options opt;
@@ -75,7 +81,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		goto out_rdma;
 	}
-	ret = link_start(&link, &opt, e, err, sizeof(err));
+	ret = link_start(&link, &opt, e, server_snapshot, srv, err,
+			 sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "goblin-store: %s\n", err);
 		goto out_server;

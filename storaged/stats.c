@@ -269,7 +269,7 @@ void stats_markdown(void)
 	markdown_numa();
 	printf("\nWith `--rdma`, `stats goblin` adds the RDMA endpoint's counters, after the pools':\n\n");
 	markdown_rdma();
-	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`):\n\n");
+	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`, after everything `stats` and `stats goblin` list):\n\n");
 	markdown_table(STATS_LINK);
 	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
 	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "

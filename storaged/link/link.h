@@ -29,6 +29,12 @@
 
 struct link_server;
 struct options;
+struct stats_snapshot;
+
+/* Fills <s> with what `stats` reports (the memcache front's
+ * server_stats_snapshot: process, front, summary, engine and pool
+ * fields); <arg> is the front's.  Called on the link's thread. */
+typedef void (*link_snapshot_fn)(void *arg, struct stats_snapshot *s);
 
 /*
  * Listens on --socket and starts the link thread (nothing with
@@ -39,11 +45,13 @@ struct options;
  * user or root that neither group nor others can write.  A stale socket
  * of ours is replaced; a live one, or one another user made, is refused.
  * The socket gets mode 0660 and the same group.  <opt> must outlive the
- * link.  Returns 0 with the link in *<lp>, or -errno with a one-line
- * reason in <err>.
+ * link.  STATS replies carry what <snapshot>(<snapshot_arg>) fills, then
+ * the arena and link counters.  Returns 0 with the link in *<lp>, or
+ * -errno with a one-line reason in <err>.
  */
 int link_start(struct link_server **lp, const struct options *opt,
-	       struct gs_engine *e, char *err, size_t errlen);
+	       struct gs_engine *e, link_snapshot_fn snapshot,
+	       void *snapshot_arg, char *err, size_t errlen);
 
 /* Stops the thread, drops every worker (their pins with them), removes
  * the socket file, frees the link and clears *<lp>.  Safe on NULL. */

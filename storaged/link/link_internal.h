@@ -188,6 +188,8 @@ struct link_server {
 	unsigned nconns;
 	uint32_t max_pins;		/* distinct objects per worker */
 	uint64_t st[ST_MAX];
+	link_snapshot_fn snapshot;	/* NULL: STATS has the engine's only */
+	void *snapshot_arg;
 
 	/* who may attach besides root and goblin-store's own user */
 	uid_t user_uid;

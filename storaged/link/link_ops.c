@@ -562,18 +562,24 @@ static void op_delete(struct link_conn *c, const struct ring_sqe *sqe)
 	post_cqe(c, &cqe);
 }
 
-/* "name value\n" for every engine (and, with --numa, numa_*) and link
- * counter into <buf>. */
+/* "name value\n" for every stat `stats` and `stats goblin` list (only the
+ * engine's, numa_* and pools' without a snapshot source) and the link's
+ * counters into <buf>. */
 static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 {
 	struct stats_snapshot snap = { 0 };
+	unsigned tables = STATS_ENGINE | STATS_POOLS | STATS_LINK;
 
-	gs_stats(srv->e, &snap.engine);
-	gs_numa_stats(srv->e, &snap.numa);
+	if (srv->snapshot) {
+		srv->snapshot(srv->snapshot_arg, &snap);
+		tables |= STATS_PROCESS | STATS_SERVER | STATS_SUMMARY;
+	} else {
+		gs_stats(srv->e, &snap.engine);
+		gs_numa_stats(srv->e, &snap.numa);
+	}
 	gs_arena_stats(srv->e, &snap.arena);
 	memcpy(snap.link, srv->st, sizeof(snap.link));
-	return stats_format(STATS_ENGINE | STATS_POOLS | STATS_LINK, &snap,
-			    buf, size);
+	return stats_format(tables, &snap, buf, size);
 }
 
 static void pump_stats(struct link_handle *h)

@@ -457,7 +457,8 @@ void link_server_free(struct link_server *srv)
 }
 
 int link_start(struct link_server **lp, const struct options *opt,
-	       struct gs_engine *e, char *err, size_t errlen)
+	       struct gs_engine *e, link_snapshot_fn snapshot,
+	       void *snapshot_arg, char *err, size_t errlen)
 {
 	const char *path = opt->socket;
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -479,6 +480,8 @@ int link_start(struct link_server **lp, const struct options *opt,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	srv->snapshot = snapshot;
+	srv->snapshot_arg = snapshot_arg;
 	strcpy(srv->path, path);
 	strcpy(dir, path);
 

@@ -69,7 +69,7 @@ server {
     location /obj/ { goblin; }
 }
 --- error chomp
-"goblin" and "goblin_status" need "goblin_storaged unix:/path;"
+"goblin", "goblin_status" and "goblin_metrics" need "goblin_storaged unix:/path;"
 
 === goblin_storaged on TCP
 --- http

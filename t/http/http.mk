@@ -9,6 +9,12 @@ DEB_PACKAGES += libnginx-mod-stream \
 # Protocol::HTTP2 for many streams on one connection.
 DEB_PACKAGES += curl nghttp2-client libprotocol-http2-perl
 
+# t/http/140-metrics.t: promtool checks goblin_metrics' text, and Debian's
+# prometheus scrapes it; the service the package starts (on :9090, and
+# node-exporter's where installed) is stopped and disabled after `make deps`.
+DEB_PACKAGES += prometheus
+DEB_SERVICES += prometheus prometheus-node-exporter
+
 # The suites against the module built with ASan+UBSan, loaded into
 # Debian's nginx with the sanitizer runtime preloaded (t/nginx-asan), each
 # block's request over HTTP/2 (TEST_NGINX_USE_HTTP2; the suites' own

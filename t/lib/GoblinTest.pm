@@ -434,6 +434,8 @@ sub status_deltas ($$) {
     my %d;
     for my $side (qw(module storaged)) {
         for my $n (keys %{ $after->{$side} || {} }) {
+            # counters only: not version, store_id, rusage_*
+            next unless ($after->{$side}{$n} // '') =~ /^\d+$/;
             $d{$n} = ($after->{$side}{$n} // 0) - ($before->{$side}{$n} // 0);
         }
     }

@@ -356,8 +356,10 @@ class Worker:
         start = self.buf_off + c["buf"] * self.buf_size
         text = bytes(self.m[start:start + c["len"]]).decode()
         self.submit(OP["BUFREL"], buf=c["buf"])
-        return dict((l.split()[0], int(l.split()[1]))
-                    for l in text.splitlines() if l)
+        # counters as numbers; version, store_id, rusage_* as text
+        return dict((n, int(v) if v.isdigit() else v)
+                    for n, v in (l.split(" ", 1)
+                                 for l in text.splitlines() if l))
 
     def closed(self, timeout=10):
         """True once the daemon has closed this worker's socket."""
