@@ -88,6 +88,13 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int ret;
 
+	/* first: a SIGHUP (a reload) while starting must not kill it */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	ret = options_parse(&opt, argc, argv);
 	if (ret)
 		return ret == 1 ? 0 : 2;
@@ -96,12 +103,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "goblin-store: %s\n", err);
 		return 2;
 	}
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	/* before the pools are opened: nothing to undo */
 	if (*opt.rdma && !strcmp(opt.rdma_transport, "verbs") &&

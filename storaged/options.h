@@ -34,7 +34,7 @@
 	OPTION(memcache_port, UINT, "11211", 0, 65535,			\
 	       "TCP port of the memcache text protocol (0: none; memcached's -p)") \
 	OPTION(listen, STR, "127.0.0.1", 0, 0,				\
-	       "addresses the memcache port binds to, comma-separated, IPv4 or IPv6 such as 127.0.0.1,::1 (memcached's -l)") \
+	       "addresses the memcache port binds to, comma-separated, IPv4 or IPv6 such as 127.0.0.1,::1 (:: is IPv6 only, as in nginx; memcached's -l)") \
 	OPTION(max_conns, UINT, "1024", 1, 1048576,			\
 	       "memcache connections open at once; more get ERROR Too many open connections (memcached's -c)") \
 	OPTION(idle_timeout, TIME, "0", 0, 0,				\
