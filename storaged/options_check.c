@@ -204,8 +204,8 @@ static int check_fronts(struct options *o)
 {
 	char *end;
 
-	if (!o->memcache_port && o->no_http) {
-		fprintf(stderr, "goblin-store: --memcache-port 0 with --no-http: nothing to serve\n");
+	if (!o->memcache_port && o->no_http && !*o->rdma) {
+		fprintf(stderr, "goblin-store: --memcache-port 0 with --no-http (and no --rdma): nothing to serve\n");
 		return 2;
 	}
 	o->socket_mode_bits = strtoul(o->socket_mode, &end, 8);
