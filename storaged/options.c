@@ -147,7 +147,7 @@ static void usage_markdown(void)
 		       descs[i].desc);
 	printf("| `-v` | | more log lines; `-vv` debug (memcached's `-v`) |\n");
 	for (size_t i = 0; i < options_memcached_n; i++)
-		printf("| `%s` | | memcached's: %s |\n",
+		printf("| `%s` | | %s |\n",
 		       options_memcached[i].flag, options_memcached[i].desc);
 }
 

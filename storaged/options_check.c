@@ -14,13 +14,13 @@
 #include "options.h"
 
 const struct options_memcached_flag options_memcached[] = {
-	{ 'p', "-p N", "--memcache-port N" },
-	{ 'l', "-l LIST", "--listen LIST" },
-	{ 'm', "-m N", "--memory in MiB (N megabytes)" },
-	{ 'c', "-c N", "--max-conns N" },
-	{ 't', "-t N", "--cores N" },
-	{ 'U', "-U 0", "no UDP port (goblin-store has none: only 0 is taken)" },
-	{ 'u', "-u USER", "--user USER" },
+	{ 'p', "-p N", "--memcache-port N (memcached's -p)" },
+	{ 'l', "-l LIST", "--listen LIST (memcached's -l)" },
+	{ 'm', "-m N", "--memory of N MiB (memcached's -m, in megabytes)" },
+	{ 'c', "-c N", "--max-conns N (memcached's -c)" },
+	{ 't', "-t N", "--cores N (memcached's -t)" },
+	{ 'U', "-U 0", "memcached's UDP port: goblin-store has none, only 0 is taken" },
+	{ 'u', "-u USER", "--user USER (memcached's -u)" },
 };
 const size_t options_memcached_n = sizeof(options_memcached) /
 				   sizeof(options_memcached[0]);

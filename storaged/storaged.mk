@@ -27,7 +27,7 @@ STORED_SRCS    := $(addprefix storaged/,main.c options.c options_check.c \
 # goblin-store links both RDMA transports (--rdma-transport verbs|tcp),
 # and libsystemd for sd_notify (storaged/process.c)
 STORED_LDLIBS  := -lfabric -lrdmacm -libverbs -lsystemd
-DEB_PACKAGES   += libsystemd-dev
+RUN_PACKAGES   += libsystemd-dev
 # what product objects depend on: the engine's on its own and shared/'s
 # headers, the daemon's on those and its own (never t/: t/check-layers)
 ENGINE_HDRS    := $(wildcard $(ENGINE_DIR)/*.h shared/*.h)
