@@ -1,7 +1,7 @@
 /*
  * The serving-loop skeleton (loop.h).  The loop's own descriptors are
- * tagged in epoll with the address of their field in struct loop, which
- * no owner pointer can equal.
+ * tagged in epoll with the address of their field in struct loop (every
+ * listener with the array's), which no owner pointer can equal.
  */
 #include <errno.h>
 #include <limits.h>
@@ -38,7 +38,7 @@ int loop_init(struct loop *l, const struct loop_ops *ops, void *owner)
 {
 	int ret;
 
-	*l = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1, .ops = ops,
+	*l = (struct loop){ .epfd = -1, .stopfd = -1, .ops = ops,
 			    .owner = owner };
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0)
@@ -81,17 +81,29 @@ int loop_set_io(struct loop *l, struct gs_io *io)
 
 int loop_listen(struct loop *l, int lfd, bool exclusive)
 {
-	l->lfd = lfd;
+	uint32_t events = EPOLLIN | (exclusive ? EPOLLEXCLUSIVE : 0);
+	int ret;
+
+	if (l->nlfd == LOOP_LISTEN_MAX)
+		return -ENOSPC;
 	l->listen_exclusive = exclusive;
-	return loop_listen_resume(l);
+	if (l->listening || !l->nlfd) {
+		ret = epoll_add(l, lfd, events, l->lfd);
+		if (ret)
+			return ret;
+		l->listening = true;
+	}
+	l->lfd[l->nlfd++] = lfd;
+	return 0;
 }
 
 int loop_listen_pause(struct loop *l)
 {
 	if (!l->listening)
 		return 0;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->lfd, NULL) < 0)
-		return -errno;
+	for (unsigned i = 0; i < l->nlfd; i++)
+		if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->lfd[i], NULL) < 0)
+			return -errno;
 	l->listening = false;
 	return 0;
 }
@@ -103,9 +115,11 @@ int loop_listen_resume(struct loop *l)
 
 	if (l->listening)
 		return 0;
-	ret = epoll_add(l, l->lfd, events, &l->lfd);
-	if (ret && ret != -EEXIST)
-		return ret;
+	for (unsigned i = 0; i < l->nlfd; i++) {
+		ret = epoll_add(l, l->lfd[i], events, l->lfd);
+		if (ret && ret != -EEXIST)
+			return ret;
+	}
 	l->listening = true;
 	return 0;
 }
@@ -161,7 +175,7 @@ static bool dispatch(struct loop *l, const struct epoll_event *evs, int n)
 
 			eventfd_read(l->stopfd, &v);	/* a later run waits */
 			run = false;
-		} else if (p == &l->lfd) {
+		} else if (p == l->lfd) {
 			l->ops->accept(l);
 		} else if (p == &l->io) {
 			gs_io_run(l->io, false);

@@ -1,10 +1,10 @@
 /*
  * The serving-loop skeleton of storaged's threads (the memcache front's
  * workers, the nginx link's thread): one epoll set holding a stop eventfd,
- * an optional listener, the thread's gs_io, and the owner's descriptors.
+ * optional listeners, the thread's gs_io, and the owner's descriptors.
  *
  *   loop_run():  wait --> ops->due --> per ready descriptor:   --> ops->round_end
- *    ^  (until ops->deadline;        listener: ops->accept       |
+ *    ^  (until ops->deadline;        listeners: ops->accept      |
  *    |   no wait if it is past)      gs_io:    gs_io_run()       |
  *    |                               stop:     leave the loop    |
  *    |                               other:    ops->event        |
@@ -24,10 +24,12 @@ struct loop;
 
 /* A deadline already past: ops->deadline's "don't sleep". */
 #define LOOP_NOW	1
+/* Listeners a loop watches at most. */
+#define LOOP_LISTEN_MAX	8
 
 /* What the owner does in a round; any but event may be NULL. */
 struct loop_ops {
-	/* The listener is readable. */
+	/* A listener is readable (the owner accepts from each). */
 	void (*accept)(struct loop *l);
 	/* <ptr>, given to loop_add(), is ready for <events>. */
 	void (*event)(struct loop *l, void *ptr, uint32_t events);
@@ -42,9 +44,10 @@ struct loop_ops {
 
 struct loop {
 	int epfd, stopfd;
-	int lfd;			/* the listener, -1: none */
-	bool listen_exclusive;		/* EPOLLEXCLUSIVE (a shared listener) */
-	bool listening;			/* lfd is in the epoll set */
+	int lfd[LOOP_LISTEN_MAX];	/* the listeners, nlfd of them */
+	unsigned nlfd;
+	bool listen_exclusive;		/* EPOLLEXCLUSIVE (shared listeners) */
+	bool listening;			/* the listeners are in the epoll set */
 	struct gs_io *io;		/* NULL: none yet */
 	const struct loop_ops *ops;
 	void *owner;			/* for the ops */
@@ -58,12 +61,13 @@ void loop_fini(struct loop *l);
 
 /* Watches <io>'s completions: gs_io_run() when it has some.  0 or -errno. */
 int loop_set_io(struct loop *l, struct gs_io *io);
-/* Watches listener <lfd> (<exclusive>: one of the loops sharing it is
- * woken per connection).  0 or -errno. */
+/* Watches listener <lfd> besides those it watches (<exclusive>: one of
+ * the loops sharing it is woken per connection; the same for all).  0 or
+ * -errno (-ENOSPC past LOOP_LISTEN_MAX). */
 int loop_listen(struct loop *l, int lfd, bool exclusive);
-/* Takes the listener out of the epoll set (out of descriptors: a
+/* Takes the listeners out of the epoll set (out of descriptors: a
  * level-triggered listener left in would spin) or back in.  0 or -errno;
- * resuming a listener that is in succeeds. */
+ * resuming listeners that are in succeeds. */
 int loop_listen_pause(struct loop *l);
 int loop_listen_resume(struct loop *l);
 

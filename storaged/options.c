@@ -17,13 +17,6 @@
 
 enum { OPT_HELP = 1000, OPT_VERSION, OPT_FIRST };
 
-enum option_index {
-#define OPTION_INDEX(name, kind, def, min, max, desc) IDX_##name,
-	OPTIONS(OPTION_INDEX, OPTION_INDEX)
-#undef OPTION_INDEX
-	IDX_COUNT
-};
-
 struct option_desc {
 	const char *name;		/* the field's; the flag is flags[i] */
 	enum option_kind kind;
@@ -131,9 +124,13 @@ static void usage(FILE *f)
 			fprintf(f, " [%s]", descs[i].def);
 		fputc('\n', f);
 	}
-	fprintf(f, "  %-24s %s\n", "-v, --verbose", "more log lines (repeat for debug)");
+	fprintf(f, "  %-24s %s\n", "-v, --verbose", "more log lines (repeat for debug; memcached's -v)");
 	fprintf(f, "  %-24s %s\n", "--help", "this text (=markdown: options, =stats: stats, as README tables)");
 	fprintf(f, "  %-24s %s\n", "--version", "print the version");
+	fprintf(f, "\nmemcached's flags, with memcached's meaning (its others are refused):\n");
+	for (size_t i = 0; i < options_memcached_n; i++)
+		fprintf(f, "  %-24s %s\n", options_memcached[i].flag,
+			options_memcached[i].desc);
 	fprintf(f, "\nSIZE takes K, M, G, T suffixes (binary): 256K, 64M.\n"
 		"TIME takes ms, s, m, h, d suffixes (none: seconds): 500ms, 60s, 2m.\n");
 }
@@ -148,7 +145,10 @@ static void usage_markdown(void)
 		       descs[i].kind == OPT_BOOL ? "off" :
 		       *descs[i].def ? descs[i].def : "none",
 		       descs[i].desc);
-	printf("| `-v` | | more log lines; `-vv` debug |\n");
+	printf("| `-v` | | more log lines; `-vv` debug (memcached's `-v`) |\n");
+	for (size_t i = 0; i < options_memcached_n; i++)
+		printf("| `%s` | | %s |\n",
+		       options_memcached[i].flag, options_memcached[i].desc);
 }
 
 /* The table's min/max: 0, or 2 after printing which option is out. */
@@ -256,10 +256,65 @@ static int check_rdma(const struct options *o)
 	return 0;
 }
 
+/* Sets option <i> to <v> once: 0, or 2 after printing what is wrong. */
+static int set_once(struct options *o, int i, const char *v,
+		    unsigned char *given)
+{
+	const struct option_desc *d = &descs[i];
+
+	if (given[i]++ && d->kind != OPT_DIRS && d->kind != OPT_BOOL) {
+		fprintf(stderr, "goblin-store: --%s given twice%s\n", flags[i],
+			i == IDX_listen ? " (it takes a comma-separated list)" : "");
+		return 2;
+	}
+	if (set_value(o, d, v) < 0) {
+		fprintf(stderr, "goblin-store: --%s: bad value \"%s\" (want %s)\n",
+			flags[i], v, d->kind == OPT_SIZE ?
+			"a size such as 256K or 64M" :
+			d->kind == OPT_TIME ?
+			"a duration such as 500ms, 60s or 2m" :
+			d->kind == OPT_DIRS ? "a directory, at most 16 per tier" :
+			"a number");
+		return 2;
+	}
+	return 0;
+}
+
+/* An option getopt did not take (<c>: '?' or ':'): 2 after saying so. */
+static int refuse_option(int c, char **argv)
+{
+	if (c == ':')
+		fprintf(stderr, "goblin-store: %s needs a value (see --help)\n",
+			argv[optind - 1]);
+	else if (optopt)
+		fprintf(stderr, "goblin-store: unknown option -%c (see --help)\n",
+			optopt);
+	else
+		fprintf(stderr, "goblin-store: unknown option %s (see --help)\n",
+			argv[optind - 1]);
+	return 2;
+}
+
+/* --help[=markdown|=stats] and --version: always 1. */
+static int answer(int c)
+{
+	if (c == OPT_VERSION)
+		printf("goblin-store " GOBLIN_VERSION "\n");
+	else if (optarg && !strcmp(optarg, "markdown"))
+		usage_markdown();
+	else if (optarg && !strcmp(optarg, "stats"))
+		stats_markdown();
+	else
+		usage(stdout);
+	return 1;
+}
+
 int options_parse(struct options *o, int argc, char **argv)
 {
 	struct option longs[IDX_COUNT + 4];
-	int c, n = 0;
+	unsigned char given[IDX_COUNT] = { 0 };
+	char val[32];
+	int c, n = 0, idx, ret;
 
 	defaults(o);
 	for (int i = 0; i < IDX_COUNT; i++)
@@ -272,41 +327,29 @@ int options_parse(struct options *o, int argc, char **argv)
 	longs[n] = (struct option){ 0 };
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":vhp:l:m:c:t:U:u:", longs,
+				NULL)) != -1) {
 		if (c == 'v') {
 			o->verbose++;
-		} else if (c == 'h' || c == OPT_HELP) {
-			if (optarg && !strcmp(optarg, "markdown"))
-				usage_markdown();
-			else if (optarg && !strcmp(optarg, "stats"))
-				stats_markdown();
-			else
-				usage(stdout);
-			return 1;
-		} else if (c == OPT_VERSION) {
-			printf("goblin-store " GOBLIN_VERSION "\n");
-			return 1;
+		} else if (c == 'h' || c == OPT_HELP || c == OPT_VERSION) {
+			return answer(c);
 		} else if (c >= OPT_FIRST && c < OPT_FIRST + IDX_COUNT) {
-			const struct option_desc *d = &descs[c - OPT_FIRST];
-
-			if (set_value(o, d, optarg) < 0) {
-				fprintf(stderr, "goblin-store: --%s: bad value \"%s\" (want %s)\n",
-					flags[d - descs], optarg, d->kind == OPT_SIZE ?
-					"a size such as 256K or 64M" :
-					d->kind == OPT_TIME ?
-					"a duration such as 500ms, 60s or 2m" :
-					d->kind == OPT_DIRS ? "a directory, at most 16 per tier" :
-					"a number");
-				return 2;
-			}
-		} else if (c == ':') {
-			fprintf(stderr, "goblin-store: %s needs a value (see --help)\n",
-				argv[optind - 1]);
-			return 2;
+			ret = set_once(o, c - OPT_FIRST, optarg, given);
+			if (ret)
+				return ret;
+		} else if (c == '?' && optopt) {
+			return options_memcached_refuse(optopt) ?:
+			       refuse_option(c, argv);
+		} else if (c == '?' || c == ':') {
+			return refuse_option(c, argv);
 		} else {
-			fprintf(stderr, "goblin-store: unknown option %s (see --help)\n",
-				argv[optind - 1]);
-			return 2;
+			ret = options_memcached_flag(c, optarg, &idx, val,
+						     sizeof(val));
+			if (!ret && idx >= 0)
+				ret = set_once(o, idx, val[0] ? val : optarg,
+					       given);
+			if (ret)
+				return ret;
 		}
 	}
 	if (optind < argc) {
@@ -314,7 +357,14 @@ int options_parse(struct options *o, int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	return check_ranges(o) ? 2 : check_rdma(o);
+	if (check_ranges(o) || check_rdma(o))
+		return 2;
+	return options_check(o);
+}
+
+const char *options_default(int idx)
+{
+	return descs[idx].def;
 }
 
 uint64_t options_head_slots(const struct options *o)

@@ -13,7 +13,8 @@ LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c 
                   shared/log.c shared/size.c
 # the daemon: main, options, stats and the serving loop at storaged/'s root;
 # its fronts in mc/ (memcache), link/ (the nginx ring), rdma/ (the endpoint)
-STORED_SRCS    := $(addprefix storaged/,main.c options.c stats.c loop.c \
+STORED_SRCS    := $(addprefix storaged/,main.c options.c options_check.c \
+                  process.c stats.c loop.c \
                   mc/server.c mc/server_stats.c mc/conn.c mc/conn_input.c \
                   mc/conn_output.c mc/proto_text.c mc/proto_meta.c \
                   mc/proto_stats.c mc/proto_store.c mc/proto_parse.c \
@@ -23,8 +24,10 @@ STORED_SRCS    := $(addprefix storaged/,main.c options.c stats.c loop.c \
                   rdma/rdma_thread.c rdma/rdma_engine.c rdma/rdma_server.c \
                   rdma/rdma_fabric.c rdma/rdma_verbs.c) \
                   shared/ring.c
-# goblin-store links both RDMA transports (--rdma-transport verbs|tcp)
-STORED_LDLIBS  := -lfabric -lrdmacm -libverbs
+# goblin-store links both RDMA transports (--rdma-transport verbs|tcp),
+# and libsystemd for sd_notify (storaged/process.c)
+STORED_LDLIBS  := -lfabric -lrdmacm -libverbs -lsystemd
+RUN_PACKAGES   += libsystemd-dev
 # what product objects depend on: the engine's on its own and shared/'s
 # headers, the daemon's on those and its own (never t/: t/check-layers)
 ENGINE_HDRS    := $(wildcard $(ENGINE_DIR)/*.h shared/*.h)

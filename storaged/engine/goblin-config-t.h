@@ -63,7 +63,7 @@
 	       "do not lock the RAM region in memory")
 
 #define GS_CONFIG_POLICY(ACTION)					\
-	ACTION(max_object, SIZE, RING_MAX_OBJECT_DEFAULT, 0, 0,		\
+	ACTION(max_object, SIZE, RING_MAX_OBJECT_DEFAULT, 1, INT64_MAX,	\
 	       "largest object accepted")				\
 	ACTION(admission_bytes, SIZE, "64M", 0, 0,			\
 	       "bytes accepted but not yet on disk before writers are paused") \

@@ -283,7 +283,7 @@ static int region_check_limits(const struct region *r,
 	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
 	    r->size <= rl.rlim_cur)
 		return 0;
-	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise it (ulimit -l, LimitMEMLOCK=) or do not lock the region: `no_mlock`",
+	snprintf(err, errlen, "%s is more than this process may lock (%s, RLIMIT_MEMLOCK without CAP_IPC_LOCK): raise LimitMEMLOCK (systemd) or ulimit -l, or pass `no_mlock`",
 		 what, mib_str(rl.rlim_cur, have, sizeof(have)));
 	return -EINVAL;
 

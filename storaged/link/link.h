@@ -40,14 +40,15 @@ typedef void (*link_snapshot_fn)(void *arg, struct stats_snapshot *s);
  * Listens on --socket and starts the link thread (nothing with
  * --no-http: *<lp> NULL).  Who may attach: root, goblin-store's user,
  * --socket-user and --socket-group.  The socket's directory is created
- * 0750 (group: --socket-group, else --socket-user's primary group) when
+ * 0750 (group: --socket-group, else --socket-user's primary group; search
+ * for others too when --socket-mode lets them write) when
  * missing; an existing one must be a directory owned by goblin-store's
  * user or root that neither group nor others can write.  A stale socket
  * of ours is replaced; a live one, or one another user made, is refused.
- * The socket gets mode 0660 and the same group.  <opt> must outlive the
- * link.  STATS replies carry what <snapshot>(<snapshot_arg>) fills, then
- * the arena and link counters.  Returns 0 with the link in *<lp>, or
- * -errno with a one-line reason in <err>.
+ * The socket gets --socket-mode (0660) and the same group.  <opt> must
+ * outlive the link.  STATS replies carry what <snapshot>(<snapshot_arg>)
+ * fills, then the arena and link counters.  Returns 0 with the link in
+ * *<lp>, or -errno with a one-line reason in <err>.
  */
 int link_start(struct link_server **lp, const struct options *opt,
 	       struct gs_engine *e, link_snapshot_fn snapshot,

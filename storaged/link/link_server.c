@@ -292,14 +292,23 @@ static int resolve_access(struct link_server *srv,
 	return 0;
 }
 
+/* The mode of a directory made for a socket of <mode>: search where the
+ * socket may be written (0660: 0750). */
+static mode_t dir_mode(mode_t mode)
+{
+	return 0700 | (mode & 0060 ? 0050 : 0) | (mode & 0006 ? 0005 : 0);
+}
+
 /*
- * The socket's directory <dir>: created 0750, group <gid>, when missing.
+ * The socket's directory <dir>: created dir_mode(<mode>), group <gid>,
+ * when missing.
  * An existing one is used as it is, and only when it is a directory (not
  * a link) owned by goblin-store's user or root that neither its group nor
  * others can write: whoever can write there could replace the socket and
  * pose as goblin-store.
  */
-static int claim_dir(const char *dir, gid_t gid, char *err, size_t errlen)
+static int claim_dir(const char *dir, gid_t gid, mode_t mode, char *err,
+		     size_t errlen)
 {
 	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
 	bool created = false;
@@ -327,9 +336,10 @@ static int claim_dir(const char *dir, gid_t gid, char *err, size_t errlen)
 				 dir, (unsigned)gid, strerror(errno));
 			return -errno;
 		}
-		if (chmod(dir, 0750) < 0)
+		if (chmod(dir, dir_mode(mode)) < 0)
 			goto out_errno;
-		log_info("link: created %s (mode 0750, group %u)", dir,
+		log_info("link: created %s (mode %04o, group %u)", dir,
+			 (unsigned)dir_mode(mode),
 			 (unsigned)(gid != (gid_t)-1 ? gid : st.st_gid));
 	} else if (gid != (gid_t)-1 &&
 		   !(st.st_gid == gid && (st.st_mode & S_IXGRP)) &&
@@ -377,9 +387,10 @@ static int claim_path(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Binds <srv->lfd> to <path>: mode 0660 and group <gid> before anyone can
+/* Binds <srv->lfd> to <path>: <mode> and group <gid> before anyone can
  * connect. */
-static int bind_socket(struct link_server *srv, const char *path, gid_t gid)
+static int bind_socket(struct link_server *srv, const char *path, gid_t gid,
+		       mode_t mode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mode_t old;
@@ -392,7 +403,7 @@ static int bind_socket(struct link_server *srv, const char *path, gid_t gid)
 	if (ret < 0)
 		return -errno;
 	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) ||
-	    chmod(path, 0660) < 0)
+	    chmod(path, mode) < 0)
 		return -errno;
 	return 0;
 }
@@ -431,7 +442,7 @@ struct link_server *link_server_new(struct gs_engine *e, uint32_t max_pins)
 	srv->up = &upcalls;
 	srv->e = e;
 	srv->lfd = srv->spare_fd = -1;
-	srv->loop = (struct loop){ .epfd = -1, .stopfd = -1, .lfd = -1 };
+	srv->loop = (struct loop){ .epfd = -1, .stopfd = -1 };
 	srv->region_fd = -1;
 	srv->region_size = gs_engine_region_size(e);
 	srv->max_pins = max_pins;
@@ -495,7 +506,7 @@ int link_start(struct link_server **lp, const struct options *opt,
 			 strerror(errno));
 		goto out_free;
 	}
-	ret = claim_dir(dirname(dir), gid, err, errlen);
+	ret = claim_dir(dirname(dir), gid, opt->socket_mode_bits, err, errlen);
 	if (ret)
 		goto out_free;
 	ret = claim_path(path, err, errlen);
@@ -506,7 +517,7 @@ int link_start(struct link_server **lp, const struct options *opt,
 		ret = -errno;
 		goto out_free;
 	}
-	ret = bind_socket(srv, path, gid);
+	ret = bind_socket(srv, path, gid, opt->socket_mode_bits);
 	if (ret)
 		goto out_unlink;
 	if (listen(srv->lfd, 128) < 0) {
@@ -538,8 +549,8 @@ int link_start(struct link_server **lp, const struct options *opt,
 		goto out_unlink;
 	}
 	*lp = srv;
-	log_info("link: nginx workers attach at %s (mode 0660%s%s%s%s; a worker pins at most %u objects)",
-		 path, srv->has_user ? ", --socket-user " : "",
+	log_info("link: nginx workers attach at %s (mode %04o%s%s%s%s; a worker pins at most %u objects)",
+		 path, opt->socket_mode_bits, srv->has_user ? ", --socket-user " : "",
 		 srv->has_user ? opt->socket_user : "",
 		 srv->has_group ? ", --socket-group " : "",
 		 srv->has_group ? opt->socket_group : "", srv->max_pins);

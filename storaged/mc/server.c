@@ -253,12 +253,14 @@ static void peer_name(int fd, char *buf, size_t len)
 		 host, ss.ss_family == AF_INET6 ? "]" : "", port);
 }
 
-static void accept_all(struct worker *w)
+/* Accepts what listener <li> has; false once out of descriptors (the
+ * listeners are then out of <w>'s loop). */
+static bool accept_from(struct worker *w, unsigned li)
 {
 	struct server *srv = w->srv;
 
 	for (;;) {
-		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(srv->lfd[li], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct conn *c;
 		int one = 1;
 
@@ -274,8 +276,9 @@ static void accept_all(struct worker *w)
 				w->accept_retry = loop_now_ms() + ACCEPT_RETRY_MS;
 				SRV_ADD(srv, listen_disabled_num, 1);
 				listen_off(srv, true);
+				return false;
 			}
-			return;
+			return true;
 		}
 		if (__atomic_add_fetch(&srv->st.curr_connections, 1,
 				       __ATOMIC_RELAXED) > srv->opt->max_conns) {
@@ -296,6 +299,7 @@ static void accept_all(struct worker *w)
 		c->w = w;
 		c->srv = srv;
 		c->fd = fd;
+		c->listener = li;
 		c->rcap = CONN_RBUF_MIN;
 		c->mc.state = CONN_CMD;
 		c->events = EPOLLIN;
@@ -320,14 +324,27 @@ out_refuse:
 	}
 }
 
+static void accept_all(struct worker *w)
+{
+	for (unsigned i = 0; i < w->srv->nlfd; i++)
+		if (!accept_from(w, i))
+			return;
+}
+
 /* ---- threads ---- */
 
-static void pin_to_cpu(unsigned id)
+/* Pins serving thread <id> to a CPU of --cpus, or of those it may run on,
+ * in turn; not with --no-pin. */
+static void pin_to_cpu(const struct options *o, unsigned id)
 {
 	cpu_set_t allowed, one;
 	int n = 0, want;
 
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+	if (o->no_pin)
+		return;
+	if (o->cpus_n)
+		allowed = o->cpus_set;
+	else if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
 		return;
 	want = id % CPU_COUNT(&allowed);
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
@@ -428,42 +445,77 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	pin_to_cpu(w->id);
+	pin_to_cpu(w->srv->opt, w->id);
 	loop_run(&w->loop);
 	return NULL;
 }
 
-static int listen_socket(const struct options *o, char *err, size_t errlen)
+/* Binds and listens on <addr> (one --listen address) at <port>: the
+ * descriptor, or -errno with the reason in <err>.  <name> gets it as
+ * "tcp:<ip>:<port>" (<namelen> bytes). */
+static int listen_socket(const char *addr, unsigned port, char *name,
+			 size_t namelen, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	char sport[16], host[INET6_ADDRSTRLEN] = "?";
 	struct addrinfo *ai;
-	char port[16];
 	int fd, one = 1, ret;
 
-	snprintf(port, sizeof(port), "%u", (unsigned)o->memcache_port);
-	ret = getaddrinfo(o->listen, port, &hints, &ai);
+	snprintf(sport, sizeof(sport), "%u", port);
+	ret = getaddrinfo(addr, sport, &hints, &ai);
 	if (ret) {
-		snprintf(err, errlen, "--listen %s: %s", o->listen, gai_strerror(ret));
+		snprintf(err, errlen, "--listen %s: %s", addr, gai_strerror(ret));
 		return -EINVAL;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto out_err;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* :: and 0.0.0.0 side by side, as nginx's listen [::] ipv6only=on */
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
 		close(fd);
 		goto out_err;
 	}
+	getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof(host), NULL, 0,
+		    NI_NUMERICHOST);
+	snprintf(name, namelen, "tcp:%s%s%s:%u", ai->ai_family == AF_INET6 ?
+		 "[" : "", host, ai->ai_family == AF_INET6 ? "]" : "", port);
 	freeaddrinfo(ai);
 	return fd;
 
 out_err:
 	ret = -errno;
-	snprintf(err, errlen, "memcache port %s:%s: %s", o->listen, port,
+	snprintf(err, errlen, "memcache port %s:%s: %s", addr, sport,
 		 strerror(errno));
 	freeaddrinfo(ai);
 	return ret;
+}
+
+/* One listener per --listen address into <srv>: 0 or -errno (those
+ * opened are closed by server_free()). */
+static int listen_all(struct server *srv, char *err, size_t errlen)
+{
+	const struct options *o = srv->opt;
+	char addr[256];
+	const char *p = o->listen;
+
+	while (*p && srv->nlfd < OPTIONS_LISTEN_MAX) {
+		size_t len = strcspn(p, ",");
+		int fd;
+
+		snprintf(addr, sizeof(addr), "%.*s", (int)len, p);
+		fd = listen_socket(addr, (unsigned)o->memcache_port,
+				   srv->laddr[srv->nlfd], sizeof(srv->laddr[0]),
+				   err, errlen);
+		if (fd < 0)
+			return fd;
+		srv->lfd[srv->nlfd++] = fd;
+		p += len + (p[len] == ',');
+	}
+	return 0;
 }
 
 static int worker_init(struct worker *w, char *err, size_t errlen)
@@ -493,8 +545,13 @@ static int worker_init(struct worker *w, char *err, size_t errlen)
 		snprintf(err, errlen, "epoll: %s", strerror(-ret));
 		return ret;
 	}
-	if (w->srv->lfd >= 0)
-		loop_listen(&w->loop, w->srv->lfd, true);
+	for (unsigned i = 0; i < w->srv->nlfd; i++) {
+		ret = loop_listen(&w->loop, w->srv->lfd[i], true);
+		if (ret < 0) {
+			snprintf(err, errlen, "epoll: %s", strerror(-ret));
+			return ret;
+		}
+	}
 	return 0;
 }
 
@@ -529,8 +586,8 @@ static void raise_nofile(const struct options *opt)
 static void server_free(struct server *srv)
 {
 	free(srv->workers);
-	if (srv->lfd >= 0)
-		close(srv->lfd);
+	for (unsigned i = 0; i < srv->nlfd; i++)
+		close(srv->lfd[i]);
 	pthread_mutex_destroy(&srv->reset_lock);
 	free(srv);
 }
@@ -549,17 +606,14 @@ int server_start(struct server **srvp, const struct options *opt,
 	srv->opt = opt;
 	srv->started = time(NULL);
 	srv->nworkers = opt->cores;
-	srv->lfd = -1;
 	pthread_mutex_init(&srv->reset_lock, NULL);
 	raise_nofile(opt);
 	if (opt->memcache_port) {
-		/* one socket shared by the threads: a second goblin-store on the
+		/* sockets shared by the threads: a second goblin-store on the
 		 * same port fails to bind instead of splitting the traffic */
-		srv->lfd = listen_socket(opt, err, errlen);
-		if (srv->lfd < 0) {
-			ret = srv->lfd;
+		ret = listen_all(srv, err, errlen);
+		if (ret < 0)
 			goto out_free;
-		}
 	}
 	srv->workers = calloc(srv->nworkers, sizeof(*srv->workers));
 	if (!srv->workers) {

@@ -76,7 +76,9 @@ struct server {
 	const struct options *opt;
 	struct worker *workers;
 	unsigned nworkers;
-	int lfd;			/* the memcache listener, shared */
+	int lfd[OPTIONS_LISTEN_MAX];	/* the memcache listeners, shared: */
+	char laddr[OPTIONS_LISTEN_MAX][64];	/* one a --listen address, */
+	unsigned nlfd;			/* "tcp:<ip>:<port>" */
 	time_t started;
 	struct server_stats st;
 	unsigned listen_off;		/* threads whose listener is out */
@@ -185,6 +187,7 @@ struct conn {
 	time_t last_cmd;		/* stats conns (atomic) */
 	const char *stat_state;		/* stats conns (atomic) */
 	char addr[64];			/* the peer, "tcp:<ip>:<port>" */
+	unsigned listener;		/* which of srv->lfd took it */
 	struct list sched_link;		/* on the worker's sched or dead list */
 	struct list all_link;		/* on the worker's conns, under its lock */
 	char *rbuf;

@@ -57,10 +57,9 @@ void server_stats_conns(struct conn *c)
 	struct server *srv = c->srv;
 	time_t now = time(NULL);
 
-	if (srv->lfd >= 0) {
-		conn_replyf(c, "STAT %d:addr tcp:%s:%u\r\n", srv->lfd,
-			    srv->opt->listen, (unsigned)srv->opt->memcache_port);
-		conn_replyf(c, "STAT %d:state conn_listening\r\n", srv->lfd);
+	for (unsigned i = 0; i < srv->nlfd; i++) {
+		conn_replyf(c, "STAT %d:addr %s\r\n", srv->lfd[i], srv->laddr[i]);
+		conn_replyf(c, "STAT %d:state conn_listening\r\n", srv->lfd[i]);
 	}
 	for (unsigned i = 0; i < srv->nworkers; i++) {
 		struct worker *w = &srv->workers[i];
@@ -71,9 +70,8 @@ void server_stats_conns(struct conn *c)
 			time_t last = __atomic_load_n(&o->last_cmd, __ATOMIC_RELAXED);
 
 			conn_replyf(c, "STAT %d:addr %s\r\n", o->fd, o->addr);
-			conn_replyf(c, "STAT %d:listen_addr tcp:%s:%u\r\n", o->fd,
-				    srv->opt->listen,
-				    (unsigned)srv->opt->memcache_port);
+			conn_replyf(c, "STAT %d:listen_addr %s\r\n", o->fd,
+				    srv->laddr[o->listener]);
 			conn_replyf(c, "STAT %d:state %s\r\n", o->fd, o == c ?
 				    "conn_parse_cmd" :
 				    __atomic_load_n(&o->stat_state, __ATOMIC_RELAXED));

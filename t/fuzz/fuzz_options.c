@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: goblin-store's command line (storaged/options.c).
- * sources: storaged/options.c storaged/stats.c libgoblin
+ * sources: storaged/options.c storaged/options_check.c storaged/stats.c libgoblin
  *
  * The input, split on NUL bytes, is argv[1..] (each argument copied to a
  * buffer of its exact size).  getopt's state is reset (optind = 0) before

@@ -91,6 +91,28 @@ sub env_name ($) {
     return $name eq 'default' ? '' : '_' . uc $name;
 }
 
+# <args> (goblin-store's flags) with each "--flag value" pair but the
+# repeatable --ssd-dir and --hdd-dir kept at its last place only:
+# goblin-store refuses a one-value flag given twice, and the defaults give
+# way to a suite's own.  Returns an array reference.
+sub last_wins {
+    my @pairs;
+    while (@_) {
+        my $a = shift;
+        if ($a =~ /^--[^=]+$/ && $a !~ /^--(ssd|hdd)-dir$/ && @_
+            && $_[0] !~ /^--/) {
+            push @pairs, [$a, shift];
+        } else {
+            push @pairs, [$a];
+        }
+    }
+    my %last;
+    $last{ $pairs[$_][0] } = $_ for grep { @{ $pairs[$_] } == 2 } 0 .. $#pairs;
+    return [ map { @{ $pairs[$_] } }
+             grep { @{ $pairs[$_] } == 1 || $last{ $pairs[$_][0] } == $_ }
+             0 .. $#pairs ];
+}
+
 # Starts a goblin-store instance <name> (default "default") with its pools
 # in a fresh /var/tmp directory; <args> are added to the defaults (a RAM
 # head of 256K, 1M SSD prefixes, small SSD and HDD pools), or replace them
@@ -116,7 +138,7 @@ sub goblin_start (@) {
         };
     }
     $d->{port} = free_port();
-    $d->{args} = [
+    $d->{args} = last_wins(
         $o{bare} ? () : (
             '--memory', '64M', '--sub-memory', '16M', '--ram-head', '256K',
             '--ssd-prefix', '1M', '--ssd-dir', "$d->{dir}/ssd",
@@ -125,7 +147,7 @@ sub goblin_start (@) {
         '--no-mlock', '--cores', '1',
         '--memcache-port', $d->{port}, '--socket', $d->{socket},
         @{ $o{args} },
-    ];
+    );
 
     my $pid = fork() // die "fork: $!\n";
     if ($pid == 0) {

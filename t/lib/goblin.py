@@ -10,7 +10,10 @@ harnesses (stdlib only, /usr/bin/python3):
   store_argv(port, *flags, **common)
                    goblin-store's command line: the one place its common
                    flags (memory, mlock, http, port, socket, pools) are
-                   spelled
+                   spelled; a flag given again overrides (last_wins)
+  last_wins(argv)  <argv> with each one-value flag at its last place only:
+                   goblin-store refuses one given twice, and a harness's
+                   defaults give way to a test's own
   refused(argv)    runs a goblin-store that must exit before it serves:
                    (exit status, output, its "goblin-store: " lines)
   free_port()      a TCP port on 127.0.0.1 nobody listens on right now
@@ -77,7 +80,33 @@ def store_argv(port, *flags, memory=None, sub_memory=None, mlock=True,
         argv += ["--ssd-dir", d]
     for d in hdd:
         argv += ["--hdd-dir", d]
-    return argv
+    return last_wins(argv)
+
+
+REPEATABLE = ("--ssd-dir", "--hdd-dir")
+
+
+def last_wins(argv):
+    """<argv> (a program, then flags) with each "--flag value" pair but the
+    repeatable ones (REPEATABLE) kept at its last place only."""
+    pairs, i = [], 1
+    while i < len(argv):
+        a = str(argv[i])
+        if a.startswith("--") and "=" not in a and a not in REPEATABLE and \
+                i + 1 < len(argv) and not str(argv[i + 1]).startswith("--"):
+            pairs.append((a, str(argv[i + 1])))
+            i += 2
+        else:
+            pairs.append((a, None))
+            i += 1
+    last = {f: k for k, (f, v) in enumerate(pairs) if v is not None}
+    out = list(argv[:1])
+    for k, (f, v) in enumerate(pairs):
+        if v is None:
+            out.append(f)
+        elif last[f] == k:
+            out += [f, v]
+    return out
 
 
 def environ(extra):

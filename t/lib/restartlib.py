@@ -25,6 +25,7 @@ import faults  # noqa: E402
 from faults import (KIB, MIB, Cut, Mc, cleanup, free_port,  # noqa: E402,F401
                     size_of, value, wait_for, workdir)
 from mcclient import Conn, ProtocolError  # noqa: E402,F401
+from goblin import last_wins  # noqa: E402
 
 BIN = faults.store_binary()
 HOOKS_BIN = faults.store_binary(hooks=True)  # reads GOBLIN_TEST_* (t/hooks/)
@@ -66,7 +67,7 @@ class Store(faults.Store):
         cleanup()
 
     def argv(self):
-        return [self.binary] + super().argv()[1:] + self.extra
+        return last_wins([self.binary] + super().argv()[1:] + self.extra)
 
     retry_on = "Address already in use"
 

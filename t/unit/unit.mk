@@ -92,10 +92,10 @@ $(eval $(call RDMA_TEST,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
 # test_options: the daemon's options table (options.o, stats.o) over the
 # engine's config table (libgoblin).
 define OPTIONS_TEST
-$(1)/t/test_options: t/unit/test_options.c $(1)/obj/storaged/options.o $(1)/obj/storaged/stats.o $(1)/libgoblin.a $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
+$(1)/t/test_options: t/unit/test_options.c $(1)/obj/storaged/options.o $(1)/obj/storaged/options_check.o $(1)/obj/storaged/stats.o $(1)/libgoblin.a $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
 	@mkdir -p $$(@D)
 	@echo "  LD      $$@"
-	@$$(CC) $(2) -It/unit -o $$@ $$< $(1)/obj/storaged/options.o $(1)/obj/storaged/stats.o $(1)/libgoblin.a $$(LDLIBS)
+	@$$(CC) $(2) -It/unit -o $$@ $$< $(1)/obj/storaged/options.o $(1)/obj/storaged/options_check.o $(1)/obj/storaged/stats.o $(1)/libgoblin.a $$(LDLIBS)
 endef
 $(eval $(call OPTIONS_TEST,build,$(BASEFLAGS) $(OPTFLAGS)))
 $(eval $(call OPTIONS_TEST,build/asan,$(BASEFLAGS) $(ASANFLAGS)))
