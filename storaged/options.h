@@ -43,6 +43,8 @@
 	       "close a client that stalls this long inside a command line or value (0: never)") \
 	OPTION(send_timeout, TIME, "60s", 0, 0,				\
 	       "close a client that takes none of its reply for this long (0: never)")	\
+	OPTION(disable_flush, BOOL, "false", 0, 0,			\
+	       "refuse flush_all (CLIENT_ERROR flush_all not allowed), as memcached's -F") \
 	OPTION(socket, STR, "/run/goblin-store/goblin-store.sock", 0, 0, \
 	       "unix socket nginx workers attach to (its directory is created 0750, or as --socket-mode asks)") \
 	OPTION(socket_user, STR, "", 0, 0,				\

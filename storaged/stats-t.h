@@ -47,10 +47,14 @@
 	ACTION(curr_connections, "open connections")			\
 	ACTION(total_connections, "connections accepted since start")	\
 	ACTION(rejected_connections, "connections refused: past --max-conns (told ERROR Too many open connections) or no memory") \
-	ACTION(cmd_get, "keys asked for by get, gets, gat, gats")		\
+	ACTION(cmd_get, "keys asked for by get, gets, gat, gats and mg (memcache only: nginx's lookups are `stats goblin`'s)") \
 	ACTION(cmd_set, "storage commands")				\
-	ACTION(cmd_flush, "flush_all commands")				\
+	ACTION(cmd_flush, "flush_all commands (refused ones too, with --disable-flush)") \
 	ACTION(cmd_touch, "touch, gat and gats keys")			\
+	ACTION(get_hits, "of `cmd_get`, keys found")			\
+	ACTION(get_misses, "of `cmd_get`, keys not found")		\
+	ACTION(get_expired, "of `get_misses`, keys found expired")	\
+	ACTION(get_flushed, "of `get_misses`, keys found invalidated by flush_all") \
 	ACTION(delete_hits, "delete of a present key")			\
 	ACTION(delete_misses, "delete of an absent key")			\
 	ACTION(incr_hits, "incr or ma of a present key")		\
@@ -80,15 +84,11 @@
  * GS_STATS among them count from the last `stats reset` when since_reset. */
 #define SUMMARY_STATS(ACTION, ENGINE)					\
 	ACTION(accepting_conns, "1, or 0 while accepting is stopped for lack of file descriptors") \
-	ENGINE(get_hits, true, STATS_AS_GOBLIN)				\
-	ENGINE(get_misses, true, STATS_AS_GOBLIN)			\
-	ENGINE(get_expired, true, STATS_AS_GOBLIN)			\
-	ENGINE(get_flushed, true, STATS_AS_GOBLIN)			\
-	ENGINE(curr_items, false, STATS_AS_GOBLIN)			\
-	ENGINE(total_items, true, STATS_AS_GOBLIN)			\
-	ENGINE(bytes, false, STATS_AS_GOBLIN)				\
+	ENGINE(curr_items, false, "objects stored now, whoever stored them (memcache, nginx; recovered ones too)") \
+	ENGINE(total_items, true, "objects stored since start, recovered ones included (so never fewer than `curr_items` until a `stats reset`)") \
+	ENGINE(bytes, false, "object bytes stored now, every tier: RAM, SSD and HDD (each object's size once)") \
 	ENGINE(evictions, true, STATS_AS_GOBLIN)			\
-	ACTION(limit_maxbytes, "`--memory`")				\
+	ACTION(limit_maxbytes, "the tiers' capacity, the scope of `bytes`: `ram_region_bytes` + `ssd_pool_bytes` + `hdd_pool_bytes` (RAM only: `--memory`)") \
 	ACTION(max_connections, "`--max-conns`")
 
 /* POOL_STAT(name, description): `stats goblin` after GS_STATS. */

@@ -271,7 +271,13 @@ void stats_markdown(void)
 	markdown_rdma();
 	printf("\nThe nginx link's counters (in nginx's `goblin_status` JSON, under `storaged`, after everything `stats` and `stats goblin` list):\n\n");
 	markdown_table(STATS_LINK);
-	printf("\n`stats settings`: every option above by its flag name, with its value.\n"
+	printf("\n`stats settings`: first memcached's names in memcached's units "
+	       "(`maxbytes` as `limit_maxbytes`, `maxconns`, `tcpport`, `udpport` 0, "
+	       "`inter`, `verbosity`, `evictions on`, `num_threads`, `cas_enabled`, "
+	       "`binding_protocol ascii`, `auth_enabled_sasl no`, "
+	       "`auth_enabled_ascii no`, `item_size_max`, "
+	       "`flush_enabled yes|no`, `idle_timeout` in seconds), then every "
+	       "option above by its flag name, with its value.\n"
 	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "
 	       "`stats items` (none), `stats sizes` (`sizes_status disabled`), "
 	       "`stats conns` (per connection: `addr`, `listen_addr`, `state`, "

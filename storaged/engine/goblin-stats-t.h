@@ -40,10 +40,10 @@
 	ACTION(attr_objects, "objects with attributes now") \
 	ACTION(io_buffer_bytes, "bytes of I/O buffers resident now (each gs_io's: faulted in on first use, given back after 1 s unused)") \
 	ACTION(io_buffer_returns, "I/O buffers given back after 1 s unused (unregistered, their pages dropped)") \
-	ACTION(get_hits, "lookups that found an object")			\
-	ACTION(get_misses, "lookups that found nothing")			\
-	ACTION(get_expired, "lookups that found an expired object")	\
-	ACTION(get_flushed, "lookups that found an object flush_all invalidated") \
+	ACTION(lookup_hits, "lookups that found an object, every front's: memcache gets, nginx's LOOKUPs, RDMA gets, append/prepend (memcache's alone: `stats`' get_hits)") \
+	ACTION(lookup_misses, "lookups that found nothing, every front's")	\
+	ACTION(lookup_expired, "of `lookup_misses`, those that found an expired object") \
+	ACTION(lookup_flushed, "of `lookup_misses`, those that found an object flush_all invalidated") \
 	ACTION(evictions, "objects evicted for room")			\
 	ACTION(expired_unfetched, "expired objects reclaimed")		\
 	ACTION(admission_bytes, "bytes accepted but not yet on disk")	\

@@ -119,6 +119,28 @@ int gs_check_size(const struct gs_engine *e, uint64_t size);
  * happens to the key, until gs_obj_put().  Returns 0 or -ENOENT. */
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp);
+/* What a lookup that found nothing met: no object, or a dead one. */
+enum gs_miss { GS_MISS_ABSENT, GS_MISS_EXPIRED, GS_MISS_FLUSHED };
+/* One object as gs_walk() copies it out. */
+struct gs_walk_item {
+	struct gs_meta meta;
+	bool fetched;			/* looked up since the CLOCK hand passed */
+	uint8_t klen;
+	char key[GS_KEY_MAX];
+};
+/*
+ * Copies up to <max> live objects into <out>, from the CLOCK position
+ * *<pos> on (0 to start), and advances *<pos>.  Takes the index lock once
+ * per call, so a caller lists the store a batch at a time.  Returns how
+ * many were copied, 0 at the end.  No object is listed twice; one moved
+ * by a removal during the walk may be missed.
+ */
+unsigned gs_walk(struct gs_engine *e, uint64_t *pos, struct gs_walk_item *out,
+		 unsigned max);
+/* gs_lookup(), telling in *<why> what a miss (-ENOENT) met, for a front
+ * that counts its own get_expired and get_flushed. */
+int gs_lookup_why(struct gs_engine *e, const void *key, size_t klen,
+		  struct gs_obj **objp, enum gs_miss *why);
 /* The pinned <obj>'s meta; valid until gs_obj_put(). */
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj);
 /*

@@ -221,19 +221,25 @@ static void grow_index(struct gs_engine *e)
 	e->nbuckets = n;
 }
 
-/* The live object for <key>, reaping a dead one; NULL when none. */
+/* The live object for <key>, reaping a dead one; NULL when none.  With
+ * <why>, a lookup: what it missed is told there and counted. */
 static struct gs_obj *find_live(struct gs_engine *e, const void *key,
-				size_t klen, bool count)
+				size_t klen, enum gs_miss *why)
 {
 	struct gs_obj *obj = *find_slot(e, key, klen);
 	time_t now = time(NULL);
 
+	if (why)
+		*why = GS_MISS_ABSENT;
 	if (obj && obj_dead(e, obj, now)) {
-		/* an invalidated one counts as get_flushed first, as memcached */
-		if (count && obj_invalidated(e, obj, now))
-			STAT_ADD(e, get_flushed, 1);
-		else if (count)
-			STAT_ADD(e, get_expired, 1);
+		/* an invalidated one counts as flushed first, as memcached */
+		if (why && obj_invalidated(e, obj, now)) {
+			*why = GS_MISS_FLUSHED;
+			STAT_ADD(e, lookup_flushed, 1);
+		} else if (why) {
+			*why = GS_MISS_EXPIRED;
+			STAT_ADD(e, lookup_expired, 1);
+		}
 		unlink_obj(e, obj);
 		obj = NULL;
 	}
@@ -285,6 +291,10 @@ int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj)
 	if (old)
 		unlink_obj(e, old);
 	link_obj(e, obj);
+	/* stored since start: what recovery brings back counts, so
+	 * curr_items never exceeds it */
+	if (!old)
+		STAT_ADD(e, total_items, 1);
 	__atomic_store_n(&obj->recovered, true, __ATOMIC_RELAXED);
 	if (obj->meta.cas > e->next_cas)
 		e->next_cas = obj->meta.cas;
@@ -316,7 +326,7 @@ static void prefix_count(struct gs_engine *e, const struct gs_obj *obj)
 int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 		uint64_t cas, bool *replaced)
 {
-	struct gs_obj *old = find_live(e, obj->key, obj->klen, false);
+	struct gs_obj *old = find_live(e, obj->key, obj->klen, NULL);
 	int ret;
 
 	if (replaced)
@@ -357,10 +367,18 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
 int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	      struct gs_obj **objp)
 {
+	enum gs_miss why;
+
+	return gs_lookup_why(e, key, klen, objp, &why);
+}
+
+int gs_lookup_why(struct gs_engine *e, const void *key, size_t klen,
+		  struct gs_obj **objp, enum gs_miss *why)
+{
 	struct gs_obj *obj;
 
 	pthread_mutex_lock(&e->lock);
-	obj = find_live(e, key, klen, true);
+	obj = find_live(e, key, klen, why);
 	if (obj) {
 		engine_pin(e, obj);
 		obj->referenced = true;
@@ -375,12 +393,34 @@ int gs_lookup(struct gs_engine *e, const void *key, size_t klen,
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!obj) {
-		STAT_ADD(e, get_misses, 1);
+		STAT_ADD(e, lookup_misses, 1);
 		return -ENOENT;
 	}
-	STAT_ADD(e, get_hits, 1);
+	STAT_ADD(e, lookup_hits, 1);
 	*objp = obj;
 	return 0;
+}
+
+unsigned gs_walk(struct gs_engine *e, uint64_t *pos, struct gs_walk_item *out,
+		 unsigned max)
+{
+	time_t now = time(NULL);
+	unsigned n = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (; *pos < e->clock_len && n < max; (*pos)++) {
+		const struct gs_obj *obj = e->clock[*pos];
+
+		if (obj_dead(e, obj, now))
+			continue;
+		out[n].meta = obj->meta;
+		out[n].fetched = obj->referenced;
+		out[n].klen = obj->klen;
+		memcpy(out[n].key, obj->key, obj->klen);
+		n++;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return n;
 }
 
 const struct gs_meta *gs_obj_meta(const struct gs_obj *obj)
@@ -416,7 +456,7 @@ static int delete_if(struct gs_engine *e, const void *key, size_t klen,
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&e->lock);
-	obj = find_live(e, key, klen, false);
+	obj = find_live(e, key, klen, NULL);
 	if (obj && check && obj->meta.cas != cas) {
 		ret = -EEXIST;
 	} else if (obj) {
@@ -457,7 +497,7 @@ int gs_touch(struct gs_engine *e, const void *key, size_t klen,
 	struct gs_obj *obj;
 
 	pthread_mutex_lock(&e->lock);
-	obj = find_live(e, key, klen, false);
+	obj = find_live(e, key, klen, NULL);
 	if (obj) {
 		touch_obj(e, obj, exptime);
 		if (meta)
@@ -544,7 +584,7 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	obj = find_live(e, key, klen, false);
+	obj = find_live(e, key, klen, NULL);
 	ret = -ENOENT;
 	if (!obj)
 		goto out;

@@ -91,8 +91,7 @@ void proto_meta_get(struct conn *c, const struct mc_cmd *cmd)
 	const struct gs_meta *m;
 	int n, ret;
 
-	SRV_ADD(c->srv, cmd_get, 1);
-	ret = gs_lookup(e, cmd->key.p, cmd->key.len, &obj);
+	ret = proto_lookup(c, &cmd->key, &obj);
 	if (cmd->has_exptime)
 		proto_touch_found(c, ret == 0 ? obj : NULL,
 				  exptime_absolute(cmd->exptime));

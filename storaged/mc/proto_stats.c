@@ -112,6 +112,7 @@ void proto_stats(struct conn *c, const char *arg, size_t len)
 		REPLY(c, "RESET\r\n");
 		return;
 	} else if (arg_is(arg, len, "settings")) {
+		server_stats_settings(c);
 		options_each(srv->opt, stat_setting, c);
 	} else if (arg_is(arg, len, "items")) {
 		/* per-class item stats: none (memcached's answer when empty) */

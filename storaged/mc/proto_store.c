@@ -159,6 +159,19 @@ void proto_abort(struct conn *c)
 }
 
 
+int proto_lookup(struct conn *c, const struct mc_key *k, struct gs_obj **objp)
+{
+	enum gs_miss why;
+	int ret = gs_lookup_why(c->srv->e, k->p, k->len, objp, &why);
+
+	SRV_ADD(c->srv, cmd_get, 1);
+	SRV_ADD(c->srv, get_hits, ret == 0);
+	SRV_ADD(c->srv, get_misses, ret != 0);
+	SRV_ADD(c->srv, get_expired, ret != 0 && why == GS_MISS_EXPIRED);
+	SRV_ADD(c->srv, get_flushed, ret != 0 && why == GS_MISS_FLUSHED);
+	return ret;
+}
+
 void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime)
 {
 	SRV_ADD(c->srv, cmd_touch, 1);

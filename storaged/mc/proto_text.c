@@ -38,7 +38,6 @@ static bool is_meta(enum mc_op op)
 static void get_step(struct conn *c)
 {
 	struct pending_get *g = &c->mc.get;
-	struct gs_engine *e = c->srv->e;
 
 	for (;;) {
 		const struct mc_key *k;
@@ -59,8 +58,7 @@ static void get_step(struct conn *c)
 		}
 		k = &c->mc.keys[g->next];
 		g->next++;
-		SRV_ADD(c->srv, cmd_get, 1);
-		ret = gs_lookup(e, k->p, k->len, &obj);
+		ret = proto_lookup(c, k, &obj);
 		if (g->touch)
 			proto_touch_found(c, ret == 0 ? obj : NULL, g->exptime);
 		if (ret < 0)
@@ -191,6 +189,11 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		break;
 	case MC_FLUSH_ALL:
 		SRV_ADD(c->srv, cmd_flush, 1);
+		if (c->srv->opt->disable_flush) {	/* memcached's -F */
+			reply_unless(c, cmd.noreply,
+				     "CLIENT_ERROR flush_all not allowed\r\n");
+			break;
+		}
 		/* an exptime, as memcached: relative up to 30 days, else
 		 * absolute; no arithmetic that a huge delay overflows */
 		mc_flush(c->srv->e, cmd.delay);

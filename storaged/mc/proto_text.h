@@ -30,6 +30,10 @@ bool start_store(struct conn *c, const struct mc_cmd *cmd,
 void store_end(struct conn *c);
 /* A writer has room again: input resumes. */
 void value_wake(void *arg);
+/* get, gets, gat, gats, mg: looks <k> up as gs_lookup() does and counts
+ * it in cmd_get, get_hits, get_misses, get_expired, get_flushed (the
+ * memcache front's own, as memcached's). */
+int proto_lookup(struct conn *c, const struct mc_key *k, struct gs_obj **objp);
 /* gat, gats, mg T: touches the object a lookup found (<obj>, pinned; NULL
  * on a miss), so the value answered is the one touched; counts it. */
 void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime);

@@ -262,6 +262,9 @@ void proto_stats(struct conn *c, const char *arg, size_t len);
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *s);
 /* stats reset: zeroes the counters (not gauges such as curr_connections). */
 void server_stats_reset(struct server *srv);
+/* stats settings, memcached's part: its names and units (maxbytes,
+ * maxconns, tcpport, num_threads, item_size_max, flush_enabled, ...). */
+void server_stats_settings(struct conn *c);
 /* stats conns: one block per open connection and the listener. */
 void server_stats_conns(struct conn *c);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "log.h"
 #include "server.h"
 
 void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
@@ -26,7 +27,8 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 	pthread_mutex_lock(&srv->reset_lock);
 	s->engine_base = srv->base;
 	pthread_mutex_unlock(&srv->reset_lock);
-	s->limit_maxbytes = srv->opt->cfg.memory;
+	s->limit_maxbytes = s->engine.ram_region_bytes +
+		s->engine.ssd_pool_bytes + s->engine.hdd_pool_bytes;
 	s->max_connections = srv->opt->max_conns;
 	s->index_bytes_per_object = s->engine.curr_items ?
 		s->engine.index_bytes / s->engine.curr_items : 0;
@@ -50,6 +52,33 @@ void server_stats_reset(struct server *srv)
 	pthread_mutex_lock(&srv->reset_lock);
 	srv->base = st;
 	pthread_mutex_unlock(&srv->reset_lock);
+}
+
+void server_stats_settings(struct conn *c)
+{
+	const struct options *o = c->srv->opt;
+	struct gs_stats st;
+
+	gs_stats(c->srv->e, &st);
+	/* memcached's names and units; maxbytes is limit_maxbytes' scope */
+	conn_replyf(c, "STAT maxbytes %llu\r\n", (unsigned long long)
+		    (st.ram_region_bytes + st.ssd_pool_bytes + st.hdd_pool_bytes));
+	conn_replyf(c, "STAT maxconns %llu\r\n", (unsigned long long)o->max_conns);
+	conn_replyf(c, "STAT tcpport %llu\r\n", (unsigned long long)o->memcache_port);
+	conn_replyf(c, "STAT udpport 0\r\n");
+	conn_replyf(c, "STAT inter %s\r\n", o->listen);
+	conn_replyf(c, "STAT verbosity %d\r\n", log_level - LOG_INFO);
+	conn_replyf(c, "STAT evictions on\r\n");
+	conn_replyf(c, "STAT num_threads %llu\r\n", (unsigned long long)o->cores);
+	conn_replyf(c, "STAT cas_enabled yes\r\n");
+	conn_replyf(c, "STAT binding_protocol ascii\r\n");
+	conn_replyf(c, "STAT auth_enabled_sasl no\r\n");
+	conn_replyf(c, "STAT auth_enabled_ascii no\r\n");
+	conn_replyf(c, "STAT item_size_max %llu\r\n",
+		    (unsigned long long)o->cfg.max_object);
+	conn_replyf(c, "STAT flush_enabled %s\r\n", o->disable_flush ? "no" : "yes");
+	conn_replyf(c, "STAT idle_timeout %llu\r\n",
+		    (unsigned long long)(o->idle_timeout / 1000));
 }
 
 void server_stats_conns(struct conn *c)
