@@ -45,6 +45,8 @@
 	       "close a client that takes none of its reply for this long (0: never)")	\
 	OPTION(disable_flush, BOOL, "false", 0, 0,			\
 	       "refuse flush_all (CLIENT_ERROR flush_all not allowed), as memcached's -F") \
+	OPTION(auth_file, STR, "", 0, 0,				\
+	       "memcache clients must authenticate as a user:password line of this file first (memcached's -Y, ASCII auth); the nginx link is not affected") \
 	OPTION(socket, STR, "/run/goblin-store/goblin-store.sock", 0, 0, \
 	       "unix socket nginx workers attach to (its directory is created 0750, or as --socket-mode asks)") \
 	OPTION(socket_user, STR, "", 0, 0,				\

@@ -69,6 +69,8 @@
 	ACTION(bytes_read, "bytes read from clients")			\
 	ACTION(bytes_written, "bytes sent to clients")			\
 	ACTION(protocol_errors, "lines answered ERROR or CLIENT_ERROR")	\
+	ACTION(auth_cmds, "authenticating sets checked against --auth-file") \
+	ACTION(auth_errors, "of `auth_cmds`, those refused (CLIENT_ERROR authentication failure)") \
 	ACTION(store_too_large, "values refused as larger than --max-object") \
 	ACTION(store_no_memory, "values refused for lack of room")	\
 	ACTION(aborted_values, "values cut short by a closed connection")	\

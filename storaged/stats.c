@@ -275,7 +275,7 @@ void stats_markdown(void)
 	       "(`maxbytes` as `limit_maxbytes`, `maxconns`, `tcpport`, `udpport` 0, "
 	       "`inter`, `verbosity`, `evictions on`, `num_threads`, `cas_enabled`, "
 	       "`binding_protocol ascii`, `auth_enabled_sasl no`, "
-	       "`auth_enabled_ascii no`, `item_size_max`, "
+	       "`auth_enabled_ascii` (the `--auth-file`, or `no`), `item_size_max`, "
 	       "`flush_enabled yes|no`, `idle_timeout` in seconds), then every "
 	       "option above by its flag name, with its value.\n"
 	       "`stats slabs` (`active_slabs`, `total_malloced`: RAM region bytes in use), "

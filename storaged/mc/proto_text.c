@@ -247,6 +247,25 @@ static ssize_t buffered(struct conn *c)
 	return conn_fill(c);
 }
 
+/* Takes up to <want> buffered bytes, copied to <dst> unless NULL: how
+ * many, 0 when it must wait for the socket (want_input set), -1 when the
+ * peer is gone. */
+static ssize_t take(struct conn *c, uint64_t want, char *dst)
+{
+	ssize_t avail = buffered(c);
+
+	if (avail == 0)
+		c->mc.want_input = true;
+	if (avail <= 0)
+		return avail;
+	if ((uint64_t)avail > want)
+		avail = want;
+	if (dst)
+		memcpy(dst, c->rbuf + c->rstart, avail);
+	c->rstart += avail;
+	return avail;
+}
+
 static bool step_value(struct conn *c)
 {
 	struct pending_store *st = &c->mc.store;
@@ -316,19 +335,21 @@ bool proto_process(struct conn *c)
 			store_end(c);
 			continue;
 		case CONN_SWALLOW:
-			avail = buffered(c);
-			if (avail < 0)
-				return false;
-			if (avail == 0) {
-				c->mc.want_input = true;
-				return true;
-			}
-			if ((uint64_t)avail > c->mc.swallow)
-				avail = c->mc.swallow;
-			c->rstart += avail;
+			avail = take(c, c->mc.swallow, NULL);
+			if (avail <= 0)
+				return avail == 0;
 			c->mc.swallow -= avail;
 			if (!c->mc.swallow)
 				c->mc.state = CONN_CMD;
+			continue;
+		case CONN_AUTH:
+			avail = take(c, c->mc.auth_len - c->mc.auth_got,
+				     c->mc.auth_buf + c->mc.auth_got);
+			if (avail <= 0)
+				return avail == 0;
+			c->mc.auth_got += avail;
+			if (c->mc.auth_got == c->mc.auth_len)
+				proto_auth_token(c);
 			continue;
 		case CONN_CMD:
 			nl = memchr(c->rbuf + c->rstart, '\n', c->rend - c->rstart);
@@ -357,6 +378,10 @@ bool proto_process(struct conn *c)
 			if (len && line[len - 1] == '\r')
 				len--;
 			c->rstart = nl + 1 - c->rbuf;
+			if (c->srv->auth && !c->mc.authenticated) {
+				proto_auth_line(c, line, len);
+				continue;
+			}
 			if (!run_command(c, line, len))
 				return false;
 			continue;

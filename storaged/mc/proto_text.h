@@ -38,6 +38,13 @@ int proto_lookup(struct conn *c, const struct mc_key *k, struct gs_obj **objp);
  * on a miss), so the value answered is the one touched; counts it. */
 void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime);
 
+/* proto_auth.c: the command <line> (<len> bytes, no "\r\n") of a
+ * connection not yet authenticated: the authenticating set starts reading
+ * its token (CONN_AUTH), anything else is refused.  Returns true. */
+bool proto_auth_line(struct conn *c, const char *line, size_t len);
+/* The token is in mc.auth_buf: checks it, replies, back to CONN_CMD. */
+void proto_auth_token(struct conn *c);
+
 /* proto_meta.c */
 void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd);

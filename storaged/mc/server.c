@@ -137,6 +137,7 @@ static const char *conn_state_name(const struct conn *c)
 		return c->rend > c->rstart ? "conn_read" : "conn_waiting";
 	case CONN_VALUE:
 	case CONN_VALUE_END:
+	case CONN_AUTH:
 		return "conn_nread";
 	case CONN_SWALLOW:
 		return "conn_swallow";
@@ -585,6 +586,7 @@ static void raise_nofile(const struct options *opt)
 /* Frees <srv> once its threads are joined and its workers finished. */
 static void server_free(struct server *srv)
 {
+	auth_free(&srv->auth);
 	free(srv->workers);
 	for (unsigned i = 0; i < srv->nlfd; i++)
 		close(srv->lfd[i]);
@@ -608,6 +610,16 @@ int server_start(struct server **srvp, const struct options *opt,
 	srv->nworkers = opt->cores;
 	pthread_mutex_init(&srv->reset_lock, NULL);
 	raise_nofile(opt);
+	if (*opt->auth_file && *opt->rdma) {
+		snprintf(err, errlen, "--auth-file: the RDMA endpoint (--rdma) has no authentication; leave one out");
+		ret = -EINVAL;
+		goto out_free;
+	}
+	if (*opt->auth_file) {
+		ret = auth_load(&srv->auth, opt->auth_file, err, errlen);
+		if (ret < 0)
+			goto out_free;
+	}
 	if (opt->memcache_port) {
 		/* sockets shared by the threads: a second goblin-store on the
 		 * same port fails to bind instead of splitting the traffic */

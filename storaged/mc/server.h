@@ -9,6 +9,8 @@
  *                   commands, the input state machine
  *   proto_meta.c    the meta commands (mg, ms, md, ma, me)
  *   proto_stats.c   the stats commands
+ *   proto_auth.c    ASCII authentication (--auth-file): the file, the
+ *                   set that authenticates, the refusals before it
  *   proto_store.c   what the commands share: storing a value, the touch,
  *                   the error replies
  *   server_stats.c  the front's counters and the engine's for `stats`,
@@ -23,8 +25,9 @@
  * Who calls whom (t/check-front-calls checks it against the objects; no
  * cycles):
  *
- *   server        ->  conn conn_output proto_store proto_text
- *   proto_text    ->  conn conn_input conn_output mc_items proto_meta proto_parse proto_stats proto_store
+ *   server        ->  conn conn_output proto_auth proto_store proto_text
+ *   proto_text    ->  conn conn_input conn_output mc_items proto_auth proto_meta proto_parse proto_stats proto_store
+ *   proto_auth    ->  conn_output
  *   proto_meta    ->  conn conn_output mc_items proto_parse proto_store
  *   proto_stats   ->  conn_output server_stats
  *   proto_store   ->  conn conn_output
@@ -60,6 +63,10 @@
 
 struct worker;
 struct conn;
+struct mc_auth;
+
+/* An --auth-file line's bytes, at most (memcached's MAX_ENTRY_LEN). */
+#define AUTH_MAX_ENTRY	256
 
 /* Objects one connection may hold pinned in its output queue: a 1,024-key
  * get looks keys up in batches, the next ones as earlier values are sent. */
@@ -85,6 +92,7 @@ struct server {
 	uint64_t listen_off_since;	/* when the first went out, us */
 	pthread_mutex_t reset_lock;	/* guards base */
 	struct gs_stats base;		/* engine counters at the last stats reset */
+	struct mc_auth *auth;		/* --auth-file's users, NULL: none */
 };
 
 /* A serving thread (server.c's; server_stats.c lists its connections). */
@@ -122,6 +130,7 @@ enum conn_state {
 	CONN_VALUE,		/* reading a value into a writer */
 	CONN_VALUE_END,		/* expecting the "\r\n" after a value */
 	CONN_SWALLOW,		/* discarding a refused value */
+	CONN_AUTH,		/* reading an authenticating set's token */
 	CONN_GET,		/* sending a get's values, CONN_PINS_MAX at a time */
 	CONN_WAIT,		/* an engine call will answer */
 	CONN_CLOSING,		/* flush what is queued, then close */
@@ -167,6 +176,10 @@ struct pending_get {
  * events to wait for). */
 struct mc_session {
 	enum conn_state state;
+	bool authenticated;		/* by proto_auth.c's set (--auth-file) */
+	uint32_t auth_len, auth_got;	/* CONN_AUTH: the token's bytes, "\r\n"
+					 * included, and those read */
+	char auth_buf[AUTH_MAX_ENTRY + 2];
 	bool want_input;		/* proto_process() stopped for more bytes */
 	uint64_t swallow;		/* bytes of a refused value still to drop */
 	struct pending_store store;
@@ -249,6 +262,13 @@ void conn_out_drop(struct conn *c);
  * bytes read, 0 when it would block, -1 when the peer is gone or rbuf
  * can't grow. */
 ssize_t conn_fill(struct conn *c);
+
+/* proto_auth.c: reads the users of the --auth-file <path> into *<ap>
+ * (warns when anyone may read it).  Returns 0, or -errno with the reason
+ * in <err>: missing, unreadable, empty, a line not user:password. */
+int auth_load(struct mc_auth **ap, const char *path, char *err, size_t errlen);
+/* Frees what auth_load() read and clears *<ap>.  Safe on NULL. */
+void auth_free(struct mc_auth **ap);
 
 /* proto_text.c: runs as many buffered commands as it can; returns false
  * when the connection must close. */

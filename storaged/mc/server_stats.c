@@ -73,7 +73,8 @@ void server_stats_settings(struct conn *c)
 	conn_replyf(c, "STAT cas_enabled yes\r\n");
 	conn_replyf(c, "STAT binding_protocol ascii\r\n");
 	conn_replyf(c, "STAT auth_enabled_sasl no\r\n");
-	conn_replyf(c, "STAT auth_enabled_ascii no\r\n");
+	conn_replyf(c, "STAT auth_enabled_ascii %s\r\n",
+		    *o->auth_file ? o->auth_file : "no");
 	conn_replyf(c, "STAT item_size_max %llu\r\n",
 		    (unsigned long long)o->cfg.max_object);
 	conn_replyf(c, "STAT flush_enabled %s\r\n", o->disable_flush ? "no" : "yes");
