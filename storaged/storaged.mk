@@ -18,7 +18,7 @@ STORED_SRCS    := $(addprefix storaged/,main.c options.c options_check.c \
                   mc/server.c mc/server_stats.c mc/conn.c mc/conn_input.c \
                   mc/conn_output.c mc/proto_text.c mc/proto_meta.c \
                   mc/proto_stats.c mc/proto_store.c mc/proto_parse.c \
-                  mc/proto_auth.c mc/mc_items.c \
+                  mc/proto_auth.c mc/proto_dump.c mc/mc_items.c \
                   link/link_conn.c link/link_direct.c link/link_ops.c link/link_attr.c \
                   link/link_server.c \
                   rdma/rdma_thread.c rdma/rdma_engine.c rdma/rdma_server.c \

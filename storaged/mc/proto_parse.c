@@ -72,6 +72,7 @@ static const struct mc_def mc_defs[] = {
 	[MC_VERSION]	= { "version",   0, 0, false, NULL, NULL },
 	[MC_VERBOSITY]	= { "verbosity", 1, 2, true, parse_verbosity, NULL },
 	[MC_QUIT]	= { "quit",      0, 0, false, NULL, NULL },
+	[MC_LRU_CRAWLER] = { "lru_crawler", 0, 0, false, NULL, parse_stats },
 	[MC_MG]		= { "mg",        0, 0, false, NULL, parse_meta },
 	[MC_MS]		= { "ms",        0, 0, false, NULL, parse_meta },
 	[MC_MD]		= { "md",        0, 0, false, NULL, parse_meta },
@@ -230,7 +231,8 @@ bool mc_is_get_line(const char *line, size_t len)
 	return false;
 }
 
-/* stats [<args>]: the arguments are the daemon's to judge. */
+/* stats and lru_crawler [<args>]: the arguments are the daemon's to
+ * judge. */
 static int parse_stats(struct mc_cmd *cmd, struct cursor *cur,
 		       struct mc_key *keys, unsigned max_keys)
 {

@@ -10,6 +10,7 @@
  *   delete <key> [0] [noreply]       incr|decr <key> <delta> [noreply]
  *   touch <key> <exptime> [noreply]  flush_all [<delay>] [noreply]
  *   verbosity <level> [noreply]      stats [<args>]     version     quit
+ *   lru_crawler [<args>]
  *   mg <key> <flag>*   ms <key> <bytes> <flag>*   md <key> <flag>*   mn
  *   ma <key> <flag>*   me <key> [b]
  *     flags (meta): mg  c f k O q s t v T<ttl>
@@ -70,6 +71,7 @@ enum mc_op {
 	MC_SET, MC_ADD, MC_REPLACE, MC_APPEND, MC_PREPEND, MC_CAS,
 	MC_DELETE, MC_INCR, MC_DECR, MC_TOUCH,
 	MC_FLUSH_ALL, MC_STATS, MC_VERSION, MC_VERBOSITY, MC_QUIT,
+	MC_LRU_CRAWLER,
 	MC_MG, MC_MS, MC_MD, MC_MN, MC_MA, MC_ME,	/* meta commands */
 };
 

@@ -20,7 +20,7 @@ static bool arg_is(const char *arg, size_t len, const char *s)
 }
 
 /* stats cachedump <class> <limit>: memcached's checks and errors; there are
- * no slab classes (stats items lists none), so every class is empty. */
+ * no slab classes, so class 1 lists every object and the others none. */
 static void stats_cachedump(struct conn *c, const char *arg, size_t len)
 {
 	unsigned long id, limit;
@@ -53,13 +53,12 @@ static void stats_cachedump(struct conn *c, const char *arg, size_t len)
 		REPLY(c, "CLIENT_ERROR bad command line format\r\n");
 		return;
 	}
-	(void)limit;
 	if ((uint32_t)id >= 64) {	/* memcached's MAX_NUMBER_OF_SLAB_CLASSES,
 					 * its id an unsigned int */
 		REPLY(c, "CLIENT_ERROR Illegal slab id\r\n");
 		return;
 	}
-	REPLY(c, "END\r\n");
+	dump_start(c, false, (uint32_t)id == 1, (uint32_t)limit);
 }
 
 static void stat_line(void *arg, const char *name, const char *value,

@@ -202,6 +202,9 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	case MC_STATS:
 		proto_stats(c, cmd.arg, cmd.arg ? cmd.arg_len : 0);
 		break;
+	case MC_LRU_CRAWLER:
+		proto_lru_crawler(c, cmd.arg, cmd.arg ? cmd.arg_len : 0);
+		break;
 	case MC_VERSION:
 		REPLY(c, "VERSION " GOBLIN_VERSION "\r\n");
 		break;
@@ -307,6 +310,9 @@ bool proto_process(struct conn *c)
 		switch (c->mc.state) {
 		case CONN_GET:
 			get_step(c);
+			continue;
+		case CONN_DUMP:
+			dump_step(c);
 			continue;
 		case CONN_VALUE:
 			if (c->mc.store.got == c->mc.store.len) {

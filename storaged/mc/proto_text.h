@@ -45,6 +45,15 @@ bool proto_auth_line(struct conn *c, const char *line, size_t len);
 /* The token is in mc.auth_buf: checks it, replies, back to CONN_CMD. */
 void proto_auth_token(struct conn *c);
 
+/* proto_dump.c: lru_crawler <arg>: metadump of "all" or class ids. */
+void proto_lru_crawler(struct conn *c, const char *arg, size_t len);
+/* Starts a listing of every object when <all> (else none), metadump's
+ * lines when <meta>, else cachedump's, at most <limit> (0: no limit);
+ * CONN_DUMP until its END is queued. */
+void dump_start(struct conn *c, bool meta, bool all, uint64_t limit);
+/* Queues the listing's next batch, or END and back to CONN_CMD. */
+void dump_step(struct conn *c);
+
 /* proto_meta.c */
 void proto_meta_get(struct conn *c, const struct mc_cmd *cmd);
 void proto_meta_delete(struct conn *c, const struct mc_cmd *cmd);

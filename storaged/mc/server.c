@@ -107,7 +107,7 @@ static uint64_t conn_deadline(const struct conn *c, enum timeout_kind *kind)
 	}
 	if (!conn_out_empty(c) || c->input_paused || c->eof ||
 	    c->mc.state == CONN_WAIT || c->mc.state == CONN_GET ||
-	    c->mc.state == CONN_CLOSING)
+	    c->mc.state == CONN_DUMP || c->mc.state == CONN_CLOSING)
 		return 0;
 	if (c->mc.state == CONN_CMD && c->rend == c->rstart) {
 		*kind = TIMEOUT_IDLE;
@@ -130,7 +130,8 @@ static void conn_arm(struct conn *c)
 
 static const char *conn_state_name(const struct conn *c)
 {
-	if (c->events & EPOLLOUT || c->mc.state == CONN_GET)
+	if (c->events & EPOLLOUT || c->mc.state == CONN_GET ||
+	    c->mc.state == CONN_DUMP)
 		return "conn_mwrite";
 	switch (c->mc.state) {
 	case CONN_CMD:
@@ -154,7 +155,7 @@ static bool conn_can_process(const struct conn *c)
 	if (c->input_paused || c->out_items >= CONN_OUT_ITEMS_MAX / 2 ||
 	    conn_out_full(c))
 		return false;
-	return c->mc.state == CONN_GET ||
+	return c->mc.state == CONN_GET || c->mc.state == CONN_DUMP ||
 	       (c->mc.state == CONN_CMD && c->rend > c->rstart && !c->mc.want_input);
 }
 

@@ -9,6 +9,8 @@
  *                   commands, the input state machine
  *   proto_meta.c    the meta commands (mg, ms, md, ma, me)
  *   proto_stats.c   the stats commands
+ *   proto_dump.c    listing the keys: lru_crawler metadump, stats
+ *                   cachedump, streamed a batch at a time
  *   proto_auth.c    ASCII authentication (--auth-file): the file, the
  *                   set that authenticates, the refusals before it
  *   proto_store.c   what the commands share: storing a value, the touch,
@@ -26,10 +28,11 @@
  * cycles):
  *
  *   server        ->  conn conn_output proto_auth proto_store proto_text
- *   proto_text    ->  conn conn_input conn_output mc_items proto_auth proto_meta proto_parse proto_stats proto_store
+ *   proto_text    ->  conn conn_input conn_output mc_items proto_auth proto_dump proto_meta proto_parse proto_stats proto_store
  *   proto_auth    ->  conn_output
  *   proto_meta    ->  conn conn_output mc_items proto_parse proto_store
- *   proto_stats   ->  conn_output server_stats
+ *   proto_stats   ->  conn_output proto_dump server_stats
+ *   proto_dump    ->  conn_output
  *   proto_store   ->  conn conn_output
  *   server_stats  ->  conn_output
  *   conn_output   ->  conn
@@ -132,6 +135,7 @@ enum conn_state {
 	CONN_SWALLOW,		/* discarding a refused value */
 	CONN_AUTH,		/* reading an authenticating set's token */
 	CONN_GET,		/* sending a get's values, CONN_PINS_MAX at a time */
+	CONN_DUMP,		/* listing keys, a batch each time there is room */
 	CONN_WAIT,		/* an engine call will answer */
 	CONN_CLOSING,		/* flush what is queued, then close */
 };
@@ -171,6 +175,14 @@ struct pending_get {
 	int64_t exptime;		/* gat/gats: the engine's absolute form */
 };
 
+/* A key listing (proto_dump.c) under way. */
+struct pending_dump {
+	uint64_t pos;			/* gs_walk()'s */
+	uint64_t limit, listed;		/* cachedump's limit, 0: none */
+	bool meta;			/* metadump lines, else cachedump's */
+	bool all;			/* class 1 asked for: every object */
+};
+
 /* What the memcache protocol keeps on a connection between calls
  * (the protocol's files'; conn.c and server.c read state to pick the
  * events to wait for). */
@@ -184,6 +196,7 @@ struct mc_session {
 	uint64_t swallow;		/* bytes of a refused value still to drop */
 	struct pending_store store;
 	struct pending_get get;
+	struct pending_dump dump;
 	struct mc_key keys[MC_KEYS_MAX];
 };
 

@@ -78,6 +78,7 @@ void server_stats_settings(struct conn *c)
 	conn_replyf(c, "STAT item_size_max %llu\r\n",
 		    (unsigned long long)o->cfg.max_object);
 	conn_replyf(c, "STAT flush_enabled %s\r\n", o->disable_flush ? "no" : "yes");
+	conn_replyf(c, "STAT dump_enabled yes\r\n");
 	conn_replyf(c, "STAT idle_timeout %llu\r\n",
 		    (unsigned long long)(o->idle_timeout / 1000));
 }

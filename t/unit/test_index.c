@@ -5,6 +5,8 @@
  * chunk extents (request + 8, rounded to 16, at least
  * 32); per engine, the bucket, CLOCK and head-CLOCK arrays at capacity.
  * And the journal's pages leave the page cache once written (mincore).
+ * gs_walk lists every live object once, a batch at a time; gs_lookup_why
+ * tells what a miss met.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -146,6 +148,62 @@ static void small_round(char *val)
 	gs_engine_close(&e);
 }
 
+/* 50 objects, one dead, one deleted: gs_walk in batches of 3 lists the 48
+ * others once each, with their meta; misses are told apart. */
+static void walk_round(char *val)
+{
+	struct gs_config cfg;
+	struct gs_engine *e = open_engine(&cfg, false, 0);
+	struct gs_walk_item items[3];
+	struct gs_obj *obj;
+	struct gs_io *io;
+	enum gs_miss why;
+	char key[16];
+	bool seen[50] = { false };
+	uint64_t pos = 0, listed = 0;
+	unsigned n;
+
+	if (!e)
+		return;
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		CHECK(put_if(io, key, val, i, 0, GS_IF_ANY, 0, NULL) == 0,
+		      "put %s", key);
+	}
+	CHECK(gs_touch(e, "w7", 2, -1, NULL) == 0, "expire w7");
+	CHECK(gs_delete(e, "w9", 2) == 0, "delete w9");
+	while ((n = gs_walk(e, &pos, items, 3)) > 0) {
+		CHECK(n <= 3, "batch of %u", n);
+		for (unsigned i = 0; i < n; i++) {
+			int k;
+
+			snprintf(key, sizeof(key), "%.*s", items[i].klen,
+				 items[i].key);
+			k = atoi(key + 1);
+			CHECK(k != 7 && k != 9 && !seen[k], "w%d listed", k);
+			CHECK(items[i].meta.size == (uint64_t)k, "w%d's size", k);
+			seen[k] = true;
+			listed++;
+		}
+	}
+	CHECK(listed == 48, "listed %llu", (unsigned long long)listed);
+	CHECK(gs_lookup_why(e, "w7", 2, &obj, &why) == -ENOENT &&
+	      why == GS_MISS_EXPIRED, "w7: expired");
+	CHECK(gs_lookup_why(e, "w9", 2, &obj, &why) == -ENOENT &&
+	      why == GS_MISS_ABSENT, "w9: absent");
+	/* a delayed flush: w1 turns flushed within 2 s */
+	gs_invalidate(e, time(NULL) + 1);
+	for (int t = 0; t < 300 && gs_lookup_why(e, "w1", 2, &obj, &why) == 0; t++) {
+		gs_obj_put(e, &obj);
+		usleep(10000);
+	}
+	CHECK(gs_lookup_why(e, "w2", 2, &obj, &why) == -ENOENT &&
+	      why == GS_MISS_FLUSHED, "w2: flushed");
+	gs_io_destroy(&io);
+	gs_engine_close(&e);
+}
+
 /* On an SSD pool a 1 MiB object is whole on disk, in 256 KiB chunks, one
  * run: 80 bytes of chunks where a 24-byte extent per chunk took 104. */
 static void large_round(char *val)
@@ -257,6 +315,7 @@ int main(void)
 	}
 	fill(val, 1 << 20, 1);
 	small_round(val);
+	walk_round(val);
 	large_round(val);
 	journal_round(val, 0);
 	journal_round(val, 5);

@@ -379,6 +379,11 @@ static void test_misc(void)
 		CHECK(cmd.arg_len == 5 && !memcmp(cmd.arg, "items", 5));
 	if (OK("stats  detail on  "))
 		CHECK(cmd.arg_len == 9 && !memcmp(cmd.arg, "detail on", 9));
+	if (OK("lru_crawler  metadump all "))
+		CHECK(cmd.op == MC_LRU_CRAWLER && cmd.arg_len == 12 &&
+		      !memcmp(cmd.arg, "metadump all", 12));
+	if (OK("lru_crawler"))
+		CHECK(cmd.op == MC_LRU_CRAWLER && cmd.arg == NULL);
 
 	if (OK("version"))
 		CHECK(cmd.op == MC_VERSION);
