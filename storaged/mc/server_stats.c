@@ -68,7 +68,7 @@ void server_stats_settings(struct conn *c)
 	conn_replyf(c, "STAT udpport 0\r\n");
 	conn_replyf(c, "STAT inter %s\r\n", o->listen);
 	conn_replyf(c, "STAT verbosity %d\r\n", log_level - LOG_INFO);
-	conn_replyf(c, "STAT evictions on\r\n");
+	conn_replyf(c, "STAT evictions %s\r\n", o->cfg.no_evict ? "off" : "on");
 	conn_replyf(c, "STAT num_threads %llu\r\n", (unsigned long long)o->cores);
 	conn_replyf(c, "STAT cas_enabled yes\r\n");
 	conn_replyf(c, "STAT binding_protocol ascii\r\n");
