@@ -9,6 +9,7 @@
  * CLIENT_ERROR unauthenticated (quit too, as memcached 1.6.18's).  The
  * nginx link never asks.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,36 +177,38 @@ static size_t word(const char *line, size_t len, unsigned i, const char **w)
 	return n;
 }
 
-bool proto_auth_line(struct conn *c, const char *line, size_t len)
+/* Whether <line> is "set <key> <flags> <exptime> <bytes> ...", <bytes> a
+ * 32-bit number put in *<size>: the only line an unauthenticated
+ * connection may send. */
+static bool auth_set_size(const char *line, size_t len, unsigned long *size)
 {
-	unsigned long size = 0;
 	const char *w;
-	size_t n;
+	char num[12], *end;
+	size_t n = word(line, len, 0, &w);
 
-	n = word(line, len, 0, &w);
-	if (n == 3 && !memcmp(w, "set", 3) && word(line, len, 4, &w)) {
-		char num[12], *end;
+	if (n != 3 || memcmp(w, "set", 3))
+		return false;
+	n = word(line, len, 4, &w);
+	if (!n || n >= sizeof(num) || !isdigit((unsigned char)*w))
+		return false;
+	memcpy(num, w, n);
+	num[n] = '\0';
+	errno = 0;
+	*size = strtoul(num, &end, 10);
+	return !*end && !errno && *size <= UINT32_MAX;
+}
 
-		n = word(line, len, 4, &w);
-		if (n < sizeof(num) && *w != '-') {
-			memcpy(num, w, n);
-			num[n] = '\0';
-			errno = 0;
-			size = strtoul(num, &end, 10);
-			n = *end || errno || size > UINT32_MAX ? 0 : n;
-		} else {
-			n = 0;
-		}
-	} else {
-		n = 0;
-	}
-	if (!n) {
+void proto_auth_line(struct conn *c, const char *line, size_t len)
+{
+	unsigned long size;
+
+	if (!auth_set_size(line, len, &size)) {
 		REPLY(c, "CLIENT_ERROR unauthenticated\r\n");
-		return true;
+		return;
 	}
 	if (size > AUTH_REQ_MAX) {
 		REPLY(c, "CLIENT_ERROR auth token too long\r\n");
-		return true;
+		return;
 	}
 	if (size + 2 > sizeof(c->mc.auth_buf)) {
 		/* longer than any user:password line: read and dropped */
@@ -214,12 +217,11 @@ bool proto_auth_line(struct conn *c, const char *line, size_t len)
 		REPLY(c, "CLIENT_ERROR authentication failure\r\n");
 		c->mc.swallow = size + 2;
 		c->mc.state = CONN_SWALLOW;
-		return true;
+		return;
 	}
 	c->mc.auth_len = size + 2;
 	c->mc.auth_got = 0;
 	c->mc.state = CONN_AUTH;
-	return true;
 }
 
 void proto_auth_token(struct conn *c)

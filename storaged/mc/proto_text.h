@@ -40,8 +40,8 @@ void proto_touch_found(struct conn *c, struct gs_obj *obj, int64_t exptime);
 
 /* proto_auth.c: the command <line> (<len> bytes, no "\r\n") of a
  * connection not yet authenticated: the authenticating set starts reading
- * its token (CONN_AUTH), anything else is refused.  Returns true. */
-bool proto_auth_line(struct conn *c, const char *line, size_t len);
+ * its token (CONN_AUTH), anything else is refused. */
+void proto_auth_line(struct conn *c, const char *line, size_t len);
 /* The token is in mc.auth_buf: checks it, replies, back to CONN_CMD. */
 void proto_auth_token(struct conn *c);
 
