@@ -129,11 +129,12 @@ struct gs_walk_item {
 	char key[GS_KEY_MAX];
 };
 /*
- * Copies up to <max> live objects into <out>, from the CLOCK position
- * *<pos> on (0 to start), and advances *<pos>.  Takes the index lock once
- * per call, so a caller lists the store a batch at a time.  Returns how
- * many were copied, 0 at the end.  No object is listed twice; one moved
- * by a removal during the walk may be missed.
+ * Copies up to <max> (> 0) live objects into <out>, from the CLOCK
+ * position *<pos> on (0 to start), and advances *<pos>.  Holds the index
+ * lock for a batch at most (and 1,024 slots), so a caller lists the store
+ * a batch at a time.  Returns how many were copied, 0 at the end.  No
+ * object is listed twice; one moved by a removal during the walk may be
+ * missed.
  */
 unsigned gs_walk(struct gs_engine *e, uint64_t *pos, struct gs_walk_item *out,
 		 unsigned max);

@@ -401,25 +401,36 @@ int gs_lookup_why(struct gs_engine *e, const void *key, size_t klen,
 	return 0;
 }
 
+/* CLOCK slots gs_walk() looks at per hold of e->lock: a run of dead
+ * objects (a delayed flush_all) never holds it long. */
+#define WALK_SCAN_MAX	1024
+
 unsigned gs_walk(struct gs_engine *e, uint64_t *pos, struct gs_walk_item *out,
 		 unsigned max)
 {
 	time_t now = time(NULL);
 	unsigned n = 0;
+	bool end;
 
-	pthread_mutex_lock(&e->lock);
-	for (; *pos < e->clock_len && n < max; (*pos)++) {
-		const struct gs_obj *obj = e->clock[*pos];
+	do {
+		unsigned scanned = 0;
 
-		if (obj_dead(e, obj, now))
-			continue;
-		out[n].meta = obj->meta;
-		out[n].fetched = obj->referenced;
-		out[n].klen = obj->klen;
-		memcpy(out[n].key, obj->key, obj->klen);
-		n++;
-	}
-	pthread_mutex_unlock(&e->lock);
+		pthread_mutex_lock(&e->lock);
+		for (; *pos < e->clock_len && n < max &&
+		       scanned < WALK_SCAN_MAX; (*pos)++, scanned++) {
+			const struct gs_obj *obj = e->clock[*pos];
+
+			if (obj_dead(e, obj, now))
+				continue;
+			out[n].meta = obj->meta;
+			out[n].fetched = obj->referenced;
+			out[n].klen = obj->klen;
+			memcpy(out[n].key, obj->key, obj->klen);
+			n++;
+		}
+		end = *pos >= e->clock_len;
+		pthread_mutex_unlock(&e->lock);
+	} while (!n && !end);
 	return n;
 }
 

@@ -149,7 +149,8 @@ static void small_round(char *val)
 }
 
 /* 50 objects, one dead, one deleted: gs_walk in batches of 3 lists the 48
- * others once each, with their meta; misses are told apart. */
+ * others once each, with their meta, and finds one live object past 1,100
+ * dead ones; misses are told apart. */
 static void walk_round(char *val)
 {
 	struct gs_config cfg;
@@ -192,6 +193,17 @@ static void walk_round(char *val)
 	      why == GS_MISS_EXPIRED, "w7: expired");
 	CHECK(gs_lookup_why(e, "w9", 2, &obj, &why) == -ENOENT &&
 	      why == GS_MISS_ABSENT, "w9: absent");
+	/* past a run of dead objects longer than one hold of the lock scans */
+	for (int i = 0; i < 1100; i++) {
+		snprintf(key, sizeof(key), "d%d", i);
+		CHECK(put_if(io, key, val, 1, 0, GS_IF_ANY, 0, NULL) == 0 &&
+		      gs_touch(e, key, strlen(key), -1, NULL) == 0, "dead %s", key);
+	}
+	CHECK(put_if(io, "zz", val, 1, 0, GS_IF_ANY, 0, NULL) == 0, "put zz");
+	for (pos = 0, listed = 0; (n = gs_walk(e, &pos, items, 3)) > 0; )
+		listed += n;
+	CHECK(listed == 49, "listed past the dead: %llu",
+	      (unsigned long long)listed);
 	/* a delayed flush: w1 turns flushed within 2 s */
 	gs_invalidate(e, time(NULL) + 1);
 	for (int t = 0; t < 300 && gs_lookup_why(e, "w1", 2, &obj, &why) == 0; t++) {
