@@ -327,7 +327,7 @@ int options_parse(struct options *o, int argc, char **argv)
 	longs[n] = (struct option){ 0 };
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vhp:l:m:c:t:U:u:", longs,
+	while ((c = getopt_long(argc, argv, ":vhp:l:m:c:t:U:u:FY:", longs,
 				NULL)) != -1) {
 		if (c == 'v') {
 			o->verbose++;

@@ -21,6 +21,8 @@ const struct options_memcached_flag options_memcached[] = {
 	{ 't', "-t N", "--cores N (memcached's -t)" },
 	{ 'U', "-U 0", "memcached's UDP port: goblin-store has none, only 0 is taken" },
 	{ 'u', "-u USER", "--user USER (memcached's -u)" },
+	{ 'F', "-F", "--disable-flush (memcached's -F)" },
+	{ 'Y', "-Y FILE", "--auth-file FILE (memcached's -Y)" },
 };
 const size_t options_memcached_n = sizeof(options_memcached) /
 				   sizeof(options_memcached[0]);
@@ -49,8 +51,6 @@ static const struct {
 	{ 'R', "requests per event", NULL },
 	{ 'P', "pid file", NULL },
 	{ 'S', "SASL", NULL },
-	{ 'F', "no flush_all", NULL },
-	{ 'Y', "authfile", NULL },
 	{ 'e', "memory file", NULL },
 	{ 'o', "extended options", NULL },
 	{ 'V', "version", "goblin-store's is --version" },
@@ -90,6 +90,7 @@ int options_memcached_flag(int c, const char *arg, int *idx, char *val,
 		['p'] = IDX_memcache_port + 1, ['l'] = IDX_listen + 1,
 		['m'] = IDX_memory + 1, ['c'] = IDX_max_conns + 1,
 		['t'] = IDX_cores + 1, ['u'] = IDX_user + 1,
+		['F'] = IDX_disable_flush + 1, ['Y'] = IDX_auth_file + 1,
 	};
 
 	val[0] = '\0';
