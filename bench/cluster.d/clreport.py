@@ -265,19 +265,84 @@ def markdown(res, name, argv):
         rows = []
         for x in loss:
             rows.append((x["mode"], x["home_keys"], x["survivor_gets"], x["survivor_errors"],
-                         x["wrong_bodies"], fmt_dict(x["lost_share"]["while_gone"]),
+                         x["wrong_bodies"], cut_at_kill(x),
+                         fmt_dict(x["lost_share"]["while_gone"]),
                          x["origin_refills"]["while_gone"], x["origin_refills"]["after_restart"],
                          "%.3f" % x["hit_ratio_before"], "%.2f s" % x["restart_ready_s"],
                          fmt_s(x["first_served_after_s"]), fmt_s(x["rejoin_seconds"])))
         out.append(md_table(("restart", "its keys", "survivor GETs", "survivor errors",
-                             "wrong bodies", "its keys while gone", "refills while gone",
+                             "wrong bodies", "its GETs cut at the kill", "its keys while gone", "refills while gone",
                              "refills after", "hit ratio before", "restart to serving",
                              "front sends it keys", "rejoin (95%)"), rows))
         out += ["", "survivor_errors: **%d**; rejoin_seconds: **%s** warm, **%s** `--fresh`."
                 % (res.get("survivor_errors", -1), fmt_s(res.get("rejoin_seconds")),
                    fmt_s(res.get("rejoin_seconds_fresh"))),
                 "", "![rejoin](%s-rejoin.png)" % name]
+    out += reading(res)
     return "\n".join(out) + "\n"
+
+
+def cut_at_kill(x):
+    """The lost share's GETs in flight at the kill that failed (a cut
+    response: the node died mid-body, too late for the front to walk on)."""
+    ls = x["lost_share"]
+    ph = ls.get("at_kill", ls.get("before_kill", {}))
+    return sum(v for k, v in ph.items() if not k.startswith("200 ") or "WRONG" in k)
+
+
+def reading(res):
+    """What binds and what the figures mean, from the figures."""
+    out = ["", "## Reading it", ""]
+    sc = res.get("scaling") or []
+    if sc:
+        for r in sc:
+            lim = r["limit"]
+            hdd = [n["hdd"]["busy"] for n in lim["nodes"]]
+            out.append("- %d node(s): the HDDs %s busy, the machine's %d cores %s (the bench's "
+                       "processes %s, the rest %s): %s." % (
+                           r["nodes"], "/".join(pct(h) for h in hdd), lim["cores"],
+                           pct(lim["machine_cpu"]), pct(lim.get("own_cpu", 0)),
+                           pct(lim.get("rest_cpu", 0)),
+                           "the HDD binds" if lim["binding"] == "HDD" else
+                           "the CPU binds, the HDDs close behind"))
+        out.append("- \"The rest\" is the CPU no process of the bench was charged: kernel "
+                   "threads (the loop devices' direct I/O, FUSE, network softirq) and whatever "
+                   "else runs on the machine (the 2 cores are shared with other work), so the "
+                   "3-node figure is what one 2-core machine carrying nine device models, "
+                   "four nginx, three stores and the client gives, not a bound of the nodes.")
+        out.append("- One seek a GET: everything past an object's 64 KiB head is on the HDD "
+                   "(`--ssd-prefix 0`), about %.2f MB a seek at %s us access, so one node "
+                   "serves about %.0f GETs/s at 100%% HDD." % (
+                       sc[0]["limit"]["nodes"][0]["hdd"]["read_bytes_per_seek"] / 1e6
+                       if sc[0]["limit"]["nodes"][0]["hdd"].get("read_bytes_per_seek") else 0,
+                       res["devices"]["hdd"]["access_us"], sc[0]["stats"]["qps"]))
+    loss = res.get("loss") or []
+    if loss:
+        w = [x for x in loss if x["mode"] == "warm"]
+        f = [x for x in loss if x["mode"] == "fresh"]
+        if w and w[0].get("first_served_after_s") is not None:
+            w = w[0]
+            out.append("- Warm rejoin: the front sent the node its keys again %.1f s after the "
+                       "restart (its `fail_timeout`, %s here, counted from the last failed try; "
+                       "30s as nodes.conf ships it), and %.1f s later (one 1 s window) its hit "
+                       "ratio was back: it served its objects from its own pools, no refill. "
+                       "rejoin_seconds is therefore the front's fail_timeout plus a window; "
+                       "the node itself was ready %.2f s after its start." % (
+                           w["first_served_after_s"], res["args"]["fail_timeout"],
+                           w.get("seconds_after_first_served") or 0, w["restart_ready_s"]))
+        if f and f[0].get("first_served_after_s") is not None:
+            f = f[0]
+            out.append("- `--fresh`: the same front delay, then %.1f s of misses filled from the "
+                       "origin (%d origin requests after the restart for its %d keys) before "
+                       "its hit ratio reached 95%% of before." % (
+                           f.get("seconds_after_first_served") or 0,
+                           f["origin_refills"]["after_restart"], f["home_keys"]))
+        out.append("- While the node was gone, its keys went to the ring's next node, which "
+                   "filled each from the origin once (`MISS`, then `HIT`); the other nodes' "
+                   "keys saw no error. Its own GETs in flight at the kill were cut (the "
+                   "response had started, so the front could not walk on): the client sees a "
+                   "closed connection, never a short body taken for whole.")
+    return out
 
 
 def fmt_dict(d):
