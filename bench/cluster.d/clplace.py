@@ -146,12 +146,11 @@ def one_round(tag, servers, front_port, keys):
             + [k for k in keys if fc.get(k) != cmf.get(k)][:5]}
 
 
-def run(work, n_keys):
+def run(work, n_keys, mc_port):
     """Three plain nodes and the front: the agreement before and after the
     third node is removed.  Everything is stopped before it returns."""
     import os
     import time
-    mc_port = cllib.free_port_on(cllib.HOSTS)
     http_port = cllib.free_port_on(cllib.HOSTS)
     front_port = cllib.goblin.free_port()
     d = os.path.join(work, "placement")
@@ -175,7 +174,7 @@ def run(work, n_keys):
     finally:
         for n in nodes:
             n.stop()
-    res = {"keys": n_keys, "before": before, "after": after,
+    res = {"keys": n_keys, "mc_port": mc_port, "before": before, "after": after,
            "seconds": round(time.monotonic() - t0, 1)}
     res["lowest_pair"] = min(
         ((v, "%s %s" % (p, w)) for w in ("before", "after")

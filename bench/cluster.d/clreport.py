@@ -239,12 +239,14 @@ def markdown(res, name, argv):
         out.append(md_table(("nodes", "conns", "GETs/s", "vs 1", "MB/s", "p50", "p99",
                              "errors", "limit"), rows))
         if bal:
-            out += ["", "Uniform keys give each node the ring's share of the GETs (%s here: "
-                    "ketama's 160 points per node are not equal arcs), and in a closed loop "
-                    "the busiest node bounds the rest: at most %.2fx one node. The last row "
-                    "draws the keys so that each node gets a third." % (
+            out += ["", "Uniform keys give each node the ring's share of the GETs (%s of "
+                    "these objects, memcache port %s: ketama's 160 points per node are not "
+                    "equal arcs), and in a closed loop the busiest node bounds the rest: at "
+                    "most %.2fx one node. The last row draws the keys so that each node gets "
+                    "a third." % (
                         ", ".join("%s %.1f%%" % (h, 100 * v)
                                   for h, v in bal["ring_shares"].items()),
+                        res["args"].get("mc_port") or "drawn at random",
                         1 / max(bal["ring_shares"].values()))]
         if "speedup_3_nodes_over_1" in res:
             out += ["", "speedup_3_nodes_over_1: **%.2fx** (goal %.1fx); with a third of "
@@ -338,7 +340,8 @@ def reading(res):
                            f.get("seconds_after_first_served") or 0,
                            f["origin_refills"]["after_restart"], f["home_keys"]))
         out.append("- While the node was gone, its keys went to the ring's next node, which "
-                   "filled each from the origin once (`MISS`, then `HIT`); the other nodes' "
+                   "filled each from the origin once (`MISS`, then `HIT`; in the second, "
+                   "`--fresh` run it still held what it filled in the first); the other nodes' "
                    "keys saw no error. Its own GETs in flight at the kill were cut (the "
                    "response had started, so the front could not walk on): the client sees a "
                    "closed connection, never a short body taken for whole.")
