@@ -281,6 +281,11 @@ def markdown(res, name, argv):
                    fmt_s(res.get("rejoin_seconds_fresh"))),
                 "", "![rejoin](%s-rejoin.png)" % name]
     out += reading(res)
+    if res.get("earlier_runs"):
+        out += ["", "## Other full runs", "",
+                "Not the run above; kept for how much the figures move between runs on "
+                "this shared machine.", ""]
+        out += ["- " + e for e in res["earlier_runs"]]
     return "\n".join(out) + "\n"
 
 
