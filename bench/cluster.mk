@@ -4,7 +4,7 @@
 # nodes, each on its own emulated HDD and SSD (three rigs); kill -9 of a
 # node under load; its warm and --fresh rejoin.  `make bench-cluster`
 # builds what it needs and runs the full bench into
-# bench/results/<date>-cluster.{json,md} and plots (about 12 minutes);
+# bench/results/<date>-cluster.{json,md} and plots (about 7 minutes);
 # CLUSTER_ARGS=--quick runs the reduced one (about 3 minutes) into
 # bench/results/tmp/quick/.  Needs root.  `make test` runs its selftest.
 CLUSTER_ARGS ?=

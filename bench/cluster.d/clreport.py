@@ -184,8 +184,9 @@ def md_table(head, rows):
 
 def markdown(res, name, argv):
     out = ["# bench/cluster, %s" % res["date"], ""]
-    out.append("Run: `bench/cluster %s` (%s run, %.0f s)." % (
-        argv, "quick" if res.get("quick") else "full", res.get("run_seconds", 0)))
+    out.append("Run: `bench/cluster %s` (%s run, %.0f s%s)." % (
+        argv, "quick" if res.get("quick") else "full", res.get("run_seconds", 0),
+        ", at commit %s" % res["code_commit"] if res.get("code_commit") else ""))
     if res.get("failure"):
         out += ["", "**The run failed: %s** (the figures below are what it measured "
                 "before)." % res["failure"]]
