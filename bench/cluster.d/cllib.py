@@ -322,6 +322,13 @@ def front_text(hosts, mc_port, http_port, front_port, fail_timeout=None):
             .replace("listen 80;", "listen 127.0.0.1:%d;" % front_port))
 
 
+def shipped_fail_timeout():
+    """The fail_timeout nodes.conf's server lines ship with."""
+    with open(EXAMPLE) as f:
+        m = re.search(r"fail_timeout=(\w+)", f.read())
+    return m.group(1) if m else None
+
+
 class Front:
     """The front nginx from nodes.conf over some of the nodes."""
 
@@ -378,11 +385,22 @@ class Origin:
 
     def requests(self):
         """GETs of /o/ the origin logged so far."""
+        return sum(self.by_status().values())
+
+    def by_status(self):
+        """{status: GETs of /o/} the origin logged so far: 200 a fill with
+        the body, 304 a revalidation (the node keeps its bytes)."""
+        out = {}
         try:
             with open(self.access, "rb") as f:
-                return sum(1 for line in f if b'"GET /o/' in line)
-        except OSError:
-            return 0
+                for line in f:
+                    if b'"GET /o/' not in line:
+                        continue
+                    st = line.split(b'" ', 1)[1].split(b" ", 1)[0].decode()
+                    out[st] = out.get(st, 0) + 1
+        except (OSError, IndexError):
+            pass
+        return out
 
     def cpu_seconds(self):
         return proc_cpu(self.proc.p.pid) if self.proc.p is not None else 0.0

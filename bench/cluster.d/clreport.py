@@ -259,23 +259,27 @@ def markdown(res, name, argv):
     if loss:
         out += ["", "## Node loss and rejoin", "",
                 "Three nodes under load (%d connections), the front's `fail_timeout=%s` "
-                "(nodes.conf ships 30s: the front sends a failed node's keys back only after "
+                "(nodes.conf ships %s: the front sends a failed node's keys back only after "
                 "it). The third node killed (`kill -9`, store and nginx), restarted on its own "
                 "pools (warm), then killed again and started `--fresh`. Hit ratio: the node's "
-                "keys' GETs answered `X-Cache: HIT` by it, over 1 s windows; rejoin: from the "
-                "restart until a window reaches 95%% of the ratio before the kill." % (
-                    3 * res["args"]["conns_per_node"], res["args"]["fail_timeout"]), ""]
+                "keys' GETs answered whole by it from its own pools (`X-Cache: HIT`, or "
+                "`REVALIDATED`: a recovered object's first use after the restart, a 304 from "
+                "the origin, no body), over 1 s windows; rejoin: from the restart until a "
+                "window reaches 95%% of the ratio before the kill." % (
+                    3 * res["args"]["conns_per_node"], res["args"]["fail_timeout"],
+                    res.get("nodes_conf_fail_timeout") or "30s"), ""]
         rows = []
         for x in loss:
             rows.append((x["mode"], x["home_keys"], x["survivor_gets"], x["survivor_errors"],
                          x["wrong_bodies"], cut_at_kill(x),
                          fmt_dict(x["lost_share"]["while_gone"]),
                          x["origin_refills"]["while_gone"], x["origin_refills"]["after_restart"],
+                         x.get("origin_revalidations", {}).get("after_restart", "-"),
                          "%.3f" % x["hit_ratio_before"], "%.2f s" % x["restart_ready_s"],
                          fmt_s(x["first_served_after_s"]), fmt_s(x["rejoin_seconds"])))
         out.append(md_table(("restart", "its keys", "survivor GETs", "survivor errors",
                              "wrong bodies", "its GETs cut at the kill", "its keys while gone", "refills while gone",
-                             "refills after", "hit ratio before", "restart to serving",
+                             "refills after", "304s after", "hit ratio before", "restart to serving",
                              "front sends it keys", "rejoin (95%)"), rows))
         out += ["", "survivor_errors: **%d**; rejoin_seconds: **%s** warm, **%s** `--fresh`."
                 % (res.get("survivor_errors", -1), fmt_s(res.get("rejoin_seconds")),
@@ -332,12 +336,17 @@ def reading(res):
             w = w[0]
             out.append("- Warm rejoin: the front sent the node its keys again %.1f s after the "
                        "restart (its `fail_timeout`, %s here, counted from the last failed try; "
-                       "30s as nodes.conf ships it), and %.1f s later (one 1 s window) its hit "
-                       "ratio was back: it served its objects from its own pools, no refill. "
+                       "%s as nodes.conf ships it), and %.1f s later (one 1 s window) its hit "
+                       "ratio was back: it served its objects from its own pools, no refill "
+                       "(%s origin requests with a body after the restart, %s revalidations). "
                        "rejoin_seconds is therefore the front's fail_timeout plus a window; "
                        "the node itself was ready %.2f s after its start." % (
                            w["first_served_after_s"], res["args"]["fail_timeout"],
-                           w.get("seconds_after_first_served") or 0, w["restart_ready_s"]))
+                           res.get("nodes_conf_fail_timeout") or "30s",
+                           w.get("seconds_after_first_served") or 0,
+                           w["origin_refills"]["after_restart"],
+                           w.get("origin_revalidations", {}).get("after_restart", "uncounted"),
+                           w["restart_ready_s"]))
         if f and f[0].get("first_served_after_s") is not None:
             f = f[0]
             out.append("- `--fresh`: the same front delay, then %.1f s of misses filled from the "
