@@ -334,19 +334,22 @@ def reading(res):
         f = [x for x in loss if x["mode"] == "fresh"]
         if w and w[0].get("first_served_after_s") is not None:
             w = w[0]
+            own = {k[len("200 own node "):]: v
+                   for k, v in w["lost_share"].get("after_restart", {}).items()
+                   if k.startswith("200 own node ")}
             out.append("- Warm rejoin: the front sent the node its keys again %.1f s after the "
                        "restart (its `fail_timeout`, %s here, counted from the last failed try; "
                        "%s as nodes.conf ships it), and %.1f s later (one 1 s window) its hit "
-                       "ratio was back: it served its objects from its own pools, no refill "
-                       "(%s origin requests with a body after the restart, %s revalidations). "
-                       "rejoin_seconds is therefore the front's fail_timeout plus a window; "
-                       "the node itself was ready %.2f s after its start." % (
+                       "ratio was back: it served its objects from its own pools (its GETs "
+                       "after the restart: %s; the origin saw %s revalidations, a 304 each; "
+                       "%s). rejoin_seconds is therefore the front's fail_timeout plus a "
+                       "window; the node itself was ready %.2f s after its start." % (
                            w["first_served_after_s"], res["args"]["fail_timeout"],
                            res.get("nodes_conf_fail_timeout") or "30s",
-                           w.get("seconds_after_first_served") or 0,
-                           w["origin_refills"]["after_restart"],
+                           w.get("seconds_after_first_served") or 0, fmt_dict(own),
                            w.get("origin_revalidations", {}).get("after_restart", "uncounted"),
-                           w["restart_ready_s"]))
+                           "it refilled none" if not own.get("MISS") else
+                           "it refilled %d" % own["MISS"], w["restart_ready_s"]))
         if f and f[0].get("first_served_after_s") is not None:
             f = f[0]
             out.append("- `--fresh`: the same front delay, then %.1f s of misses filled from the "
