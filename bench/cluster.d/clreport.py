@@ -174,7 +174,7 @@ def plot_rejoin(res, png, work):
     gnuplot("\n".join([
         "set terminal pngcairo size 960,480 font ',10'",
         "set output '%s'" % png,
-        'set title "bench/cluster: the killed node\x27s keys answered HIT by it (1 s windows)"',
+        'set title "bench/cluster: the killed node\x27s keys answered from its own pools, HIT or REVALIDATED (1 s windows)"',
         "set grid", "set xlabel 'seconds from the restart'", "set ylabel 'hit ratio (%)'",
         "set yrange [0:105]", "set key bottom right",
         "plot " + ", ".join(lines) + ", %f with lines dt 2 title '95%% of before'" % hb,
