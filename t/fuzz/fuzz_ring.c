@@ -1,6 +1,6 @@
 /*
  * A hostile nginx worker against goblin-store's ring-op decoder.
- * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_attr.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c shared/ring.c libgoblin
+ * sources: t/unit/link_local.c storaged/link/link_conn.c storaged/link/link_direct.c storaged/link/link_ops.c storaged/link/link_attr.c storaged/link/link_server.c storaged/loop.c storaged/stats.c storaged/options.c storaged/options_check.c shared/ring.c libgoblin
  *
  * The input is a script of commands for one worker attached to the real
  * link server (t/unit/link_local.h: no socket, no thread) over a small RAM-only

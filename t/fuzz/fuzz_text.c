@@ -4,7 +4,7 @@
  * RAM-only engine, with a fake socket and output in place of storaged/mc/conn.c,
  * conn_output.c and server.c (the read buffer is the real one,
  * storaged/mc/conn_input.c).
- * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/proto_store.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/options.c libgoblin
+ * sources: storaged/mc/proto_text.c storaged/mc/proto_meta.c storaged/mc/proto_stats.c storaged/mc/proto_store.c storaged/mc/conn_input.c storaged/mc/server_stats.c storaged/stats.c storaged/mc/proto_parse.c storaged/mc/mc_items.c storaged/mc/proto_auth.c storaged/mc/proto_dump.c storaged/options.c storaged/options_check.c libgoblin
  *
  * The input is what one client sends.  Each input gets a fresh engine
  * (16K of heads in 4K blocks, so sets evict) and one connection; the
@@ -303,7 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	srv.opt = &opt;
-	srv.lfd = -1;		/* stats conns: no listener, no threads */
+	srv.nlfd = 0;		/* stats conns: no listener, no threads */
 	pthread_mutex_init(&srv.reset_lock, NULL);
 	memset(&srv.st, 0, sizeof(srv.st));
 
