@@ -85,7 +85,9 @@ run: run-deps
 
 # Every test against the ASan+UBSan build, then the HTTP and daemon-level
 # ones again against the optimised build: t/http/*.t are Test::Nginx suites
-# run by prove; t/run runs t/daemon/*.test and, by default, the unit tests.
+# run by prove (against the ASan daemon in test-nginx-asan, t/http/http.mk,
+# with the ASan module and HTTP/2); t/run runs t/daemon/*.test and, by
+# default, the unit tests.
 # The benchmark method checks run against the optimised build only: they
 # check the scripts (arithmetic, reports, the rig), and the daemon paths
 # they drive are the daemon tests' too.
@@ -99,7 +101,6 @@ BENCH_METHOD_TESTS := t/daemon/compare.test t/daemon/http-compare.test \
 	t/daemon/small-http.test
 test: deps
 	$(MAKE) -j2 all asan $(TEST_BUILD)
-	BUILD=build/asan $(PROVE) t/http/*.t
 	BUILD=build $(PROVE) t/http/*.t
 	BUILD=build t/run $$(ls t/daemon/*.test)
 	BUILD=build/asan t/run $$(ls build/asan/t/test_*) \
