@@ -20,6 +20,7 @@ static inline const char *mc_op_name(enum mc_op op)
 		[MC_TOUCH] = "touch", [MC_FLUSH_ALL] = "flush_all",
 		[MC_STATS] = "stats", [MC_VERSION] = "version",
 		[MC_VERBOSITY] = "verbosity", [MC_QUIT] = "quit",
+		[MC_LRU_CRAWLER] = "lru_crawler",
 		[MC_MG] = "mg", [MC_MS] = "ms", [MC_MD] = "md", [MC_MN] = "mn",
 		[MC_MA] = "ma", [MC_ME] = "me",
 	};

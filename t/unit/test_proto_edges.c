@@ -109,7 +109,7 @@ static void test_op_names(void)
 		"get", "gets", "gat", "gats", "set", "add", "replace",
 		"append", "prepend", "cas", "delete", "incr", "decr", "touch",
 		"flush_all", "stats", "version", "verbosity", "quit",
-		"mg", "ms", "md", "mn", "ma", "me",
+		"lru_crawler", "mg", "ms", "md", "mn", "ma", "me",
 	};
 	unsigned i;
 
