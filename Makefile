@@ -93,10 +93,7 @@ run: run-deps
 # they drive are the daemon tests' too.
 # The HTTP suites run two at a time: each has its own ports, servroot,
 # daemon and origin (TEST_NGINX_RANDOMIZE), and most of their time is
-# waiting (rates, fills, timeouts); that halves them on two cores.  The
-# TEST_EXTRA targets run two at a time too (each target's output kept
-# together): the sanitized HTTP pass mostly waits while the fuzzers'
-# smoke runs compute.
+# waiting (rates, fills, timeouts); that halves them on two cores.
 PROVE := prove -j2
 BENCH_METHOD_TESTS := t/daemon/compare.test t/daemon/http-compare.test \
 	t/daemon/numa-bench.test t/daemon/rdma-bench.test \
@@ -108,7 +105,7 @@ test: deps
 	BUILD=build t/run $$(ls t/daemon/*.test)
 	BUILD=build/asan t/run $$(ls build/asan/t/test_*) \
 		$(filter-out $(BENCH_METHOD_TESTS),$(wildcard t/daemon/*.test))
-	$(if $(strip $(TEST_EXTRA)),$(MAKE) -j2 --output-sync=target $(TEST_EXTRA))
+	$(if $(strip $(TEST_EXTRA)),$(MAKE) $(TEST_EXTRA))
 
 # The inner loop (a few minutes): the unit tests and the memcache protocol
 # suites under ASan+UBSan, one HTTP suite, and the tree's static checks.

@@ -40,11 +40,17 @@ sub whole ($$) {
 sub after_stale ($;%) {
     my ($path, %o) = @_;
     (my $k = $path) =~ s{^/o/}{};
-    fetch($path);
-    wait_until(sub { stored($k) }, 10) or return {};
+    my $f = fetch($path);
+    # an ASan daemon under load may take a while
+    if (!wait_until(sub { stored($k) }, 30)) {
+        Test::More::diag("$path: not stored 30 s after a GET ("
+                         . ($f->{code} // 'no answer') . ' '
+                         . ($f->{xcache} // 'no status') . ')');
+        return {};
+    }
     my $r;
     wait_until(sub { $r = fetch($path, %o); ($r->{xcache} // '') ne 'HIT' },
-               10);
+               30);
     return $r;
 }
 
