@@ -136,7 +136,7 @@ static size_t write_back(const struct mc_cmd *c, char *buf, size_t cap)
 	case MC_VERBOSITY:
 		PUT(" %" PRIu32, c->level);
 		break;
-	case MC_STATS:
+	case MC_STATS: case MC_LRU_CRAWLER:
 		if (c->arg)
 			PUT_BYTES(c->arg, c->arg_len);
 		break;
@@ -249,10 +249,11 @@ static void check_ok(const char *line, size_t len, const struct mc_cmd *c,
 		EXPECT(c->bytes <= MC_BYTES_MAX);
 	if (c->op == MC_MS)
 		EXPECT(c->bytes <= MC_BYTES_MAX);
-	if (c->op == MC_STATS && c->arg)
+	/* stats and lru_crawler keep their arguments as one raw span */
+	if ((c->op == MC_STATS || c->op == MC_LRU_CRAWLER) && c->arg)
 		EXPECT(c->arg_len > 0 && inside(c->arg, c->arg_len, line, len) &&
 		       c->arg[0] != ' ' && c->arg[c->arg_len - 1] != ' ');
-	if (c->op != MC_STATS)
+	if (c->op != MC_STATS && c->op != MC_LRU_CRAWLER)
 		EXPECT(!c->arg);
 
 	if (is_meta(c->op)) {
