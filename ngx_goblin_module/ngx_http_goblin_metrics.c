@@ -46,6 +46,10 @@ static void ngx_http_goblin_metrics_tiers(ngx_http_goblin_text_t *t);
 static void ngx_http_goblin_metrics_totals(ngx_http_goblin_text_t *t);
 static void ngx_http_goblin_metrics_requests(ngx_http_goblin_text_t *t);
 static void ngx_http_goblin_metrics_first_byte(ngx_http_goblin_text_t *t);
+static void ngx_http_goblin_bucket(ngx_http_goblin_text_t *t, char *protocol,
+    uint64_t le_us, uint64_t n);
+static void ngx_http_goblin_sum(ngx_http_goblin_text_t *t, char *protocol,
+    uint64_t us, uint64_t n);
 static void ngx_http_goblin_family(ngx_http_goblin_text_t *t, char *name,
     char *type, char *help);
 static uint64_t ngx_http_goblin_stat(json_t *storaged, char *stat);
@@ -249,11 +253,16 @@ ngx_http_goblin_send_metrics(ngx_http_request_t *r, json_t *storaged)
 
     if (storaged) {
         ngx_http_goblin_metrics_storaged(&t);
-        json_decref(storaged);
     }
 
     if (t.totals) {
         ngx_http_goblin_metrics_totals(&t);
+    }
+
+    ngx_http_goblin_metrics_first_byte(&t);
+
+    if (storaged) {
+        json_decref(storaged);
     }
 
     if (t.pos == t.last) {
@@ -391,7 +400,6 @@ ngx_http_goblin_metrics_totals(ngx_http_goblin_text_t *t)
 #undef NGX_HTTP_GOBLIN_TOTAL_METRIC
 
     ngx_http_goblin_metrics_requests(t);
-    ngx_http_goblin_metrics_first_byte(t);
 }
 
 
@@ -431,52 +439,110 @@ ngx_http_goblin_metrics_requests(ngx_http_goblin_text_t *t)
 }
 
 
-/* The first-byte histogram; nginx's clock counts milliseconds. */
+/*
+ * The first-byte histograms: nginx's (its clock counts milliseconds) from
+ * the totals, the memcache port's (microseconds) from storaged's stats.
+ */
 static void
 ngx_http_goblin_metrics_first_byte(ngx_http_goblin_text_t *t)
 {
     ngx_http_goblin_totals_t  *totals = t->totals;
 
-    u_char      le[16], *p;
-    ngx_uint_t  i, n;
+    u_char      name[32];
+    uint64_t    n;
+    ngx_uint_t  i;
+
+    static uint64_t  bounds_us[] = {
+        100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+        250000, 500000, 1000000, 2500000, 5000000, 10000000
+    };
+
+    if (totals == NULL && t->storaged == NULL) {
+        return;
+    }
 
     ngx_http_goblin_family(t, "goblin_first_byte_seconds", "histogram",
-                           "Time from a goblin request's start to its "
-                           "response header, by protocol.");
+                           "Time from a request's start to its first "
+                           "byte, by protocol (http: the request line to "
+                           "the response header; memcache: a retrieval "
+                           "command run to its reply's first byte "
+                           "written).");
 
-    n = 0;
+    if (totals) {
+        n = 0;
 
-    for (i = 0; i < NGX_HTTP_GOBLIN_BUCKETS; i++) {
-        n += totals->first_byte[i];
-
-        if (i == NGX_HTTP_GOBLIN_BUCKETS - 1) {
-            p = ngx_cpymem(le, "+Inf", 4);
-
-        } else {
-            p = ngx_sprintf(le, "%M.%03M", ngx_http_goblin_buckets[i] / 1000,
-                            ngx_http_goblin_buckets[i] % 1000);
-
-            while (p[-1] == '0') {
-                p--;
-            }
-
-            if (p[-1] == '.') {
-                p--;
-            }
+        for (i = 0; i < NGX_HTTP_GOBLIN_BUCKETS - 1; i++) {
+            n += totals->first_byte[i];
+            ngx_http_goblin_bucket(t, "http",
+                                   (uint64_t) ngx_http_goblin_buckets[i]
+                                   * 1000, n);
         }
 
-        t->pos = ngx_slprintf(t->pos, t->last,
-                              "goblin_first_byte_seconds_bucket"
-                              "{protocol=\"http\",le=\"%*s\"} %ui\n",
-                              (size_t) (p - le), le, n);
+        n += totals->first_byte[i];
+        ngx_http_goblin_bucket(t, "http", 0, n);
+        ngx_http_goblin_sum(t, "http", (uint64_t) totals->first_byte_ms
+                                       * 1000, n);
+    }
+
+    if (t->storaged == NULL) {
+        return;
+    }
+
+    for (i = 0; i < sizeof(bounds_us) / sizeof(bounds_us[0]); i++) {
+        ngx_sprintf(name, "first_byte_us_le_%uL%Z", bounds_us[i]);
+        ngx_http_goblin_bucket(t, "memcache", bounds_us[i],
+                               ngx_http_goblin_stat(t->storaged,
+                                                    (char *) name));
+    }
+
+    n = ngx_http_goblin_stat(t->storaged, "first_byte_count");
+    ngx_http_goblin_bucket(t, "memcache", 0, n);
+    ngx_http_goblin_sum(t, "memcache",
+                        ngx_http_goblin_stat(t->storaged, "first_byte_us_sum"),
+                        n);
+}
+
+
+/* A histogram bucket of <protocol>'s, <le_us> microseconds (0: +Inf). */
+static void
+ngx_http_goblin_bucket(ngx_http_goblin_text_t *t, char *protocol,
+    uint64_t le_us, uint64_t n)
+{
+    u_char  le[32], *p;
+
+    if (le_us == 0) {
+        p = ngx_cpymem(le, "+Inf", 4);
+
+    } else {
+        p = ngx_sprintf(le, "%uL.%06uL", le_us / 1000000, le_us % 1000000);
+
+        while (p[-1] == '0') {
+            p--;
+        }
+
+        if (p[-1] == '.') {
+            p--;
+        }
     }
 
     t->pos = ngx_slprintf(t->pos, t->last,
-                          "goblin_first_byte_seconds_sum{protocol=\"http\"} "
-                          "%uA.%03uA\n"
-                          "goblin_first_byte_seconds_count{protocol=\"http\"} "
-                          "%ui\n", totals->first_byte_ms / 1000,
-                          totals->first_byte_ms % 1000, n);
+                          "goblin_first_byte_seconds_bucket"
+                          "{protocol=\"%s\",le=\"%*s\"} %uL\n",
+                          protocol, (size_t) (p - le), le, n);
+}
+
+
+/* The _sum (<us> microseconds) and _count of <protocol>'s histogram. */
+static void
+ngx_http_goblin_sum(ngx_http_goblin_text_t *t, char *protocol, uint64_t us,
+    uint64_t n)
+{
+    t->pos = ngx_slprintf(t->pos, t->last,
+                          "goblin_first_byte_seconds_sum{protocol=\"%s\"} "
+                          "%uL.%06uL\n"
+                          "goblin_first_byte_seconds_count{protocol=\"%s\"} "
+                          "%uL\n", protocol, us / 1000000, us % 1000000,
+                          protocol, n);
 }
 
 

@@ -148,6 +148,16 @@ struct server_stats {
 #undef SERVER_STAT_FIELD
 };
 
+/* The memcache first-byte histogram, `stats`' tail: a retrieval command's
+ * time from its line being run to its reply's first byte written, in
+ * buckets up to first_byte_bounds_us[i] (stats.c; the last: the rest). */
+#define FIRST_BYTE_BUCKETS	17
+struct first_byte_hist {
+	uint64_t n[FIRST_BYTE_BUCKETS];	/* per bucket, not cumulative */
+	uint64_t us;			/* the sum */
+};
+extern const uint64_t first_byte_bounds_us[FIRST_BYTE_BUCKETS - 1];
+
 enum link_stat {
 #define LINK_STAT_ENUM(name, desc) ST_##name,
 	LINK_STATS(LINK_STAT_ENUM)
@@ -165,6 +175,7 @@ enum stats_table {
 	STATS_SLABS = 1 << 5,	/* SLAB_STATS */
 	STATS_LINK = 1 << 6,	/* LINK_STATS */
 	STATS_RDMA = 1 << 7,	/* RDMA_STATS, when rdma_on */
+	STATS_FIRST_BYTE = 1 << 8, /* the first-byte histogram, after SUMMARY */
 };
 
 /* The values: a field per PROCESS_, SUMMARY_, POOL_ and SLAB_ stat; each
@@ -175,6 +186,8 @@ struct stats_snapshot {
 	char store_id[17];		/* gs_engine_identity(), hex */
 	struct timeval rusage_user, rusage_system;
 	struct server_stats server;
+	struct first_byte_hist first_byte;
+	bool markdown;			/* names as README rows, values none */
 	uint64_t accepting_conns, limit_maxbytes, max_connections;
 	struct gs_stats engine;
 	struct gs_stats engine_base;	/* engine at the last stats reset */

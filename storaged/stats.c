@@ -65,6 +65,62 @@ static void emit_numa(const struct stats_sink *sink,
 	}
 }
 
+const uint64_t first_byte_bounds_us[FIRST_BYTE_BUCKETS - 1] = {
+	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+	250000, 500000, 1000000, 2500000, 5000000, 10000000
+};
+
+void stats_first_byte_add(struct first_byte_hist *h, uint64_t us)
+{
+	unsigned i = 0;
+
+	while (i < FIRST_BYTE_BUCKETS - 1 && us > first_byte_bounds_us[i])
+		i++;
+	__atomic_fetch_add(&h->n[i], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->us, us, __ATOMIC_RELAXED);
+}
+
+void stats_first_byte_load(const struct first_byte_hist *h,
+			   struct first_byte_hist *into)
+{
+	for (unsigned i = 0; i < FIRST_BYTE_BUCKETS; i++)
+		into->n[i] = __atomic_load_n(&h->n[i], __ATOMIC_RELAXED);
+	into->us = __atomic_load_n(&h->us, __ATOMIC_RELAXED);
+}
+
+void stats_first_byte_reset(struct first_byte_hist *h)
+{
+	for (unsigned i = 0; i < FIRST_BYTE_BUCKETS; i++)
+		__atomic_store_n(&h->n[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->us, 0, __ATOMIC_RELAXED);
+}
+
+/* The histogram's lines of <h>, cumulative as Prometheus' buckets;
+ * <markdown>: one row for the buckets, bound N. */
+static void emit_first_byte(const struct stats_sink *sink,
+			    const struct first_byte_hist *h, bool markdown)
+{
+	static const char bucket_desc[] = "memcache retrievals (get, gets, gat, gats, mg) whose reply's first byte was written within N microseconds of the command being run, N each of 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000 (cumulative; a connection's 32 oldest unanswered retrievals are timed, deeper pipelines not)";
+	uint64_t n = 0;
+	char name[64];
+
+	for (unsigned i = 0; i < FIRST_BYTE_BUCKETS - 1; i++) {
+		n += h->n[i];
+		if (markdown && i)
+			continue;
+		if (markdown)
+			snprintf(name, sizeof(name), "first_byte_us_le_N");
+		else
+			snprintf(name, sizeof(name), "first_byte_us_le_%llu",
+				 (unsigned long long)first_byte_bounds_us[i]);
+		emit_U64(sink, name, n, bucket_desc);
+	}
+	emit_U64(sink, "first_byte_count", n + h->n[FIRST_BYTE_BUCKETS - 1],
+		 "memcache retrievals timed, every bucket and those over the last");
+	emit_U64(sink, "first_byte_us_sum", h->us,
+		 "their microseconds, summed");
+}
+
 /* The RDMA_STATS lines of <st>. */
 static void emit_rdma(const struct stats_sink *sink,
 		      const struct rdma_server_stats *st)
@@ -95,6 +151,8 @@ void stats_emit(unsigned tables, const struct stats_snapshot *s,
 	if (tables & STATS_SUMMARY) {
 		SUMMARY_STATS(EMIT_FIELD, EMIT_SINCE)
 	}
+	if (tables & STATS_FIRST_BYTE)
+		emit_first_byte(sink, &s->first_byte, s->markdown);
 	if (tables & STATS_ENGINE) {
 		GS_STATS(EMIT_ENGINE)
 		if (s->numa.nodes)
@@ -228,7 +286,7 @@ static void markdown_emit(void *arg, const char *name, const char *value,
 
 static void markdown_table(unsigned tables)
 {
-	static const struct stats_snapshot none;
+	static const struct stats_snapshot none = { .markdown = true };
 	struct markdown_rows m = { 0 };
 	struct stats_sink sink = { markdown_emit, &m };
 
@@ -262,7 +320,8 @@ static void markdown_rdma(void)
 void stats_markdown(void)
 {
 	printf("`stats` (memcached's general fields plus the front end's counters):\n\n");
-	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY);
+	markdown_table(STATS_PROCESS | STATS_SERVER | STATS_SUMMARY |
+		       STATS_FIRST_BYTE);
 	printf("\n`stats goblin` (the engine):\n\n");
 	markdown_table(STATS_ENGINE | STATS_POOLS);
 	printf("\nWith `--numa`, `stats goblin` and the nginx link's engine counters add, after the engine's (N: each node by id):\n\n");

@@ -28,6 +28,13 @@ void stats_process(struct stats_snapshot *s, time_t started);
 size_t stats_format(unsigned tables, const struct stats_snapshot *s,
 		    char *buf, size_t size);
 
+/* Counts a first byte <us> microseconds after its command into <h>;
+ * reads <h> into <into>; zeroes <h>.  Any thread (relaxed atomics). */
+void stats_first_byte_add(struct first_byte_hist *h, uint64_t us);
+void stats_first_byte_load(const struct first_byte_hist *h,
+			   struct first_byte_hist *into);
+void stats_first_byte_reset(struct first_byte_hist *h);
+
 /* The RDMA endpoint's counters (rdma_thread.c, after each step; NULL: the
  * endpoint stopped), and a copy of the last for <st>: false (and zeroes)
  * without one.  Any thread; one endpoint per process. */

@@ -572,7 +572,8 @@ static size_t format_stats(struct link_server *srv, char *buf, size_t size)
 
 	if (srv->snapshot) {
 		srv->snapshot(srv->snapshot_arg, &snap);
-		tables |= STATS_PROCESS | STATS_SERVER | STATS_SUMMARY;
+		tables |= STATS_PROCESS | STATS_SERVER | STATS_SUMMARY |
+			  STATS_FIRST_BYTE;
 	} else {
 		gs_stats(srv->e, &snap.engine);
 		gs_numa_stats(srv->e, &snap.numa);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "clock.h"
 #include "loop.h"
 #include "server.h"
 
@@ -118,6 +119,7 @@ int conn_reply(struct conn *c, const char *s, size_t len)
 		out_push(c, o);
 	}
 	out_text_add(c, out_last(c), s, len);
+	c->queued += len;
 	return 0;
 }
 
@@ -172,7 +174,37 @@ int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 	out_push(c, o);
 	out_push(c, t);
 	out_text_add(c, t, "\r\n", 2);
+	c->queued += len + gs_obj_meta(obj)->size + 2;
 	return 0;
+}
+
+void conn_reply_mark(struct conn *c)
+{
+	if (c->nmarks < CONN_MARKS)
+		c->marks[(c->mark0 + c->nmarks++) % CONN_MARKS] =
+			(struct reply_mark){ .at = c->queued, .us = mono_us() };
+}
+
+void conn_reply_unmark_empty(struct conn *c)
+{
+	if (c->nmarks &&
+	    c->marks[(c->mark0 + c->nmarks - 1) % CONN_MARKS].at == c->queued)
+		c->nmarks--;
+}
+
+/* Times the replies whose first byte is now written (or dropped). */
+static void marks_reached(struct conn *c)
+{
+	uint64_t now = 0;
+
+	while (c->nmarks && c->marks[c->mark0].at < c->sent) {
+		if (!now)
+			now = mono_us();
+		stats_first_byte_add(&c->srv->first_byte,
+				     now - c->marks[c->mark0].us);
+		c->mark0 = (c->mark0 + 1) % CONN_MARKS;
+		c->nmarks--;
+	}
 }
 
 /* Drops object reply <o>, first in the queue, before any of it was sent,
@@ -182,6 +214,8 @@ static void drop_unsent(struct conn *c, struct out *o)
 	struct out *t = out_next(c, o);
 
 	SRV_ADD(c->srv, get_unreadable, 1);
+	/* its bytes count as gone out: what follows is the reply's first */
+	c->sent += o->line_len + gs_stream_left(o->stream) + 2;
 	t->off += 2;			/* a buffer of its own, "\r\n" first */
 	c->out_bytes -= 2;
 	out_pop(c);
@@ -272,6 +306,8 @@ int conn_send(struct conn *c)
 		}
 		SRV_ADD(c->srv, bytes_written, sent);
 		c->last_write = loop_now_ms();
+		c->sent += sent;
+		marks_reached(c);
 		for (size_t left = sent; left;) {
 			size_t k;
 

@@ -72,7 +72,8 @@ static void stat_line(void *arg, const char *name, const char *value,
 static unsigned stats_tables(const char *arg, size_t len)
 {
 	if (len == 0)
-		return STATS_PROCESS | STATS_SERVER | STATS_SUMMARY;
+		return STATS_PROCESS | STATS_SERVER | STATS_SUMMARY |
+		       STATS_FIRST_BYTE;
 	if (arg_is(arg, len, "slabs"))
 		return STATS_SLABS;
 	if (arg_is(arg, len, "goblin"))

@@ -175,7 +175,10 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 	case MC_GETS:
 	case MC_GAT:
 	case MC_GATS:
+		conn_reply_mark(c);
 		do_get(c, &cmd);
+		if (c->mc.state != CONN_GET)	/* else its keys follow */
+			conn_reply_unmark_empty(c);
 		break;
 	case MC_DELETE:
 		do_delete(c, &cmd);
@@ -217,7 +220,9 @@ static bool run_command(struct conn *c, const char *line, size_t len)
 		c->mc.state = CONN_CLOSING;	/* after what is queued */
 		break;
 	case MC_MG:
+		conn_reply_mark(c);
 		proto_meta_get(c, &cmd);
+		conn_reply_unmark_empty(c);	/* q: a miss says nothing */
 		break;
 	case MC_MS:
 		return proto_meta_set(c, &cmd);

@@ -80,6 +80,8 @@ struct mc_auth;
 /* Replies one connection may have queued before it stops taking commands. */
 #define CONN_OUT_ITEMS_MAX	64
 #define CONN_OUT_BYTES_MAX	(4u << 20)
+/* Retrieval replies one connection times at once (first-byte histogram). */
+#define CONN_MARKS		32
 
 struct server {
 	struct gs_engine *e;
@@ -91,6 +93,7 @@ struct server {
 	unsigned nlfd;			/* "tcp:<ip>:<port>" */
 	time_t started;
 	struct server_stats st;
+	struct first_byte_hist first_byte;	/* stats_first_byte_*() */
 	unsigned listen_off;		/* threads whose listener is out */
 	uint64_t listen_off_since;	/* when the first went out, us */
 	pthread_mutex_t reset_lock;	/* guards base */
@@ -222,6 +225,11 @@ struct conn {
 	unsigned out_items;
 	unsigned out_objs;		/* values queued: pins held */
 	size_t out_bytes;
+	uint64_t queued, sent;		/* reply bytes ever queued, sent */
+	struct reply_mark {		/* a retrieval's reply: where its */
+		uint64_t at, us;	/* first byte is queued, since when */
+	} marks[CONN_MARKS];
+	unsigned mark0, nmarks;		/* the oldest, how many */
 	struct mc_session mc;
 };
 
@@ -263,6 +271,14 @@ int conn_replyf(struct conn *c, const char *fmt, ...)
  * -ENOMEM nothing is queued and the connection is cut. */
 int conn_reply_value(struct conn *c, const char *hdr, size_t len,
 		     struct gs_obj *obj);
+/* A retrieval command starts: its reply's first byte, the next queued, is
+ * timed into the first-byte histogram when it is written (not when <c>
+ * times CONN_MARKS replies already: deeper pipelines go untimed). */
+void conn_reply_mark(struct conn *c);
+/* The command just run queued nothing (an mg with q that missed): forgets
+ * its mark (when conn_reply_mark() timed none, the last mark's command
+ * queued something: it is kept). */
+void conn_reply_unmark_empty(struct conn *c);
 /* Sends what can go now.  Returns 1 when the socket is full, 0 when the
  * queue is drained or waits on a stream, -1 when the connection must
  * go. */

@@ -21,6 +21,7 @@ void server_stats_snapshot(struct server *srv, struct stats_snapshot *s)
 	s->server.name = __atomic_load_n(&srv->st.name, __ATOMIC_RELAXED);
 	SERVER_STATS(SERVER_STAT_LOAD)
 #undef SERVER_STAT_LOAD
+	stats_first_byte_load(&srv->first_byte, &s->first_byte);
 	s->accepting_conns = !__atomic_load_n(&srv->listen_off, __ATOMIC_RELAXED);
 	gs_stats(srv->e, &s->engine);
 	gs_numa_stats(srv->e, &s->numa);
@@ -48,6 +49,7 @@ void server_stats_reset(struct server *srv)
 		__atomic_store_n(&srv->st.name, 0, __ATOMIC_RELAXED);
 	SERVER_STATS(SERVER_STAT_RESET)
 #undef SERVER_STAT_RESET
+	stats_first_byte_reset(&srv->first_byte);
 	gs_stats(srv->e, &st);
 	pthread_mutex_lock(&srv->reset_lock);
 	srv->base = st;

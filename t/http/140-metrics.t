@@ -73,7 +73,7 @@ goblin_case_checks(request => 'GET /metrics', error_code => 200,
 master_on();
 workers(2);
 repeat_each(1);
-plan tests => goblin_plan(37);
+plan tests => goblin_plan(39);
 no_shuffle();
 
 my $port = $ENV{TEST_NGINX_METRICS_PORT};
@@ -106,7 +106,7 @@ sub worker_statuses () {
 
 # ---- the cases, run from the blocks (nginx restarts for each) ----
 
-# Requests over both workers, counted exactly in the totals.  (28 tests)
+# Requests over both workers, counted exactly in the totals.  (30 tests)
 sub totals_across_workers () {
     GoblinTest::wait_attached() or die "the workers did not attach\n";
     my @bad;
@@ -125,6 +125,7 @@ sub totals_across_workers () {
     my ($st) = http_request($port, 'DELETE', '/obj/m1');
     push @bad, "DELETE $st" unless $st == 204;
     mc_set("mc$_", "x" x 10) for 1 .. 3;
+    push @bad, "mc get" for grep { (mc_get("mc$_") // '') ne "x" x 10 } 1 .. 2;
     is("@bad", '', 'every request answered as expected');
     my $n = 2 * $Puts + $Misses + 1;
 
@@ -171,6 +172,11 @@ sub totals_across_workers () {
        'a first byte for every request');
     is($s->{'goblin_first_byte_seconds_bucket{protocol="http",le="+Inf"}'},
        $n, 'the +Inf bucket holds them all');
+    is($s->{'goblin_first_byte_seconds_count{protocol="memcache"}'},
+       $stats->{first_byte_count}, 'memcache first bytes as the daemon timed');
+    ok($stats->{first_byte_count} >= 2 &&
+       $s->{'goblin_first_byte_seconds_bucket{protocol="memcache",le="+Inf"}'}
+       == $stats->{first_byte_count}, 'the memcache gets in +Inf');
     is($s->{memcached_current_items}, $stats->{curr_items},
        'memcached_current_items is curr_items');
     is($s->{memcached_current_items}, $Puts - 1 + 3, 'the items stored');
