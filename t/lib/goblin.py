@@ -28,6 +28,7 @@ harnesses (stdlib only, /usr/bin/python3):
 """
 
 import atexit
+import http.client
 import os
 import shutil
 import signal
@@ -361,3 +362,55 @@ class Daemon:
         except (OSError, TypeError):
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+# ---- checks for the tests that tally their own (print "N passed, N
+# failed" with done()) ----
+
+passed = failed = 0
+
+
+def check(cond, what):
+    """Counts and prints one check; returns <cond>."""
+    global passed, failed
+    if cond:
+        passed += 1
+        print("    ok    " + what)
+    else:
+        failed += 1
+        print("    FAIL  " + what)
+    sys.stdout.flush()
+    return cond
+
+
+def done(rc=0):
+    """Prints the tally and exits: <rc> when set, else 1 on a failure."""
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(rc if rc else (1 if failed else 0))
+
+
+def wait_for(fn, timeout=30.0):
+    """Polls <fn> every 50 ms until it returns something true or <timeout>
+    seconds pass; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = fn()
+        if r:
+            return r
+        time.sleep(0.05)
+    return fn()
+
+
+def http_request(port, method, path, body=None, host="127.0.0.1",
+                 timeout=10, headers=None):
+    """One HTTP/1.1 request: (status, body), or (None, b"") when the
+    connection fails."""
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=timeout)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+    except OSError:
+        return None, b""
