@@ -230,19 +230,16 @@ def markdown(res, name, argv):
                     res["devices"]["ssd"]["bandwidth_mbps"], res["devices"]["ssd"]["channels"],
                     res["args"]["conns_per_node"], res["args"]["seconds"]), ""]
         q1 = sc[0]["stats"]["qps"]
-        rows = []
-        for r in sc:
+
+        def row(nodes, r):
             s = r["stats"]
-            rows.append((r["nodes"], r["conns"], "%.1f" % s["qps"], "%.2fx" % (s["qps"] / q1),
-                         "%.1f" % s["mb_per_s"], "%.1f ms" % s["p50_ms"], "%.1f ms" % s["p99_ms"],
-                         s["errors_whole_run"], limit_text(r["limit"])))
+            return (nodes, r["conns"], "%.1f" % s["qps"], "%.2fx" % (s["qps"] / q1),
+                    "%.1f" % s["mb_per_s"], "%.1f ms" % s["p50_ms"], "%.1f ms" % s["p99_ms"],
+                    s["errors_whole_run"], limit_text(r["limit"]))
+        rows = [row(r["nodes"], r) for r in sc]
         bal = res.get("scaling_balanced")
         if bal:
-            s = bal["stats"]
-            rows.append(("3, a third of the GETs each", bal["conns"], "%.1f" % s["qps"],
-                         "%.2fx" % (s["qps"] / q1), "%.1f" % s["mb_per_s"],
-                         "%.1f ms" % s["p50_ms"], "%.1f ms" % s["p99_ms"],
-                         s["errors_whole_run"], limit_text(bal["limit"])))
+            rows.append(row("3, a third of the GETs each", bal))
         out.append(md_table(("nodes", "conns", "GETs/s", "vs 1", "MB/s", "p50", "p99",
                              "errors", "limit"), rows))
         if bal:
