@@ -9,6 +9,7 @@ from cmplib import MIB, human
 from httpcmp import COLORS, x
 from httpreport import HDR, PEER_WORDS, fio_line, row, table, varnish_words
 import limits
+from disktier import SATURATED
 from peers import PEERS, SSD, base
 
 SSD_COLORS = {"nginx-cache-ssd": "#98df8a", "varnish-ssd": "#c5b0d5",
@@ -33,6 +34,13 @@ def install():
     httpreport.disk_lines = disk_lines
 
 
+def bound(m):
+    """What binds a target's runs: its busiest resource when saturated
+    (disktier.SATURATED), else none, its busiest named."""
+    what = "%s %s" % (m["binding"], limits.pct(m["binding_busy"]))
+    return what if m.get("saturated", True) else "none saturated (busiest %s)" % what
+
+
 def busy_text(m):
     """The median run's busy fraction of each resource, the binding one
     (the busiest) first and in bold; '-' for results without them."""
@@ -43,7 +51,8 @@ def busy_text(m):
         if key in m["busy"]:
             text = "%s %s" % (name, limits.pct(m["busy"][key]))
             if name == m["binding"]:
-                parts.insert(0, "**%s**" % text)
+                parts.insert(0, "**%s**" % text if m.get("saturated", True) else
+                             "none saturated: " + text)
             else:
                 parts.append(text)
     return ", ".join(parts)
@@ -109,8 +118,10 @@ def disk_lines(res):
           "came from the cache). \"bound by\": each resource's busy fraction "
           "(median of the runs; the device models' access and transfer "
           "time booked, the server's processes' cpu time on its one cpu, "
-          "goblin-bench's on the client cpu), the busiest first, in bold.\n"
-          % (p["reps"], p["duration"], p["conns"])]
+          "goblin-bench's on the client cpu), the busiest first, in bold when at "
+          "least %.0f%% busy; below that none binds the run: a server that "
+          "waits on one read at a time is bound by its latency.\n"
+          % (p["reps"], p["duration"], p["conns"], 100 * SATURATED)]
     L += table(HDR + ["HDD, SSD bytes read / served", "RAM peak (cgroup)",
                       "origin", "bound by"],
                [row(res, t, ["%.2f, %.2f" % (med[t]["hdd_read_per_served"],
@@ -122,14 +133,13 @@ def disk_lines(res):
     L.append("")
     for t in res["targets"][1:]:
         r = res["ratios"][t]
-        bound = " (bound by %s %s; goblin by %s %s)" % (
-            med[t]["binding"], limits.pct(med[t]["binding_busy"]),
-            med["goblin"]["binding"], limits.pct(med["goblin"]["binding_busy"])) \
+        what = " (%s bound by %s; goblin by %s)" % (
+            t, bound(med[t]), bound(med["goblin"])) \
             if "binding" in med[t] and "binding" in med["goblin"] else ""
         L.append("- goblin/%s: throughput **%s** (MB/s %s), TTFB p50 %s, p99 "
                  "**%s**, complete p99 %s%s." % (
                      t, x(r["throughput"]), x(r["mb_per_s"]), x(r["ttfb_p50"]),
-                     x(r["ttfb_p99"]), x(r["complete_p99"]), bound))
+                     x(r["ttfb_p99"]), x(r["complete_p99"]), what))
     if peers:
         behind = [t for t in peers if res["ratios"][t]["throughput"] <= 1
                   or res["ratios"][t]["ttfb_p99"] >= 1]

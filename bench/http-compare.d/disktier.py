@@ -30,6 +30,9 @@ import limits
 STATE = "/var/tmp/goblin-http-compare-rig"
 STATIC = ("static", "static-aio")
 TIMEOUT = 120           # goblin-bench --timeout, seconds
+# a resource at least this busy binds a run; below it none does (a server
+# that waits on one read at a time is bound by its latency, not a device)
+SATURATED = 0.8
 MODULE = os.path.join(TOP, "build", "ngx_http_goblin_module.so")
 
 
@@ -485,6 +488,7 @@ def summarize(out, targets):
                      for k, _ in limits.NAMES if runs[t][0]["limits"].get(k)}
         key = max(m["busy"], key=m["busy"].get)
         m["binding"], m["binding_busy"] = dict(limits.NAMES)[key], m["busy"][key]
+        m["saturated"] = m["binding_busy"] >= SATURATED
         m["ram_peak_bytes"] = out["sessions"][t]["ram"]["max_usage_bytes"]
     out["ratios"] = {t: ratios(out["medians"], "goblin", t) for t in targets[1:]}
     out["errors"] = 0

@@ -88,7 +88,9 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
     (`max_size=<ssd_max_mib>m`, the SSD's bytes), the later ones to
     <cache_dir>, as goblin-store keeps an object's start on the SSD and its
     tail on the HDD: `proxy_cache` takes the zone from a map of
-    $slice_range."""
+    $slice_range, `volatile` (the slices' subrequests share the main
+    request's variables: a cached map value sends every slice to the
+    first one's zone)."""
     extra = """    upstream origin { server 127.0.0.1:%d; keepalive 32; }
     proxy_cache_path %s levels=1:2 keys_zone=goblin:16m max_size=%dm
                      inactive=365d use_temp_path=off;""" % (
@@ -99,6 +101,7 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
     proxy_cache_path %s levels=1:2 keys_zone=goblin_ssd:16m max_size=%dm
                      inactive=365d use_temp_path=off;
     map $slice_range $goblin_zone {
+        volatile;
         "bytes=0-%d" goblin_ssd;
         default goblin;
     }""" % (ssd_dir, ssd_max_mib, SLICE - 1)
