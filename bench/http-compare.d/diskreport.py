@@ -18,7 +18,9 @@ SSD_WORDS = {
     "nginx-cache-ssd": "nginx-cache's configuration with each object's first 1 MiB slice in a "
                        "second `proxy_cache_path` on the SSD (`max_size` = "
                        "the SSD's bytes), the later slices on the HDD "
-                       "(`proxy_cache` picks the zone by `$slice_range`)",
+                       "(`proxy_cache` picks the zone by `$slice_range`), "
+                       "and `aio threads` (the cache files read off the event "
+                       "loop, as static-aio)",
     "varnish-ssd": "varnish's configuration with a second `-s file` on the SSD: after "
                    "malloc, the smallest objects that fit in it (the most "
                    "objects off the HDD; Varnish keeps an object whole in "

@@ -246,7 +246,8 @@ def peer_config(tag, pd, port, origin, cache_dir, mb, ram_cache, sizes,
     SSD is used).  With <ssd_dir> (the -ssd peers) the cache has
     mb['peer_ssd'] MiB there, goblin-store's SSD share:
       nginx-cache  each object's first 1 MiB slice in a second cache there
-                   (max_size), the other slices on the HDD
+                   (max_size), the other slices on the HDD; `aio threads`
+                   (its best: reads off the one worker's event loop)
       varnish      after malloc, the smallest objects that fit in a file
                    storage there, the rest in the file on the HDD
       ats          a second span there; with the HDD's, their sum the HDD
@@ -254,7 +255,7 @@ def peer_config(tag, pd, port, origin, cache_dir, mb, ram_cache, sizes,
     kind, ssd_mib = peer_base(tag), mb["peer_ssd"] if ssd_dir else 0
     if kind == "nginx-cache":
         conf = nginx_cache_conf(pd, port, origin.port, cache_dir, mb["peer_cache"],
-                                ssd_dir, ssd_mib)
+                                ssd_dir, ssd_mib, aio_threads=bool(ssd_dir))
         ssd = ssd_dir and {"ssd_mib": ssd_mib, "what": "first slices",
                            "objects": len(sizes),
                            "object_bytes": sum(min(s, SLICE) for s in sizes)}

@@ -79,7 +79,7 @@ def count_requests(d):
 
 
 def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
-                     ssd_dir=None, ssd_max_mib=0):
+                     ssd_dir=None, ssd_max_mib=0, aio_threads=False):
     """nginx proxy_cache in front of the origin: the cache on <cache_dir>
     (the emulated HDD), each object cached as 1 MiB slices (`slice`, the
     documented way to cache large objects: a hit reads only the slices a
@@ -90,7 +90,8 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
     tail on the HDD: `proxy_cache` takes the zone from a map of
     $slice_range, `volatile` (the slices' subrequests share the main
     request's variables: a cached map value sends every slice to the
-    first one's zone)."""
+    first one's zone).  <aio_threads>: `aio threads`, the cache files read
+    off the event loop (nginx's one worker otherwise waits on each read)."""
     extra = """    upstream origin { server 127.0.0.1:%d; keepalive 32; }
     proxy_cache_path %s levels=1:2 keys_zone=goblin:16m max_size=%dm
                      inactive=365d use_temp_path=off;""" % (
@@ -107,7 +108,7 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
     }""" % (ssd_dir, ssd_max_mib, SLICE - 1)
         zone = "$goblin_zone"
     loc = """        location /obj/ {
-            slice %d;
+            slice %d;%s
             proxy_cache %s;
             proxy_cache_key $uri$slice_range;
             proxy_set_header Range $slice_range;
@@ -116,7 +117,7 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
             proxy_set_header Connection "";
             proxy_pass http://origin;
             add_header X-Cache $upstream_cache_status;
-        }""" % (SLICE, zone)
+        }""" % (SLICE, "\n            aio threads;" if aio_threads else "", zone)
     return nginx_conf(d, port, loc, extra)
 
 
