@@ -30,9 +30,16 @@ SSD_WORDS = {
                "object onto one stripe, weighted by their sizes)"}
 
 
+ATS_WORDS = ("Traffic Server 9, one event thread, its raw cache a file on the "
+             "HDD, `ram_cache.size` the RAM cache less 64 MiB (at least half "
+             "of it): with all of it, its process outgrew the cgroup once "
+             "the RAM cache filled and was OOM-killed")
+
+
 def install():
     COLORS.update(SSD_COLORS)
     PEER_WORDS.update(SSD_WORDS)
+    PEER_WORDS["ats"] = ATS_WORDS
     httpreport.disk_lines = disk_lines
 
 

@@ -33,6 +33,12 @@ TIMEOUT = 120           # goblin-bench --timeout, seconds
 # a resource at least this busy binds a run; below it none does (a server
 # that waits on one read at a time is bound by its latency, not a device)
 SATURATED = 0.8
+# Traffic Server's RAM cache is the others' less this (at least half of
+# theirs): with 256 MiB in the 384 MiB cgroup its process grew to 380 MiB
+# anon once the RAM cache filled and the cgroup's OOM killer ended it (ats-ssd,
+# serving twice as fast, got there within its runs; ats was at 348 MiB and
+# still growing)
+ATS_RAM_LESS = 64 * MIB
 MODULE = os.path.join(TOP, "build", "ngx_http_goblin_module.so")
 
 
@@ -279,6 +285,7 @@ def peer_config(tag, pd, port, origin, cache_dir, mb, ram_cache, sizes,
             "malloc_objects": count, "malloc_object_bytes": held,
             "file_mib": mb["peer_cache"]}, ssd
     hdd_mib = mb["peer_cache"] - ssd_mib
+    ram_cache = max(ram_cache - ATS_RAM_LESS, ram_cache // 2) // MIB * MIB
     etc, argv = ats_files(pd, port, origin.port, cache_dir, hdd_mib,
                           ram_cache, ssd_dir=ssd_dir, ssd_mib=ssd_mib)
     ssd = ssd_dir and {"ssd_mib": ssd_mib, "hdd_mib": hdd_mib,
