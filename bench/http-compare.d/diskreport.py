@@ -41,6 +41,32 @@ def install():
     PEER_WORDS.update(SSD_WORDS)
     PEER_WORDS["ats"] = ATS_WORDS
     httpreport.disk_lines = disk_lines
+    httpreport.plot = wide_plot
+
+
+PLOT = httpreport.plot
+LABEL_PX = 110          # a bar's label, up to 'nginx-cache-ssd' at 10 pt
+
+
+def wide_plot(results, png, work):
+    """httpreport's plot, each tier's panel LABEL_PX per target wide (640
+    px at least): nine disk-tier targets' labels overlap at 640.  The
+    width is the first line of the script it hands report.gnuplot."""
+    wide = max([640] + [LABEL_PX * len(r["targets"]) for r in results.values()])
+    tiers = len([t for t in ("ram", "disk") if t in results])
+
+    def gnuplot(script, work):
+        old = "set terminal pngcairo size %d," % (640 * tiers)
+        if not script.startswith(old):
+            raise ValueError("httpreport's plot script starts otherwise: %r"
+                             % script[:60])
+        real(script.replace(old, "set terminal pngcairo size %d," % (wide * tiers),
+                            1), work)
+    real, httpreport.gnuplot = httpreport.gnuplot, gnuplot
+    try:
+        PLOT(results, png, work)
+    finally:
+        httpreport.gnuplot = real
 
 
 def bound(m):
@@ -67,6 +93,14 @@ def busy_text(m):
     return ", ".join(parts)
 
 
+def ats_words(res):
+    for t in ("ats", "ats-ssd"):
+        s = res["sessions"].get(t)
+        if s and "ram_budget" in s:
+            return ", Traffic Server %s" % human(s["ram_budget"]["ram_cache_bytes"])
+    return ""
+
+
 def ssd_words(res):
     """How the -ssd peers used the SSD, from their sessions."""
     ssd = [t for t in res["targets"] if t.endswith(SSD)]
@@ -82,15 +116,17 @@ def ssd_words(res):
     for t in ssd:
         s = res["sessions"][t]
         u, on = s["ssd_use"], s["fill"].get("cache_bytes", {})
-        disk = " (on disk after the fill: SSD %s, HDD %s)" % (
+        disk = " (allocated on disk after the fill: SSD %s, HDD %s)" % (
             human(on["ssd"]), human(on["hdd"])) if on.get("ssd") is not None else ""
         if base(t) == "nginx-cache":
             what = "the %d objects' first slices, %s" % (
                 u["objects"], human(u["object_bytes"]))
         elif base(t) == "varnish":
-            what = "the %d objects of more than %s and at most %s, %s" % (
+            what = "the %d objects of more than %s and at most %s, %s%s" % (
                 u["objects"], human(u["objects_over"]), human(u["objects_up_to"]),
-                human(u["object_bytes"]))
+                human(u["object_bytes"]),
+                ": every object not in malloc, nothing in the file on the HDD"
+                if s.get("varnishstat", {}).get("SMF.disk.g_bytes") == 0 else "")
         else:
             what = "a %s span beside the HDD's %s: %.0f%% of the objects " \
                    "by the hash" % (human(u["ssd_mib"] * MIB),
@@ -117,9 +153,11 @@ def disk_lines(res):
     if peers:
         L += ["", "The caches are filled by one sweep through them from an "
               "origin (nginx serving the files from the host's disk, outside "
-              "the cgroup, on the client cpu); each has a RAM cache of %s, "
-              "goblin-store's `--memory`%s." % (
-                  human(p["ram_cache"]), varnish_words(res))]
+              "the cgroup, on the client cpu); each has a RAM cache of %s "
+              "(goblin-store's `--memory`: %s)%s%s." % (
+                  human(p["ram_cache"]), human(p["goblin_memory"])
+                  if "goblin_memory" in p else "?", ats_words(res),
+                  varnish_words(res))]
         L += ssd_words(res)
     L += ["", "Each: a sweep reading every key once (all verified), then %d "
           "runs of %s of uniform GETs, %d connections. \"origin\" = requests "
