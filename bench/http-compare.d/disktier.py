@@ -2,8 +2,11 @@
 """bench/http-compare --tier disk: in the emulated rig, goblin-store + the
 module (filled by PUT), nginx serving the objects as files on the HDD, and
 the caches users would put in front of large objects (nginx proxy_cache +
-slice, Varnish 7, Apache Traffic Server 9), each filled once through a
-small origin outside the server cgroup, then the same GET runs."""
+slice, Varnish 7, Apache Traffic Server 9), each on the HDD alone and
+(-ssd) with the SSD too, within the bytes goblin-store keeps there, each
+filled once through a small origin outside the server cgroup, then the
+same GET runs; every run's binding resource (HDD, SSD, server or client
+cpu) from its counters."""
 import json
 import os
 import shutil
@@ -14,17 +17,28 @@ import time
 
 from cmplib import (KIB, MIB, TOP, Failure, Rig, Server, device_delta, goblin,
                     free_port, goblin_bench, human, memcache_stats)
-from hlib import (BENCH, STORE, brief, copy_files, copy_objects, goblin_locations,
-                  http_get, log, read, resident_bytes, stop, wait_attached,
-                  wait_listen)
+from hlib import (BENCH, STORE, brief, copy_files, copy_objects, cpu_seconds,
+                  goblin_locations, http_get, log, read, resident_bytes, stop,
+                  wait_attached, wait_listen)
 from httpcmp import (SEED, goblin_memory, medians, peer_ram_cache, ratios,
                      record, spread)
-from peers import (NGINX, count_requests, nginx_cache_conf, nginx_conf,
-                   origin_conf, ats_files, varnish_files, varnish_split)
+from peers import (NGINX, SLICE, SSD, base as peer_base, count_requests,
+                   nginx_cache_conf, nginx_conf, origin_conf, ats_files,
+                   varnish_files, varnish_split, varnish_ssd_split)
+import limits
 
 STATE = "/var/tmp/goblin-http-compare-rig"
 STATIC = ("static", "static-aio")
 TIMEOUT = 120           # goblin-bench --timeout, seconds
+# a resource at least this busy binds a run; below it none does (a server
+# that waits on one read at a time is bound by its latency, not a device)
+SATURATED = 0.8
+# Traffic Server's RAM cache is the others' less this (at least half of
+# theirs): with 256 MiB in the 384 MiB cgroup its process grew to 380 MiB
+# anon once the RAM cache filled and the cgroup's OOM killer ended it (ats-ssd,
+# serving twice as fast, got there within its runs; ats was at 348 MiB and
+# still growing)
+ATS_RAM_LESS = 64 * MIB
 MODULE = os.path.join(TOP, "build", "ngx_http_goblin_module.so")
 
 
@@ -74,14 +88,23 @@ def measured(rig, base, a, tag, work, servers, origin, warm=True):
     for rep in range(a.disk_reps):
         o = origin.requests() if origin else 0
         before = rig.devices()
+        scpu = sum(cpu_seconds(s.proc.pid) for s in servers)
+        ccpu = limits.children_cpu_seconds()
+        t0 = time.time()
         res = goblin_bench(BENCH, base + ["--no-store", "--conns", str(a.conns),
                                           "--duration", a.disk_duration],
                            os.path.join(work, "%s-%d.json" % (tag, rep)),
                            rig.env["GOBLIN_RIG_CLIENT_CPU"])
         for s in servers:
             s.check_alive()
+        wall = time.time() - t0
+        scpu = sum(cpu_seconds(s.proc.pid) for s in servers) - scpu
+        ccpu = limits.children_cpu_seconds() - ccpu
+        after = rig.devices()
         r = record(res)
-        r["devices"] = device_delta(before, rig.devices(), res["run"]["seconds"])
+        r["devices"] = device_delta(before, after, res["run"]["seconds"])
+        r["limits"] = run_limits(rig, res["run"], r["devices"], after, scpu, ccpu,
+                                 wall)
         r["served_bytes"] = served = max(1, res["run"]["get_bytes"])
         for dev in ("hdd", "ssd"):
             r[dev + "_read_per_served"] = r["devices"][dev]["read_bytes"] / served
@@ -89,16 +112,32 @@ def measured(rig, base, a, tag, work, servers, origin, warm=True):
         r["cgroup"] = rig.cg_memory()
         r["origin_requests"] = origin.requests() - o if origin else 0
         out["runs"].append(r)
-        log("disk %-11s rep %d: %s; read HDD %.1f MB/s, SSD %.1f MB/s, %.0f%% "
-            "of the bytes served; wrote HDD %.1f MB/s; cgroup peak %s%s" % (
+        log("disk %-15s rep %d: %s; read HDD %.1f MB/s, SSD %.1f MB/s, %.0f%% "
+            "of the bytes served; wrote HDD %.1f MB/s; cgroup peak %s; bound "
+            "by %s%s" % (
                 tag, rep, brief(r), r["devices"]["hdd"]["read_mb_per_s"],
                 r["devices"]["ssd"]["read_mb_per_s"], 100 * r["disk_read_fraction"],
                 r["devices"]["hdd"]["write_mb_per_s"],
                 human(r["cgroup"]["max_usage_bytes"]),
+                limits.limit_text(r["limits"]).replace("**", ""),
                 "; ORIGIN served %d requests" % r["origin_requests"]
                 if r["origin_requests"] else ""))
     out["ram"] = rig.cg_memory()
     return out
+
+
+def run_limits(rig, run, deltas, after, server_cpu_s, client_cpu_s, wall):
+    """limits.phase_limits of one measured run: the HDD's and the SSD's
+    busy fraction from the models' counters, the server's processes' cpu
+    on the server cpu, goblin-bench's on the client cpu (loopback: no
+    link)."""
+    params = {d: {k: float(after[d][k]) for k in limits.DEVICE_PARAMS}
+              for d in after}
+    env = rig.env
+    return limits.phase_limits(
+        run, deltas, params, run["seconds"], None,
+        (server_cpu_s, run["seconds"], limits.cpu_count(env["GOBLIN_RIG_SERVER_CPU"])),
+        (client_cpu_s, wall, limits.cpu_count(env["GOBLIN_RIG_CLIENT_CPU"])))
 
 
 def sweep(rig, base, a, tag, what, work, servers):
@@ -116,7 +155,7 @@ def sweep(rig, base, a, tag, what, work, servers):
         raise Failure("%s %s read %d keys of %d"
                       % (tag, what, res["run"]["gets"], a.disk_keys))
     out["devices"] = device_delta(before, rig.devices(), time.time() - t0)
-    log("disk %-11s %s: %d keys verified, %s" % (tag, what, a.disk_keys, brief(out)))
+    log("disk %-15s %s: %d keys verified, %s" % (tag, what, a.disk_keys, brief(out)))
     return out
 
 
@@ -207,26 +246,54 @@ def static_session(rig, a, d, env, tag, base, set_bytes):
     return s
 
 
-def peer_config(tag, pd, port, origin, cache_dir, mb, ram_cache, sizes):
-    """(argv, config files as text, what the RAM budget went to)."""
-    if tag == "nginx-cache":
-        conf = nginx_cache_conf(pd, port, origin.port, cache_dir, mb["peer_cache"])
+def peer_config(tag, pd, port, origin, cache_dir, mb, ram_cache, sizes,
+                ssd_dir=None):
+    """(argv, config files as text, what the RAM budget went to, how the
+    SSD is used).  With <ssd_dir> (the -ssd peers) the cache has
+    mb['peer_ssd'] MiB there, goblin-store's SSD share:
+      nginx-cache  each object's first 1 MiB slice in a second cache there
+                   (max_size), the other slices on the HDD; `aio threads`
+                   (its best: reads off the one worker's event loop)
+      varnish      after malloc, the smallest objects that fit in a file
+                   storage there, the rest in the file on the HDD
+      ats          a second span there; with the HDD's, their sum the HDD
+                   peer's cache (objects hashed over them by size)"""
+    kind, ssd_mib = peer_base(tag), mb["peer_ssd"] if ssd_dir else 0
+    if kind == "nginx-cache":
+        conf = nginx_cache_conf(pd, port, origin.port, cache_dir, mb["peer_cache"],
+                                ssd_dir, ssd_mib, aio_threads=bool(ssd_dir))
+        ssd = ssd_dir and {"ssd_mib": ssd_mib, "what": "first slices",
+                           "objects": len(sizes),
+                           "object_bytes": sum(min(s, SLICE) for s in sizes)}
         return ([NGINX, "-p", pd + "/", "-c", conf], {"nginx.conf": read(conf)},
-                {"page_cache": "all of the cgroup not used by nginx"})
-    if tag == "varnish":
+                {"page_cache": "all of the cgroup not used by nginx"}, ssd)
+    if kind == "varnish":
         cut, count, held = varnish_split(sizes, ram_cache)
+        ssd, extra = None, {}
+        if ssd_dir:
+            scut, scount, sheld = varnish_ssd_split(sizes, cut, ssd_mib * MIB)
+            ssd = {"ssd_mib": ssd_mib, "what": "whole objects",
+                   "objects_over": cut, "objects_up_to": scut,
+                   "objects": scount, "object_bytes": sheld}
+            extra = {"ssd_path": os.path.join(ssd_dir, "varnish.bin"),
+                     "ssd_mib": ssd_mib, "ssd_cut": scut}
         vcl, argv = varnish_files(pd, port, origin.port,
                                   os.path.join(cache_dir, "varnish.bin"),
-                                  mb["peer_cache"], ram_cache // MIB, cut)
+                                  mb["peer_cache"], ram_cache // MIB, cut, **extra)
         return argv, {"goblin.vcl": read(vcl)}, {
             "malloc_bytes": ram_cache, "malloc_objects_up_to": cut,
             "malloc_objects": count, "malloc_object_bytes": held,
-            "file_mib": mb["peer_cache"]}
-    etc, argv = ats_files(pd, port, origin.port, cache_dir, mb["peer_cache"],
-                          ram_cache)
+            "file_mib": mb["peer_cache"]}, ssd
+    hdd_mib = mb["peer_cache"] - ssd_mib
+    ram_cache = max(ram_cache - ATS_RAM_LESS, ram_cache // 2) // MIB * MIB
+    etc, argv = ats_files(pd, port, origin.port, cache_dir, hdd_mib,
+                          ram_cache, ssd_dir=ssd_dir, ssd_mib=ssd_mib)
+    ssd = ssd_dir and {"ssd_mib": ssd_mib, "hdd_mib": hdd_mib,
+                       "what": "a span (objects hashed over spans by size)",
+                       "share_of_cache": ssd_mib / mb["peer_cache"]}
     return argv, {n: read(os.path.join(etc, n)) for n in
                   ("records.config", "storage.config", "remap.config")}, {
-        "ram_cache_bytes": ram_cache, "raw_cache_mib": mb["peer_cache"]}
+        "ram_cache_bytes": ram_cache, "raw_cache_mib": hdd_mib}, ssd
 
 
 def wait_ats_cache(pd, srv):
@@ -251,7 +318,8 @@ def varnish_counters(pd):
     res = subprocess.run(["varnishstat", "-n", os.path.join(pd, "work"), "-1",
                           "-f", "MAIN.cache_hit", "-f", "MAIN.cache_miss",
                           "-f", "MAIN.backend_req", "-f", "MAIN.n_lru_nuked",
-                          "-f", "SMA.mem.g_bytes", "-f", "SMF.disk.g_bytes"],
+                          "-f", "SMA.mem.g_bytes", "-f", "SMF.disk.g_bytes",
+                          "-f", "SMF.ssd.g_bytes"],
                          capture_output=True, text=True)
     out = {}
     for line in res.stdout.splitlines():
@@ -270,16 +338,22 @@ def peer_session(rig, a, d, env, tag, base, origin, mb, sizes):
     rig.cg_empty()
     cache_dir = os.path.join(env["GOBLIN_RIG_HDD_DIR"], tag)
     os.makedirs(cache_dir)
+    ssd_dir = None
+    if tag.endswith(SSD):
+        ssd_dir = os.path.join(env["GOBLIN_RIG_SSD_DIR"], tag)
+        os.makedirs(ssd_dir)
     pd, port = os.path.join(d, tag), free_port()
     os.makedirs(pd, exist_ok=True)
     ram_cache = peer_ram_cache(a.disk_keys, a.server_ram)
-    argv, files, budget = peer_config(tag, pd, port, origin, cache_dir, mb,
-                                      ram_cache, sizes)
+    argv, files, budget, ssd = peer_config(tag, pd, port, origin, cache_dir, mb,
+                                           ram_cache, sizes, ssd_dir)
     log("%s: %s" % (tag, " ".join(argv)))
+    if ssd:
+        log("%s: SSD use %s" % (tag, json.dumps(ssd)))
     srv = Server(rig, tag, argv, port, d)
     try:
         srv.start(timeout=120)
-        if tag == "ats":
+        if peer_base(tag) == "ats":
             wait_ats_cache(pd, srv)
         b = base + ["--port", str(port), "--http-prefix", "/obj/"]
         o = origin.requests()
@@ -290,25 +364,41 @@ def peer_session(rig, a, d, env, tag, base, origin, mb, sizes):
                           "keys: not a cache miss each" % (
                               tag, fill["origin_requests"], a.disk_keys))
         t0 = time.time()
-        res = subprocess.run(["sync", "-f", cache_dir], capture_output=True,
-                             text=True)
-        if res.returncode:
-            raise Failure("sync -f %s: %s" % (cache_dir, res.stderr.strip()))
+        for path in [cache_dir] + ([ssd_dir] if ssd_dir else []):
+            res = subprocess.run(["sync", "-f", path], capture_output=True,
+                                 text=True)
+            if res.returncode:
+                raise Failure("sync -f %s: %s" % (path, res.stderr.strip()))
         fill["flush_seconds"] = time.time() - t0
-        log("%s: the fill's writes flushed to the HDD in %.1f s"
-            % (tag, fill["flush_seconds"]))
+        fill["cache_bytes"] = {"hdd": du(cache_dir)}
+        if ssd_dir:
+            fill["cache_bytes"]["ssd"] = du(ssd_dir)
+        log("%s: the fill's writes flushed in %.1f s; on disk %s" % (
+            tag, fill["flush_seconds"], ", ".join(
+                "%s %s" % (k.upper(), human(v))
+                for k, v in fill["cache_bytes"].items())))
         s = measured(rig, b, a, tag, d, [srv], origin)
         s.update({"argv": argv, "config": files, "ram_budget": budget, "fill": fill})
+        if ssd:
+            s["ssd_use"] = ssd
         status, body, hdrs = http_get(port, "/obj/gb:0", headers=True)
         s["spot_check"] = {"status": status, "bytes": len(body), "headers": {
             k: v for k, v in hdrs.items() if k in ("X-Cache", "Via", "Age")}}
-        if tag == "varnish":
+        if peer_base(tag) == "varnish":
             s["varnishstat"] = varnish_counters(pd)
         srv.check_alive()
         return s
     finally:
         srv.stop()
         shutil.rmtree(cache_dir, ignore_errors=True)
+        if ssd_dir:
+            shutil.rmtree(ssd_dir, ignore_errors=True)
+
+
+def du(path):
+    """Bytes allocated under <path> (a preallocated cache file: its size)."""
+    res = subprocess.run(["du", "-s", "-B1", path], capture_output=True, text=True)
+    return int(res.stdout.split()[0]) if res.returncode == 0 else None
 
 
 def fio_check():
@@ -358,6 +448,15 @@ def disk_tier(a, work):
                 "--seed", str(SEED), "--timeout", "%ds" % TIMEOUT]
         out["sessions"]["goblin"], sizes = goblin_session(rig, a, d, env, mb, base)
         out["set_bytes"] = set_bytes = sum(sizes)
+        # the -ssd peers' SSD: the bytes goblin-store holds there (heads'
+        # copies and prefixes), not its pool's size, which it leaves part
+        # free; whole MiB
+        mb["peer_ssd"] = -(-out["sessions"]["goblin"]["stats_goblin"][
+            "ssd_used_bytes"] // MIB)
+        log("goblin: %s on the SSD, %s on the HDD: the -ssd peers get %d MiB "
+            "of SSD" % (human(out["sessions"]["goblin"]["stats_goblin"]["ssd_used_bytes"]),
+                        human(out["sessions"]["goblin"]["stats_goblin"]["hdd_used_bytes"]),
+                        mb["peer_ssd"]))
         for tag in statics:
             out["sessions"][tag] = static_session(rig, a, d, env, tag, base,
                                                   set_bytes)
@@ -393,6 +492,11 @@ def summarize(out, targets):
         m["disk_read_fraction"] = statistics.median(
             r["disk_read_fraction"] for r in runs[t])
         m["origin_requests"] = sum(r.get("origin_requests", 0) for r in runs[t])
+        m["busy"] = {k: statistics.median(r["limits"][k]["busy"] for r in runs[t])
+                     for k, _ in limits.NAMES if runs[t][0]["limits"].get(k)}
+        key = max(m["busy"], key=m["busy"].get)
+        m["binding"], m["binding_busy"] = dict(limits.NAMES)[key], m["busy"][key]
+        m["saturated"] = m["binding_busy"] >= SATURATED
         m["ram_peak_bytes"] = out["sessions"][t]["ram"]["max_usage_bytes"]
     out["ratios"] = {t: ratios(out["medians"], "goblin", t) for t in targets[1:]}
     out["errors"] = 0

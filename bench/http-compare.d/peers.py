@@ -10,8 +10,18 @@ import os
 NGINX = os.environ.get("NGINX", "/usr/sbin/nginx")
 VARNISHD = os.environ.get("VARNISHD", "/usr/sbin/varnishd")
 TRAFFIC_SERVER = os.environ.get("TRAFFIC_SERVER", "/usr/bin/traffic_server")
-PEERS = ("nginx-cache", "varnish", "ats")     # caches in front of the origin
+# caches in front of the origin: each on the HDD only, and with "-ssd" in
+# its best configuration with the SSD as well, within goblin-store's bytes
+# there (bench/http-compare --help)
+SSD = "-ssd"
+BASES = ("nginx-cache", "varnish", "ats")
+PEERS = tuple(t for b in BASES for t in (b, b + SSD))
 SLICE = 1 << 20                                # nginx `slice` for large objects
+
+
+def base(tag):
+    """The server a peer name runs: 'varnish' for varnish and varnish-ssd."""
+    return tag[:-len(SSD)] if tag.endswith(SSD) else tag
 
 
 def nginx_conf(d, port, locations, extra="", module=None, log=None):
@@ -68,18 +78,38 @@ def count_requests(d):
         return 0
 
 
-def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib):
+def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib,
+                     ssd_dir=None, ssd_max_mib=0, aio_threads=False):
     """nginx proxy_cache in front of the origin: the cache on <cache_dir>
     (the emulated HDD), each object cached as 1 MiB slices (`slice`, the
     documented way to cache large objects: a hit reads only the slices a
-    response needs, a miss fetches 1 MiB ranges); X-Cache says HIT/MISS."""
+    response needs, a miss fetches 1 MiB ranges); X-Cache says HIT/MISS.
+    With <ssd_dir>, each object's first slice goes to a second cache there
+    (`max_size=<ssd_max_mib>m`, the SSD's bytes), the later ones to
+    <cache_dir>, as goblin-store keeps an object's start on the SSD and its
+    tail on the HDD: `proxy_cache` takes the zone from a map of
+    $slice_range, `volatile` (the slices' subrequests share the main
+    request's variables: a cached map value sends every slice to the
+    first one's zone).  <aio_threads>: `aio threads`, the cache files read
+    off the event loop (nginx's one worker otherwise waits on each read)."""
     extra = """    upstream origin { server 127.0.0.1:%d; keepalive 32; }
     proxy_cache_path %s levels=1:2 keys_zone=goblin:16m max_size=%dm
                      inactive=365d use_temp_path=off;""" % (
         origin_port, cache_dir, max_size_mib)
+    zone = "goblin"
+    if ssd_dir:
+        extra += """
+    proxy_cache_path %s levels=1:2 keys_zone=goblin_ssd:16m max_size=%dm
+                     inactive=365d use_temp_path=off;
+    map $slice_range $goblin_zone {
+        volatile;
+        "bytes=0-%d" goblin_ssd;
+        default goblin;
+    }""" % (ssd_dir, ssd_max_mib, SLICE - 1)
+        zone = "$goblin_zone"
     loc = """        location /obj/ {
-            slice %d;
-            proxy_cache goblin;
+            slice %d;%s
+            proxy_cache %s;
             proxy_cache_key $uri$slice_range;
             proxy_set_header Range $slice_range;
             proxy_cache_valid 200 206 365d;
@@ -87,7 +117,7 @@ def nginx_cache_conf(d, port, origin_port, cache_dir, max_size_mib):
             proxy_set_header Connection "";
             proxy_pass http://origin;
             add_header X-Cache $upstream_cache_status;
-        }""" % SLICE
+        }""" % (SLICE, "\n            aio threads;" if aio_threads else "", zone)
     return nginx_conf(d, port, loc, extra)
 
 
@@ -104,18 +134,32 @@ def varnish_split(sizes, malloc_bytes):
     return cut, count, total
 
 
+def varnish_ssd_split(sizes, malloc_cut, ssd_bytes):
+    """Of the objects larger than <malloc_cut> (those not in malloc), the
+    smallest that fit in <ssd_bytes> of `-s file` on the SSD (5% slack, as
+    varnish_split): the most objects, so the most requests, kept off the
+    HDD's seeks (Varnish stores an object whole in one storage).  Returns
+    (T, count, bytes): objects of more than <malloc_cut> and at most T
+    bytes go to the SSD."""
+    return varnish_split([s for s in sizes if s > malloc_cut], ssd_bytes)
+
+
 VARNISH_TTL = "    set beresp.ttl = 365d;\n    set beresp.grace = 0s;\n"
 
 
 def varnish_files(d, port, origin_port, file_path, file_mib, malloc_mib,
-                  malloc_cut, origin_host="127.0.0.1", ttl_vcl=VARNISH_TTL):
+                  malloc_cut, origin_host="127.0.0.1", ttl_vcl=VARNISH_TTL,
+                  ssd_path=None, ssd_mib=0, ssd_cut=0):
     """Varnish 7: objects of at most <malloc_cut> bytes in `-s mem=malloc`,
     the rest in `-s disk=file` on <file_path> (the emulated HDD; mmap'ed, so
     its resident pages are page cache in the server cgroup), advised
     `sequential`: the default `random` makes every page fault one 4 KiB
     read, a seek each on the HDD; TTL a year, no grace (<ttl_vcl>: other
     vcl_backend_response lines instead); X-Cache says HIT/MISS.  Runs as root in the foreground (-F, -j
-    none), its work dir (-n) and shared-memory log under <d>."""
+    none), its work dir (-n) and shared-memory log under <d>.  With
+    <ssd_path>, a third storage `-s ssd=file` of <ssd_mib> there (the
+    emulated SSD) takes the objects larger than <malloc_cut> and at most
+    <ssd_cut> bytes."""
     os.makedirs(d, exist_ok=True)
     vcl = os.path.join(d, "goblin.vcl")
     with open(vcl, "w") as f:
@@ -127,7 +171,7 @@ backend origin { .host = "%s"; .port = "%d"; }
 sub vcl_backend_response {
 %s    if (std.integer(beresp.http.Content-Length, 0) <= %d) {
         set beresp.storage = storage.mem;
-    } else {
+%s    } else {
         set beresp.storage = storage.disk;
     }
 }
@@ -139,13 +183,17 @@ sub vcl_deliver {
         set resp.http.X-Cache = "MISS";
     }
 }
-""" % (origin_host, origin_port, ttl_vcl, malloc_cut))
+""" % (origin_host, origin_port, ttl_vcl, malloc_cut,
+       "    } elsif (std.integer(beresp.http.Content-Length, 0) <= %d) {\n"
+       "        set beresp.storage = storage.ssd;\n" % ssd_cut if ssd_path else ""))
     argv = [VARNISHD, "-F", "-j", "none", "-n", os.path.join(d, "work"),
             "-a", "127.0.0.1:%d" % port, "-f", vcl,
             "-s", "mem=malloc,%dM" % malloc_mib,
-            "-s", "disk=file,%s,%dM,4096,sequential" % (file_path, file_mib),
-            "-p", "vsl_space=16M", "-p", "thread_pools=1",
-            "-p", "thread_pool_min=32"]
+            "-s", "disk=file,%s,%dM,4096,sequential" % (file_path, file_mib)]
+    if ssd_path:
+        argv += ["-s", "ssd=file,%s,%dM,4096,sequential" % (ssd_path, ssd_mib)]
+    argv += ["-p", "vsl_space=16M", "-p", "thread_pools=1",
+             "-p", "thread_pool_min=32"]
     return vcl, argv
 
 
@@ -156,18 +204,25 @@ ATS_EMPTY = ("hosting.config", "volume.config", "cache.config", "parent.config",
 
 
 def ats_files(d, port, origin_port, cache_dir, cache_mib, ram_cache_bytes,
-              agg_backlog=64 << 20, origin_host="127.0.0.1", extra_records=()):
+              agg_backlog=64 << 20, origin_host="127.0.0.1", extra_records=(),
+              ssd_dir=None, ssd_mib=0):
     """Apache Traffic Server 9 in a runroot of its own under <d> (config,
     runtime and log dirs; no system service, no traffic_manager): reverse
     proxy to the origin, its raw cache a <cache_mib> file in <cache_dir>
     (the emulated HDD), RAM cache <ram_cache_bytes>, one event thread (the
     server has one cpu), every response cacheable (the origin sends no
     Cache-Control), Via says hit or miss.  `#-1` keeps it root.
-    <extra_records>: (name, type, value) records added or replacing."""
+    <extra_records>: (name, type, value) records added or replacing.
+    With <ssd_dir>, a second span of <ssd_mib> there (the emulated SSD):
+    Traffic Server has no tiers between its disks, it spreads objects over
+    its spans' stripes by a hash weighted by their sizes, each object whole
+    on one."""
     etc = os.path.join(d, "etc")
     for sub in ("etc", "run", "log"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     os.makedirs(cache_dir, exist_ok=True)
+    if ssd_dir:
+        os.makedirs(ssd_dir, exist_ok=True)
     with open(os.path.join(d, "runroot.yaml"), "w") as f:
         for k, v in (("prefix", "/usr"), ("exec_prefix", "/usr"),
                      ("bindir", "/usr/bin"), ("sbindir", "/usr/sbin"),
@@ -206,6 +261,8 @@ def ats_files(d, port, origin_port, cache_dir, cache_mib, ram_cache_bytes,
     with open(os.path.join(etc, "remap.config"), "w") as f:
         f.write("map / http://%s:%d/\n" % (origin_host, origin_port))
     with open(os.path.join(etc, "storage.config"), "w") as f:
+        if ssd_dir:
+            f.write("%s %dM\n" % (ssd_dir, ssd_mib))
         f.write("%s %dM\n" % (cache_dir, cache_mib))
     with open(os.path.join(etc, "ip_allow.yaml"), "w") as f:
         f.write("ip_allow:\n"
