@@ -204,6 +204,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool has_head:1;		/* meta.head_off holds its head */
 	bool has_attr:1;		/* e->attrs holds its attributes */
 	bool fill:1;			/* a fill's grid (fill.h), never linked */
+	bool cp_done:1;			/* journal.h's struct journal_bg */
 	char key[];			/* then, 8-aligned, with chunks: */
 };
 

@@ -116,6 +116,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	struct gs_obj *last;
 
 	*link = obj->hnext;
+	journal_bg_unlink(e, obj, e->clock[e->clock_len - 1]);
 	last = e->clock[--e->clock_len];
 	e->clock[obj->clock_pos] = last;
 	last->clock_pos = obj->clock_pos;
@@ -278,6 +279,7 @@ static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[e->clock_len++] = obj;
 	obj->linked = true;
 	obj->referenced = false;
+	journal_bg_mark(e, obj);
 	obj->refs++;
 	tier_gauges(e, obj, +1);
 }
