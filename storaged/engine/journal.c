@@ -556,12 +556,15 @@ void journal_weigh_again(struct journal *j, uint64_t limit)
 
 void journal_weigh(struct gs_engine *e)
 {
-	struct journal *j = e->journal;
-	uint64_t limit;
+	if (!journal_bg_weigh(e))
+		journal_weigh_now(e);
+}
 
-	if (journal_bg_weigh(e))
-		return;			/* the background thread weighs it */
-	limit = journal_weigh_limit(e, journal_live_bytes(e));
+void journal_weigh_now(struct gs_engine *e)
+{
+	struct journal *j = e->journal;
+	uint64_t limit = journal_weigh_limit(e, journal_live_bytes(e));
+
 	if (j->end > limit &&
 	    journal_checkpoint(e, e->cfg.sync_interval > 0) == 0)
 		return;

@@ -272,6 +272,9 @@ int journal_checkpoint(struct gs_engine *e, bool sync);
  * else sets when to look again.  With the background thread (journal_sync.c)
  * it only asks that thread to. */
 void journal_weigh(struct gs_engine *e);
+/* journal_weigh() in place, whatever it finds (at start: nothing is
+ * served yet, and the first request finds the journal checkpointed). */
+void journal_weigh_now(struct gs_engine *e);
 /* The size past which a journal of <live> bytes is checkpointed. */
 uint64_t journal_weigh_limit(const struct gs_engine *e, uint64_t live);
 /* Sets when to weigh <j> again, its limit <limit>, no checkpoint taken. */
