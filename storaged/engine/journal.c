@@ -480,7 +480,8 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 }
 
 int journal_cp_install(struct gs_engine *e, const char *tmp, int fd,
-		       uint64_t size, int64_t nrec, bool sync, uint64_t t0)
+		       uint64_t size, int64_t nrec, bool sync, uint64_t t0,
+		       int *oldp)
 {
 	struct journal *j = e->journal;
 	int old;
@@ -503,7 +504,10 @@ int journal_cp_install(struct gs_engine *e, const char *tmp, int fd,
 	old = j->fd;
 	j->fd = fd;
 	pthread_mutex_unlock(&j->fd_lock);
-	close(old);
+	if (oldp)
+		*oldp = old;
+	else
+		close(old);
 	if (sync)
 		journal_shed(fd, size);
 	/* sync_once reads it unlocked */
@@ -539,7 +543,8 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 			j->path, strerror(-fd));
 		return fd;
 	}
-	return journal_cp_install(e, JOURNAL_TMP, fd, size, nrec, sync, t0);
+	return journal_cp_install(e, JOURNAL_TMP, fd, size, nrec, sync, t0,
+				  NULL);
 }
 
 uint64_t journal_weigh_limit(const struct gs_engine *e, uint64_t live)

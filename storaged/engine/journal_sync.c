@@ -193,8 +193,8 @@ void journal_sync_stop(struct journal *j)
 
 /* ---- checkpoints in the background ---- */
 
-#define CP_SLICE	256		/* records per hold of e->lock */
-#define WEIGH_SLICE	8192		/* records weighed per hold */
+#define CP_SLICE	128		/* records per hold of e->lock */
+#define WEIGH_SLICE	1024		/* records weighed per hold */
 #define CP_WRITE	(1u << 20)	/* snapshot bytes gathered per write */
 #define CP_TAIL_LEFT	(64u << 10)	/* <tail> left for the final hold */
 #define CP_PAUSE_NS	20000		/* between holds: waiters go first */
@@ -323,14 +323,17 @@ static void pause_unlocked(struct gs_engine *e)
 	pthread_mutex_lock(&e->lock);
 }
 
-/* Writes <b> at <*off> with e->lock dropped; frees it.  Keeps the first
- * error in <*err>. */
+/* Writes <b> at <*off> with e->lock dropped, its writeback started at
+ * once (no burst of dirty pages for the appends to be throttled behind);
+ * frees it.  Keeps the first error in <*err>. */
 static void write_unlocked(struct gs_engine *e, int fd, struct cp_buf *b,
 			   uint64_t *off, int *err)
 {
 	pthread_mutex_unlock(&e->lock);
 	if (!*err && b->len)
 		*err = journal_pwrite_all(fd, b->p, b->len, *off);
+	if (!*err && b->len)
+		sync_file_range(fd, *off, b->len, SYNC_FILE_RANGE_WRITE);
 	*off += b->len;
 	buf_free(b);
 	pthread_mutex_lock(&e->lock);
@@ -401,10 +404,8 @@ static bool snap_walk(struct gs_engine *e, int fd, uint64_t *off, int *err)
 }
 
 /* Writes what was appended since the snapshot began, with e->lock dropped,
- * until little is left (and fdatasyncs it all when <sync>).  e->lock
- * held; false when cancelled meanwhile. */
-static bool tail_catch_up(struct gs_engine *e, int fd, bool sync,
-			  uint64_t *off, int *err)
+ * until little is left.  e->lock held. */
+static void tail_write(struct gs_engine *e, int fd, uint64_t *off, int *err)
 {
 	struct journal *j = e->journal;
 
@@ -414,23 +415,37 @@ static bool tail_catch_up(struct gs_engine *e, int fd, bool sync,
 
 		write_unlocked(e, fd, &b, off, err);
 	}
-	if (sync && j->bg.active && !*err) {
+}
+
+/* The tail written, the file synced (even without --sync-interval: the
+ * rename over the journal would otherwise make the file system allocate
+ * and start writing all of it, tens of ms, under the lock), the tail since
+ * written too.  e->lock held; false when cancelled meanwhile. */
+static bool tail_catch_up(struct gs_engine *e, int fd, uint64_t *off,
+			  int *err)
+{
+	struct journal *j = e->journal;
+
+	tail_write(e, fd, off, err);
+	if (j->bg.active && !*err) {
 		pthread_mutex_unlock(&e->lock);
 		if (fdatasync(fd) < 0)
 			*err = -errno;
 		pthread_mutex_lock(&e->lock);
 	}
+	tail_write(e, fd, off, err);
 	return j->bg.active;
 }
 
-/* The rest of <tail>, then the new file in place.  e->lock held. */
+/* The rest of <tail>, then the new file in place; the old one is closed
+ * with e->lock dropped.  e->lock held. */
 static int snap_commit(struct gs_engine *e, int fd, bool sync, uint64_t off,
 		       uint64_t t0)
 {
 	struct journal *j = e->journal;
 	struct cp_buf b = buf_take(&j->bg.tail);
 	int64_t nrec = j->bg.nrec;
-	int ret = 0;
+	int ret = 0, old;
 
 	j->bg.active = false;
 	if (b.len)
@@ -444,7 +459,14 @@ static int snap_commit(struct gs_engine *e, int fd, bool sync, uint64_t off,
 		unlinkat(j->dfd, JOURNAL_BG_TMP, 0);
 		return ret;
 	}
-	return journal_cp_install(e, JOURNAL_BG_TMP, fd, off, nrec, sync, t0);
+	ret = journal_cp_install(e, JOURNAL_BG_TMP, fd, off, nrec, sync, t0,
+				 &old);
+	if (ret == 0) {
+		pthread_mutex_unlock(&e->lock);
+		close(old);
+		pthread_mutex_lock(&e->lock);
+	}
+	return ret;
 }
 
 /* Opens JOURNAL_BG_TMP anew, e->lock dropped meanwhile: its fd or -errno. */
@@ -485,7 +507,7 @@ static int checkpoint_bg(struct gs_engine *e)
 	} else {
 		err = snap_begin(e);
 		if (snap_walk(e, fd, &off, &err) &&
-		    tail_catch_up(e, fd, sync, &off, &err) && !err &&
+		    tail_catch_up(e, fd, &off, &err) && !err &&
 		    !j->bg.failed)
 			return snap_commit(e, fd, sync, off, t0);
 		err = !j->bg.active ? -ECANCELED : err ? err : -ENOMEM;
