@@ -15,7 +15,10 @@ build/goblin-engine-scale: $(ENGINE_SCALE_DEPS) build/libgoblin.a
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -o $@ $(ENGINE_SCALE_DIR)/engine-scale.c build/libgoblin.a $(LDLIBS)
 
-build/goblin-engine-scale-locks: $(ENGINE_SCALE_DEPS) $(ENGINE_SCALE_DIR)/lockstat.c $(LIBGOBLIN_SRCS) $(ENGINE_HDRS)
+# (storaged.mk, which sets LIBGOBLIN_SRCS, is read after this file: the
+# prerequisites name the engine's files themselves)
+build/goblin-engine-scale-locks: $(ENGINE_SCALE_DEPS) $(ENGINE_SCALE_DIR)/lockstat.c \
+		$(wildcard storaged/engine/*.[ch] shared/*.[ch])
 	@echo "  LD      $@"
 	@$(CC) $(BASEFLAGS) $(OPTFLAGS) -DENGINE_SCALE_LOCKS -I$(ENGINE_SCALE_DIR) \
 		-include $(ENGINE_SCALE_DIR)/lockstat.h -o $@ \

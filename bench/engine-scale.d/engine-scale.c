@@ -33,6 +33,8 @@
 
 #define MAX_THREADS	8
 
+int main(int argc, char **argv);
+
 struct args {
 	const char *dir;
 	uint64_t objects, value, threads;
@@ -289,6 +291,9 @@ static void run_stall(struct gs_engine *e, const struct args *a)
 	struct getter g[1];
 
 	g_stop = false;
+#ifdef ENGINE_SCALE_LOCKS
+	lockstat_sites_reset();
+#endif
 	getters_start(g, 1, e, a, &g_stop);
 	writer_run(&w);
 	g_stop = true;
@@ -304,7 +309,16 @@ static void run_stall(struct gs_engine *e, const struct args *a)
 	       (unsigned long long)(g[0].bad + g[0].misses), g[0].max_ns / 1e6,
 	       (unsigned long long)g[0].over_1ms);
 #ifdef ENGINE_SCALE_LOCKS
-	printf(", \"max_get_lock_wait_ms\": %.3f", g[0].ls.max_wait_ns / 1e6);
+	struct lockstat_site sites[LOCKSTAT_SITES];
+	unsigned n = lockstat_sites(sites);
+
+	printf(", \"max_get_lock_wait_ms\": %.3f, \"long_holds\": [",
+	       g[0].ls.max_wait_ns / 1e6);
+	for (unsigned i = 0; i < n; i++)
+		printf("%s{\"at\": \"main%+td\", \"max_ms\": %.3f, \"n\": %llu}",
+		       i ? ", " : "", (char *)sites[i].where - (char *)main,
+		       sites[i].max_ns / 1e6, (unsigned long long)sites[i].n);
+	printf("]");
 #endif
 	printf("}\n");
 }

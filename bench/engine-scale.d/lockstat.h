@@ -29,6 +29,18 @@ int lockstat_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 /* The calling thread's counters since its last lockstat_reset(). */
 void lockstat_get(struct lockstat *out);
 void lockstat_reset(void);
+/* Holds over LOCKSTAT_LONG_NS, by where the mutex was taken (a return
+ * address), any thread: the longest and how many. */
+#define LOCKSTAT_LONG_NS	100000
+#define LOCKSTAT_SITES		32
+struct lockstat_site {
+	void *where;
+	uint64_t max_ns, n;
+};
+/* Copies the sites seen since lockstat_sites_reset(), longest first;
+ * how many. */
+unsigned lockstat_sites(struct lockstat_site *out);
+void lockstat_sites_reset(void);
 /* What one clock read costs, ns: each hold's time includes one. */
 double lockstat_clock_ns(void);
 
