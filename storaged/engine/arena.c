@@ -361,7 +361,7 @@ static void victim_step(struct gs_engine *e)
 			continue;
 		}
 		size = entry_size(obj->meta.head_len);
-		if (obj->linked && obj->refs == 1) {
+		if (obj->linked && obj_refs(obj) == 1) {
 			if (!dst_roll(e, size)) {
 				stuck = true;	/* no room: the lap ends */
 				break;

@@ -7,7 +7,9 @@
  * engine.h for engine.c's and the helpers every engine file uses.
  *
  * Locking: e->lock guards the index, the CLOCK, both allocators and every
- * record's refs/linked state.  Counters are updated with atomics.
+ * record's linked state and flags.  refs changes atomically: a pin beside
+ * one held, and a drop that is not the last reference, need no lock
+ * (index.h).  Counters are updated with atomics.
  *
  *   struct gs_engine --+-- struct region  (memfd: head slots, arena blocks)
  *                      |     +-- struct numa_topo, struct arena
@@ -190,7 +192,8 @@ struct chunk {
 struct gs_obj {				/* gs_obj is its public name */
 	struct gs_obj *hnext;
 	struct gs_meta meta;
-	uint32_t refs;			/* pins, plus one while linked */
+	uint32_t refs;			/* pins, plus one while linked
+					 * (atomic: index.h) */
 	uint32_t clock_pos;
 	uint32_t nchunks;
 	uint8_t klen;
@@ -204,6 +207,7 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool has_head:1;		/* meta.head_off holds its head */
 	bool has_attr:1;		/* e->attrs holds its attributes */
 	bool fill:1;			/* a fill's grid (fill.h), never linked */
+	bool cp_done:1;			/* journal.h's struct journal_bg */
 	char key[];			/* then, 8-aligned, with chunks: */
 };
 

@@ -21,6 +21,14 @@
 			;						\
 	} while (0)
 
+/* <obj>'s references (engine-t.h): a pin may come or go without e->lock
+ * (index.h), never the last one, so more than one is "pinned" for as long
+ * as the caller holds e->lock and holds no pin itself. */
+static inline uint32_t obj_refs(const struct gs_obj *obj)
+{
+	return __atomic_load_n(&obj->refs, __ATOMIC_ACQUIRE);
+}
+
 static inline uint64_t round_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) / a * a;

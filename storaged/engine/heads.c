@@ -66,7 +66,7 @@ bool engine_head_drop_one(struct gs_engine *e)
 				e->heads_epoch = 1;	/* 0: never seen */
 		}
 		obj = e->heads[e->heads_hand++];
-		if (obj->refs > 1)
+		if (obj_refs(obj) > 1)
 			continue;		/* pinned: maybe being sent */
 		if (obj->head_referenced) {
 			obj->head_referenced = false;

@@ -116,6 +116,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	struct gs_obj *last;
 
 	*link = obj->hnext;
+	journal_bg_unlink(e, obj, e->clock[e->clock_len - 1]);
 	last = e->clock[--e->clock_len];
 	e->clock[obj->clock_pos] = last;
 	last->clock_pos = obj->clock_pos;
@@ -175,7 +176,7 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 		if (e->clock_hand >= e->clock_len)
 			e->clock_hand = 0;
 		obj = e->clock[e->clock_hand++];
-		if (obj->refs > 1)
+		if (obj_refs(obj) > 1)
 			continue;		/* pinned */
 		if (obj_dead(e, obj, now)) {
 			STAT_ADD(e, expired_unfetched, 1);
@@ -278,7 +279,8 @@ static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[e->clock_len++] = obj;
 	obj->linked = true;
 	obj->referenced = false;
-	obj->refs++;
+	journal_bg_mark(e, obj);
+	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 	tier_gauges(e, obj, +1);
 }
 
@@ -453,9 +455,11 @@ void gs_obj_put(struct gs_engine *e, struct gs_obj **objp)
 {
 	if (!*objp)
 		return;
-	pthread_mutex_lock(&e->lock);
-	engine_unpin(e, *objp);
-	pthread_mutex_unlock(&e->lock);
+	if (!engine_unpin_shared(e, *objp)) {
+		pthread_mutex_lock(&e->lock);
+		engine_unpin(e, *objp);
+		pthread_mutex_unlock(&e->lock);
+	}
 	*objp = NULL;
 }
 
@@ -609,7 +613,8 @@ int gs_update(struct gs_engine *e, const void *key, size_t klen,
 	ret = -E2BIG;
 	if (len > engine_ram_limit(e))
 		goto out;
-	obj->refs++;			/* CLOCK must not free it under us */
+	/* CLOCK must not free it under us */
+	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 	ret = engine_reserve(e, key, klen, len, &nobj);
 	if (ret == 0) {
 		if (len)

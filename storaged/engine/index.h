@@ -27,20 +27,39 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
  * -ENOMEM. */
 int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj);
 /* Drops a reference; frees the record and its space at zero.
- * Called with e->lock held. */
+ * Called with e->lock held.  (refs changes atomically: see
+ * engine_unpin_shared().) */
 static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 {
-	if (--obj->refs == 0)
+	if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		engine_free_record(e, obj);
 }
 /* Pins <obj> for a reader: its memory and extents stay valid, whatever
  * happens to its key, until engine_unpin() (counted in `pins`; CLOCK,
  * compaction and promotion pass a pinned object by).  Called with e->lock
- * held. */
+ * held, or without it by a caller that holds a pin on <obj> already (it
+ * stays pinned throughout). */
 static inline void engine_pin(struct gs_engine *e, struct gs_obj *obj)
 {
-	obj->refs++;
+	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 	STAT_ADD(e, pins, 1);
+}
+/* Drops a pin without e->lock when it is not <obj>'s last reference (the
+ * index's, or another pin, remains: nothing is freed, and whoever looks at
+ * refs under e->lock sees it pinned or not, both true at some moment):
+ * true, else false (take e->lock and engine_unpin()). */
+static inline bool engine_unpin_shared(struct gs_engine *e, struct gs_obj *obj)
+{
+	uint32_t r = __atomic_load_n(&obj->refs, __ATOMIC_RELAXED);
+
+	while (r > 1)
+		if (__atomic_compare_exchange_n(&obj->refs, &r, r - 1, true,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED)) {
+			STAT_SUB(e, pins, 1);
+			return true;
+		}
+	return false;
 }
 /* Drops a pin engine_pin() took.  Called with e->lock held. */
 static inline void engine_unpin(struct gs_engine *e, struct gs_obj *obj)

@@ -7,6 +7,10 @@
  * land in sequence order; a failed one is truncated away at once.  A
  * checkpoint writes the live index to JOURNAL_TMP and renames it over the
  * journal: whatever the moment of a crash, one whole journal is there.
+ * The one a grown journal asks for is taken in the background instead
+ * (journal_sync.c, struct journal_bg); this file's, under e->lock
+ * throughout, is for a clean stop, a salvage and a file system short of
+ * room.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +66,7 @@ bool journal_obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
 	       obj->meta.mtime <= e->invalid_at;
 }
 
-static int pwrite_all(int fd, const void *p, size_t len, uint64_t off)
+int journal_pwrite_all(int fd, const void *p, size_t len, uint64_t off)
 {
 	while (len) {
 		ssize_t n = pwrite(fd, p, len, off);
@@ -80,7 +84,7 @@ static int pwrite_all(int fd, const void *p, size_t len, uint64_t off)
 	return 0;
 }
 
-static void hdr_fill(struct jhdr *h, uint64_t base_seq)
+void journal_hdr_fill(struct jhdr *h, uint64_t base_seq)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, JOURNAL_MAGIC, sizeof(h->magic));
@@ -109,9 +113,8 @@ size_t journal_put_len(const struct gs_engine *e, const struct gs_obj *obj)
 	return len > UINT32_MAX ? 0 : len;
 }
 
-/* Fills the header of record <r> (its body written) and seals it. */
-static void rec_seal(struct jrec *r, size_t len, enum jrec_kind kind,
-		     size_t klen, uint64_t seq)
+void journal_rec_seal(struct jrec *r, size_t len, enum jrec_kind kind,
+		      size_t klen, uint64_t seq)
 {
 	r->len = len;
 	r->kind = kind;
@@ -121,10 +124,8 @@ static void rec_seal(struct jrec *r, size_t len, enum jrec_kind kind,
 	r->sum = journal_rec_sum(r);
 }
 
-/* <obj>'s PUT of <len> bytes (journal_put_len()) at zeroed <r>, filed
- * under <seq>. */
-static void put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
-		       const struct gs_obj *obj, uint64_t seq)
+void journal_put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
+			const struct gs_obj *obj, uint64_t seq)
 {
 	struct jput *p = (struct jput *)(r + 1);
 	char *key = (char *)(p + 1);
@@ -156,7 +157,8 @@ static void put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
 		ja->len = a->len;
 		memcpy(ja + 1, a->bytes, a->len);
 	}
-	rec_seal(r, len, obj->has_attr ? JREC_PUTA : JREC_PUT, obj->klen, seq);
+	journal_rec_seal(r, len, obj->has_attr ? JREC_PUTA : JREC_PUT, obj->klen,
+			 seq);
 }
 
 /* The append buffer with room for <len> bytes, zeroed; NULL without
@@ -204,7 +206,7 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 
 	if (ret < 0)
 		return ret;		/* logged and counted; nothing written */
-	ret = pwrite_all(j->fd, j->buf, len, j->end);
+	ret = journal_pwrite_all(j->fd, j->buf, len, j->end);
 	if (ret < 0) {
 		/* no torn record may be left in front of the next one */
 		if (ftruncate(j->fd, j->end) < 0)
@@ -215,6 +217,7 @@ static int append(struct gs_engine *e, size_t len, uint64_t seq)
 	}
 	__atomic_store_n(&j->end, j->end + len, __ATOMIC_RELEASE);
 	j->records++;
+	journal_bg_appended(e, j->buf, len);
 	journal_shed_written(j);
 	__atomic_store_n(&j->last, seq, __ATOMIC_SEQ_CST);
 	publish_stats(e, j);
@@ -255,7 +258,7 @@ int journal_put(struct gs_engine *e, const struct gs_obj *obj)
 	if (!r)
 		return -ENOMEM;
 	seq = file_seq(e, j, obj->meta.cas);
-	put_encode(e, r, len, obj, seq);
+	journal_put_encode(e, r, len, obj, seq);
 	return append(e, len, seq);
 }
 
@@ -276,7 +279,7 @@ int journal_del(struct gs_engine *e, const void *key, size_t klen,
 		return -ENOMEM;
 	memcpy(r + 1, key, klen);
 	seq = file_seq(e, j, seq);
-	rec_seal(r, len, JREC_DEL, klen, seq);
+	journal_rec_seal(r, len, JREC_DEL, klen, seq);
 	return append(e, len, seq);
 }
 
@@ -300,7 +303,7 @@ int journal_touch(struct gs_engine *e, const struct gs_obj *obj)
 	t->exptime = obj->meta.exptime;
 	memcpy(t + 1, obj->key, obj->klen);
 	seq = file_seq(e, j, 0);
-	rec_seal(r, len, JREC_TOUCH, obj->klen, seq);
+	journal_rec_seal(r, len, JREC_TOUCH, obj->klen, seq);
 	return append(e, len, seq);
 }
 
@@ -327,7 +330,7 @@ int journal_setattr(struct gs_engine *e, const struct gs_obj *obj,
 	if (alen)
 		memcpy((char *)(a + 1) + round8(obj->klen), p, alen);
 	seq = file_seq(e, j, 0);
-	rec_seal(r, len, JREC_ATTR, obj->klen, seq);
+	journal_rec_seal(r, len, JREC_ATTR, obj->klen, seq);
 	return append(e, len, seq);
 }
 
@@ -337,6 +340,7 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when)
 	size_t len = sizeof(struct jrec) + sizeof(struct jflush);
 	struct jflush *f;
 	struct jrec *r;
+	int ret;
 
 	if (!j)
 		return 0;
@@ -349,8 +353,11 @@ int journal_flush(struct gs_engine *e, uint64_t seq, int64_t when)
 	f->when = when;
 	f->time = time(NULL);
 	seq = file_seq(e, j, seq);
-	rec_seal(r, len, JREC_FLUSH, 0, seq);
-	return append(e, len, seq);
+	journal_rec_seal(r, len, JREC_FLUSH, 0, seq);
+	ret = append(e, len, seq);
+	if (ret == 0 && when <= f->time)
+		journal_bg_flushed(e);
+	return ret;
 }
 
 /* ---- checkpoints ---- */
@@ -367,7 +374,7 @@ struct cp_out {
 static void out_flush(struct cp_out *o)
 {
 	if (!o->err && o->pos)
-		o->err = pwrite_all(o->fd, o->buf, o->pos, o->off);
+		o->err = journal_pwrite_all(o->fd, o->buf, o->pos, o->off);
 	o->off += o->pos;
 	o->pos = 0;
 }
@@ -405,7 +412,7 @@ static int64_t write_live(struct gs_engine *e, struct cp_out *o)
 	struct jrec *r;
 
 	if (h)
-		hdr_fill(h, e->next_cas);
+		journal_hdr_fill(h, e->next_cas);
 	if (e->invalid_at > now) {	/* a flush_all for later */
 		size_t len = sizeof(*r) + sizeof(struct jflush);
 		struct jflush *f;
@@ -415,19 +422,20 @@ static int64_t write_live(struct gs_engine *e, struct cp_out *o)
 			f = (struct jflush *)(r + 1);
 			f->when = e->invalid_at;
 			f->time = now;
-			rec_seal(r, len, JREC_FLUSH, 0, 0);
+			journal_rec_seal(r, len, JREC_FLUSH, 0, 0);
 			n++;
 		}
 	}
 	for (uint32_t i = 0; i < e->clock_len && !o->err; i++) {
-		const struct gs_obj *obj = e->clock[i];
+		struct gs_obj *obj = e->clock[i];
 		size_t len = journal_put_len(e, obj);
 
+		journal_bg_mark(e, obj);
 		if (!len || journal_obj_dead(e, obj, now))
 			continue;
 		r = out_room(o, len);
 		if (r) {
-			put_encode(e, r, len, obj, obj->meta.cas);
+			journal_put_encode(e, r, len, obj, obj->meta.cas);
 			n++;
 		}
 	}
@@ -471,27 +479,22 @@ static int write_checkpoint(struct gs_engine *e, bool sync, int64_t *nrec,
 	return fd;
 }
 
-int journal_checkpoint(struct gs_engine *e, bool sync)
+int journal_cp_install(struct gs_engine *e, const char *tmp, int fd,
+		       uint64_t size, int64_t nrec, bool sync, uint64_t t0,
+		       int *oldp)
 {
 	struct journal *j = e->journal;
-	uint64_t t0 = mono_ms(), size = 0;
-	int64_t nrec = 0;
-	int fd, old;
+	int old;
 
-	fd = write_checkpoint(e, sync, &nrec, &size);
-	if (fd >= 0)
-		GS_CRASH_POINT("checkpoint");
-	if (fd >= 0 && renameat(j->dfd, JOURNAL_TMP, j->dfd, JOURNAL_NAME) < 0) {
+	GS_CRASH_POINT("checkpoint");
+	if (renameat(j->dfd, tmp, j->dfd, JOURNAL_NAME) < 0) {
 		int ret = -errno;
 
 		close(fd);
-		unlinkat(j->dfd, JOURNAL_TMP, 0);
-		fd = ret;
-	}
-	if (fd < 0) {
+		unlinkat(j->dfd, tmp, 0);
 		log_err("%s: checkpoint failed, the journal stays as it is: %s",
-			j->path, strerror(-fd));
-		return fd;
+			j->path, strerror(-ret));
+		return ret;
 	}
 	/* committed: from now on the new file is the journal */
 	if (sync && fsync(j->dfd) < 0)
@@ -501,7 +504,10 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	old = j->fd;
 	j->fd = fd;
 	pthread_mutex_unlock(&j->fd_lock);
-	close(old);
+	if (oldp)
+		*oldp = old;
+	else
+		close(old);
 	if (sync)
 		journal_shed(fd, size);
 	/* sync_once reads it unlocked */
@@ -523,18 +529,51 @@ int journal_checkpoint(struct gs_engine *e, bool sync)
 	return 0;
 }
 
-void journal_weigh(struct gs_engine *e)
+int journal_checkpoint(struct gs_engine *e, bool sync)
 {
 	struct journal *j = e->journal;
-	uint64_t live = journal_live_bytes(e), limit;
+	uint64_t t0 = mono_ms(), size = 0;
+	int64_t nrec = 0;
+	int fd;
 
-	limit = 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
-	if (j->end > limit &&
-	    journal_checkpoint(e, e->cfg.sync_interval > 0) == 0)
-		return;
+	journal_bg_cancel(e);		/* this one holds all it would */
+	fd = write_checkpoint(e, sync, &nrec, &size);
+	if (fd < 0) {
+		log_err("%s: checkpoint failed, the journal stays as it is: %s",
+			j->path, strerror(-fd));
+		return fd;
+	}
+	return journal_cp_install(e, JOURNAL_TMP, fd, size, nrec, sync, t0,
+				  NULL);
+}
+
+uint64_t journal_weigh_limit(const struct gs_engine *e, uint64_t live)
+{
+	return 2 * live > checkpoint_min(e) ? 2 * live : checkpoint_min(e);
+}
+
+void journal_weigh_again(struct journal *j, uint64_t limit)
+{
 	/* look again at the limit, and not before the journal has grown by
 	 * an eighth of it: each look walks the whole index */
 	j->next_check = j->end + limit / 8 > limit ? j->end + limit / 8 : limit;
+}
+
+void journal_weigh(struct gs_engine *e)
+{
+	if (!journal_bg_weigh(e))
+		journal_weigh_now(e);
+}
+
+void journal_weigh_now(struct gs_engine *e)
+{
+	struct journal *j = e->journal;
+	uint64_t limit = journal_weigh_limit(e, journal_live_bytes(e));
+
+	if (j->end > limit &&
+	    journal_checkpoint(e, e->cfg.sync_interval > 0) == 0)
+		return;
+	journal_weigh_again(j, limit);
 }
 
 /* ---- open and close ---- */
@@ -622,8 +661,8 @@ static int create_journal(struct journal *j, char *err, size_t errlen)
 			   label, 0, err, errlen);
 	if (fd < 0)
 		return fd;
-	hdr_fill(&h, 0);
-	ret = pwrite_all(fd, &h, sizeof(h), 0);
+	journal_hdr_fill(&h, 0);
+	ret = journal_pwrite_all(fd, &h, sizeof(h), 0);
 	if (!ret && fdatasync(fd) < 0)
 		ret = -errno;
 	if (!ret && renameat(j->dfd, JOURNAL_TMP, j->dfd, JOURNAL_NAME) < 0)
@@ -661,6 +700,7 @@ static struct journal *journal_new(const struct gs_engine *e,
 	pthread_cond_init(&j->tick, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&j->synced_cond, NULL);
+	pthread_cond_init(&j->bg.wake, NULL);
 	return j;
 }
 
@@ -672,6 +712,7 @@ static void journal_free(struct journal *j)
 	pthread_mutex_destroy(&j->fd_lock);
 	pthread_cond_destroy(&j->tick);
 	pthread_cond_destroy(&j->synced_cond);
+	pthread_cond_destroy(&j->bg.wake);
 	free(j->buf);
 	free(j);
 }
@@ -683,6 +724,7 @@ static int open_file(struct gs_engine *e, struct journal *j, char *err,
 	int fd;
 
 	if ((unlinkat(j->dfd, JOURNAL_TMP, 0) < 0 && errno != ENOENT) ||
+	    (unlinkat(j->dfd, JOURNAL_BG_TMP, 0) < 0 && errno != ENOENT) ||
 	    (e->cfg.fresh && unlinkat(j->dfd, JOURNAL_NAME, 0) < 0 &&
 	     errno != ENOENT)) {
 		snprintf(err, errlen, "%s: cannot remove: %s", j->path,
@@ -736,6 +778,7 @@ void journal_close(struct gs_engine *e)
 
 	if (!j)
 		return;
+	journal_bg_stop(e);
 	journal_sync_stop(j);
 	pthread_mutex_lock(&e->lock);
 	/* before recovery the index does not hold what the journal does */

@@ -93,6 +93,7 @@ int journal_sync_result(const struct gs_engine *e, uint64_t seq);
 
 #define JOURNAL_NAME	"journal"
 #define JOURNAL_TMP	"journal.new"	/* a checkpoint being written */
+#define JOURNAL_BG_TMP	"journal.bg"	/* one written in the background */
 #define JOURNAL_MAGIC	"GOBLINJ\n"
 #define JOURNAL_VERSION	2u		/* 2: PUTA and ATTR records */
 #define JOURNAL_VERSION_MIN	1u	/* the oldest one read */
@@ -171,6 +172,39 @@ struct jflush {
 	int64_t time;			/* when it was filed */
 };
 
+/* Records gathered in memory (journal_sync.c). */
+struct cp_buf {
+	char *p;
+	size_t len, cap;
+};
+
+/*
+ * A checkpoint taken in the background (journal_sync.c): the live index at
+ * the moment it starts, written by its thread while appends go on.  The
+ * new file is that snapshot, then every record appended since (copied
+ * into <tail> as it goes to the old file): what the old file says, at any
+ * moment it is swapped in.  The walk takes e->lock a slice at a time; an
+ * object the walk has not reached yet is written (captured) before it
+ * leaves the index or moves behind the walk.  gs_obj.cp_done == <parity>:
+ * in the snapshot, or linked since it started.  Under e->lock.
+ */
+struct journal_bg {
+	pthread_t thread;
+	pthread_cond_t wake;		/* with e->lock */
+	bool running;			/* the thread exists */
+	bool want;			/* a weigh is asked for */
+	bool busy;			/* weighing or checkpointing */
+	bool stop;
+	bool active;			/* a snapshot is being taken */
+	bool failed;			/* no memory for a record: no commit */
+	bool flushed;			/* a FLUSH for now is in <tail> */
+	bool parity;
+	uint32_t pos;			/* the walk's next e->clock slot */
+	int64_t nrec;			/* records in <snap> and <tail> */
+	struct cp_buf snap;		/* snapshot records not written yet */
+	struct cp_buf tail;		/* appended since it started */
+};
+
 struct journal {
 	int dfd;			/* the pool dir (the pool's) */
 	int fd;				/* guarded by fd_lock and e->lock */
@@ -200,6 +234,7 @@ struct journal {
 	pthread_mutex_t sync_lock;	/* stop, synced and the conds */
 	pthread_cond_t tick, synced_cond;
 	pthread_mutex_t fd_lock;	/* fd swaps vs the sync thread */
+	struct journal_bg bg;
 };
 
 /*
@@ -234,8 +269,63 @@ size_t journal_put_len(const struct gs_engine *e, const struct gs_obj *obj);
  * journal is then kept). */
 int journal_checkpoint(struct gs_engine *e, bool sync);
 /* Checkpoints when the journal has outgrown the live index (e->lock held);
- * else sets when to look again. */
+ * else sets when to look again.  With the background thread (journal_sync.c)
+ * it only asks that thread to. */
 void journal_weigh(struct gs_engine *e);
+/* journal_weigh() in place, whatever it finds (at start: nothing is
+ * served yet, and the first request finds the journal checkpointed). */
+void journal_weigh_now(struct gs_engine *e);
+/* The size past which a journal of <live> bytes is checkpointed. */
+uint64_t journal_weigh_limit(const struct gs_engine *e, uint64_t live);
+/* Sets when to weigh <j> again, its limit <limit>, no checkpoint taken. */
+void journal_weigh_again(struct journal *j, uint64_t limit);
+/* Makes checkpoint <fd> (<size> bytes, <nrec> records, at <tmp> in the
+ * journal's dir, fdatasynced when <sync>) the journal: renames it, fsyncs
+ * the dir when <sync>, swaps j->fd and resets the append state.  e->lock
+ * held.  The old file's fd is closed, or, with <oldp>, put there for the
+ * caller to close without e->lock (the last close of a large unlinked file
+ * frees its blocks: a quarter second for 300 MB).  0, or -errno (<fd>
+ * closed, <tmp> removed, the old file stays). */
+int journal_cp_install(struct gs_engine *e, const char *tmp, int fd,
+		       uint64_t size, int64_t nrec, bool sync, uint64_t t0,
+		       int *oldp);
+/* Encoders a checkpoint shares with appends: a header of <base_seq>; the
+ * header of record <r> (its body written), sealed; <obj>'s PUT of <len>
+ * bytes (journal_put_len()) at zeroed <r>, filed under <seq>. */
+void journal_hdr_fill(struct jhdr *h, uint64_t base_seq);
+void journal_rec_seal(struct jrec *r, size_t len, enum jrec_kind kind,
+		      size_t klen, uint64_t seq);
+void journal_put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
+			const struct gs_obj *obj, uint64_t seq);
+/* pwrite() of all <len> bytes, EINTR and short writes resumed: 0 or
+ * -errno. */
+int journal_pwrite_all(int fd, const void *p, size_t len, uint64_t off);
+
+/* ---- journal_sync.c: checkpoints in the background (struct journal_bg) ---- */
+
+/* Hands the weighing to the thread (started on first use), e->lock held:
+ * true, or false when it cannot run (weigh in place). */
+bool journal_bg_weigh(struct gs_engine *e);
+/* Drops the background checkpoint being taken, if any (a synchronous one
+ * supersedes it; it marks every object, journal_bg_mark()).  e->lock. */
+void journal_bg_cancel(struct gs_engine *e);
+/* Stops the thread; without e->lock. */
+void journal_bg_stop(struct gs_engine *e);
+/* Waits, without e->lock, until the thread has nothing asked of it (unit
+ * tests: an automatic checkpoint is complete). */
+void journal_bg_wait(struct gs_engine *e);
+/* Record <rec> of <len> bytes was appended (e->lock). */
+void journal_bg_appended(struct gs_engine *e, const void *rec, size_t len);
+/* A FLUSH that ends every object filed before it was appended (e->lock):
+ * what leaves the index from now needs no capture. */
+void journal_bg_flushed(struct gs_engine *e);
+/* <obj> leaves the index; <last>, the CLOCK's last record, takes its slot
+ * (e->lock).  Captures what the walk would miss. */
+void journal_bg_unlink(struct gs_engine *e, struct gs_obj *obj,
+		       struct gs_obj *last);
+/* <obj> is linked, or written by a synchronous checkpoint: not for the
+ * background one (e->lock). */
+void journal_bg_mark(struct gs_engine *e, struct gs_obj *obj);
 /* journal_sync.c.  Everything filed up to <seq> is on stable storage:
  * wakes who waits for it. */
 void journal_publish_synced(struct gs_engine *e, struct journal *j,

@@ -782,7 +782,7 @@ int journal_recover(struct gs_engine *e, char *err, size_t errlen)
 		__atomic_store_n(&e->st.journal_bytes, j->end, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->st.journal_records, j->records,
 				 __ATOMIC_RELAXED);
-		journal_weigh(e);
+		journal_weigh_now(e);
 	}
 	pthread_mutex_unlock(&e->lock);
 	free(r.ents);

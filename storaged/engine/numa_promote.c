@@ -190,7 +190,7 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 	if (!nhot || !local_room(r, r->blocks[rd->hot[0]].hits))
 		return 0;
 	for (uint32_t i = 0; i < e->clock_len; i++) {
-		o.pinned = e->clock[i]->refs > 1;
+		o.pinned = obj_refs(e->clock[i]) > 1;
 		each_slot(e->clock[i], count_owner, &o);
 	}
 	for (uint32_t i = 0; i < nhot && moved < GS_NUMA_ROUND_MOVES; i++) {

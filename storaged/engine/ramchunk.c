@@ -99,7 +99,7 @@ bool ramchunk_drop_one(struct gs_engine *e)
 				e->ramchunks_epoch = 1;	/* 0: never read */
 		}
 		rc = e->ramchunks[e->ramchunks_hand];
-		if (rc->obj->refs > 1) {
+		if (obj_refs(rc->obj) > 1) {
 			e->ramchunks_hand++;	/* pinned: maybe being sent */
 			continue;
 		}

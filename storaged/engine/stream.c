@@ -510,14 +510,17 @@ static uint32_t head_chunks(const struct gs_stream *s)
 	return 0;
 }
 
-static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
+/* Pins the object of <s> and takes what RAM holds of it: its head to
+ * load (<hc> chunks hold it), its cached chunks.  An object wholly in RAM
+ * needs only the pin, taken without e->lock beside the caller's. */
+static void stream_pin(struct gs_stream *s, uint32_t hc)
 {
 	struct gs_engine *e = s->io->e;
-	uint32_t hc = head_chunks(s);
 
-	s->wake = wake;
-	s->arg = arg;
-
+	if (!s->obj->on_disk) {
+		engine_pin(e, s->obj);
+		return;
+	}
 	pthread_mutex_lock(&e->lock);
 	engine_pin(e, s->obj);
 	if (hc && engine_head_want(e, s->obj, &s->head_slot)) {
@@ -526,7 +529,7 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 	}
 	s->read_again = ramchunk_read(e, s->obj);
 	/* pinned: what is cached now stays until the stream is closed */
-	for (uint32_t c = s->first; s->obj->on_disk && c < s->last; c++) {
+	for (uint32_t c = s->first; c < s->last; c++) {
 		struct stream_slot *sl = &s->slots[c - s->first];
 
 		if (s->head_loading && c - s->first < hc)
@@ -536,6 +539,13 @@ static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
 			sl->state = CH_READY;
 	}
 	pthread_mutex_unlock(&e->lock);
+}
+
+static void stream_start(struct gs_stream *s, gs_wake_fn wake, void *arg)
+{
+	s->wake = wake;
+	s->arg = arg;
+	stream_pin(s, head_chunks(s));
 	s->norder = stream_order(s, s->first);	/* less what RAM holds */
 	if (s->caller_bufs)
 		window_cut(&s->win, window_for(s, s->win.size, lead_bufs(s)));

@@ -6,7 +6,9 @@
  * header is refused with a reason (test_journal_damage.c has damage
  * before good records, a missing journal and a smaller --ram-head),
  * --fresh empties, a checkpoint holds
- * exactly the live set (and one is taken when the journal outgrows it),
+ * exactly the live set (and one is taken when the journal outgrows it,
+ * in the background while stores, replacements and deletes go on: what
+ * the journal holds at any moment replays to the index of that moment),
  * and the --sync-interval thread advances journal_synced().
  */
 
@@ -332,6 +334,7 @@ static void churn(void)
 	 * taken on the way, of that object alone */
 	for (int i = 0; i < 1200; i++)
 		store(e, "churn", 60000, i);
+	journal_bg_wait(e);		/* it is taken in the background */
 	st = stats(e);
 	CHECK(st.checkpoints == 1 && st.journal_bytes < JOURNAL_MIN_CHECKPOINT / 4,
 	      "churn: %llu checkpoints, %llu bytes", (unsigned long long)st.checkpoints,
@@ -339,6 +342,121 @@ static void churn(void)
 	crash_close(&e);
 	e = eopen_ok(&cfg, "churned");
 	check_index(e, "churned");
+	eclose(&e);
+}
+
+/* ---- checkpoints in the background, taken while the index changes ---- */
+
+enum { BG_N = 20000 };
+static uint32_t bg_seed[BG_N];		/* of the value each key holds; 0: none */
+
+static uint64_t bg_size(uint32_t seed)
+{
+	return 16 + seed % 300;
+}
+
+static void bg_key(char *key, size_t len, int i)
+{
+	snprintf(key, len, "bg-%05d", i);
+}
+
+/* Stores (or replaces) key <i> with a value of <seed>. */
+static void bg_store(struct gs_engine *e, int i, uint32_t seed)
+{
+	struct gs_obj *obj;
+	char key[32];
+	int ret;
+
+	bg_key(key, sizeof(key), i);
+	pthread_mutex_lock(&e->lock);
+	ret = engine_reserve(e, key, strlen(key), bg_size(seed), &obj);
+	if (ret == 0) {
+		fill(obj_head_ptr(e, obj), bg_size(seed), seed);
+		ret = engine_link(e, obj, GS_IF_ANY, 0, NULL);
+		engine_unref(e, obj);
+	}
+	pthread_mutex_unlock(&e->lock);
+	CHECK(ret == 0, "bg store %s: %d", key, ret);
+	bg_seed[i] = ret == 0 ? seed : bg_seed[i];
+}
+
+/* Every key holds what bg_seed[] says, and nothing else is linked. */
+static void bg_check(struct gs_engine *e, const char *what)
+{
+	char key[32], val[400];
+	unsigned live = 0, bad = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (int i = 0; i < BG_N; i++) {
+		struct gs_obj *obj;
+
+		bg_key(key, sizeof(key), i);
+		obj = engine_find(e, key, strlen(key));
+		if (!bg_seed[i]) {
+			bad += obj != NULL;
+			continue;
+		}
+		live++;
+		fill(val, bg_size(bg_seed[i]), bg_seed[i]);
+		bad += !obj || obj->meta.size != bg_size(bg_seed[i]) ||
+		       memcmp(obj_head_ptr(e, obj), val, obj->meta.size);
+	}
+	CHECK(bad == 0 && e->clock_len == live, "%s: %u keys wrong, %u linked, want %u",
+	      what, bad, e->clock_len, live);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Replacements, deletes and new keys, one per hold of e->lock, so the
+ * checkpoint thread's walk goes on between them. */
+static void bg_ops(struct gs_engine *e, unsigned n, uint64_t *rnd)
+{
+	char key[32];
+
+	for (unsigned k = 0; k < n; k++) {
+		int i;
+
+		*rnd = *rnd * 6364136223846793005ull + 1442695040888963407ull;
+		i = (*rnd >> 33) % BG_N;
+		if ((*rnd >> 20) % 4 == 0 && bg_seed[i]) {
+			bg_key(key, sizeof(key), i);
+			CHECK(gs_delete(e, key, strlen(key)) == 0, "bg delete %s", key);
+			bg_seed[i] = 0;
+		} else {
+			bg_store(e, i, (uint32_t)(*rnd >> 40) | 1);
+		}
+	}
+}
+
+static void background(void)
+{
+	struct gs_config cfg;
+	struct gs_engine *e;
+	uint64_t rnd = 27, cps;
+	char what[64];
+
+	config(&cfg);
+	cfg.fresh = true;
+	cfg.checkpoint_size = 4096;	/* checkpoints come every few MB */
+	e = eopen_ok(&cfg, "bg");
+	cfg.fresh = false;
+	for (int i = 0; i < BG_N; i++)
+		bg_store(e, i, i + 1);
+	for (int round = 0; round < 6; round++) {
+		bg_ops(e, 30000, &rnd);
+		/* odd rounds: killed with a checkpoint likely under way */
+		if (round % 2 == 0)
+			journal_bg_wait(e);
+		cps = stats(e).checkpoints;
+		crash_close(&e);
+		snprintf(what, sizeof(what), "bg round %d (%llu checkpoints)",
+			 round, (unsigned long long)cps);
+		e = eopen_ok(&cfg, what);
+		bg_check(e, what);
+		CHECK(round % 2 || cps > 0, "%s: none taken", what);
+	}
+	eclose(&e);
+	e = eopen_ok(&cfg, "bg after stop");
+	bg_check(e, "bg after stop");
 	eclose(&e);
 }
 
@@ -452,6 +570,7 @@ int main(void)
 	headers();
 	flushes();
 	churn();
+	background();
 	syncs();
 	hundred_k();
 	return check_result();
