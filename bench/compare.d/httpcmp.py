@@ -11,7 +11,9 @@ SEED = 1
 GOALS = {"throughput": 0.90, "ttfb_p99": 1.20}
 DISK_TARGETS = ("goblin", "static", "static-aio", "nginx-cache", "varnish", "ats")
 COLORS = {"goblin": "#d62728", "static": "#1f77b4", "static-aio": "#17becf",
-          "nginx-cache": "#2ca02c", "varnish": "#9467bd", "ats": "#ff7f0e"}
+          "nginx-cache": "#2ca02c", "varnish": "#9467bd", "ats": "#ff7f0e",
+          "nginx-cache-ssd": "#98df8a", "varnish-ssd": "#c5b0d5",
+          "ats-ssd": "#ffbb78"}
 
 
 # Of the server cgroup, what goblin-store keeps outside --memory: I/O
