@@ -9,7 +9,8 @@ LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c 
                   read_into.c window.c writer.c concat.c heads.c measure.c \
                   ramchunk.c attr.c fill.c fill_writer.c stream_fill.c \
                   numa_topo.c numa_promote.c journal.c journal_replay.c \
-                  journal_shed.c journal_room.c journal_sync.c) \
+                  journal_shed.c journal_room.c journal_sync.c \
+                  journal_bg.c) \
                   shared/log.c shared/size.c
 # the daemon: main, options, stats and the serving loop at storaged/'s root;
 # its fronts in mc/ (memcache), link/ (the nginx ring), rdma/ (the endpoint)

@@ -8,7 +8,7 @@
  * checkpoint writes the live index to JOURNAL_TMP and renames it over the
  * journal: whatever the moment of a crash, one whole journal is there.
  * The one a grown journal asks for is taken in the background instead
- * (journal_sync.c, struct journal_bg); this file's, under e->lock
+ * (journal_bg.c, struct journal_bg); this file's, under e->lock
  * throughout, is for a clean stop, a salvage and a file system short of
  * room.
  */

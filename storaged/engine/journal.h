@@ -172,14 +172,14 @@ struct jflush {
 	int64_t time;			/* when it was filed */
 };
 
-/* Records gathered in memory (journal_sync.c). */
+/* Records gathered in memory (journal_bg.c). */
 struct cp_buf {
 	char *p;
 	size_t len, cap;
 };
 
 /*
- * A checkpoint taken in the background (journal_sync.c): the live index at
+ * A checkpoint taken in the background (journal_bg.c): the live index at
  * the moment it starts, written by its thread while appends go on.  The
  * new file is that snapshot, then every record appended since (copied
  * into <tail> as it goes to the old file): what the old file says, at any
@@ -269,7 +269,7 @@ size_t journal_put_len(const struct gs_engine *e, const struct gs_obj *obj);
  * journal is then kept). */
 int journal_checkpoint(struct gs_engine *e, bool sync);
 /* Checkpoints when the journal has outgrown the live index (e->lock held);
- * else sets when to look again.  With the background thread (journal_sync.c)
+ * else sets when to look again.  With the background thread (journal_bg.c)
  * it only asks that thread to. */
 void journal_weigh(struct gs_engine *e);
 /* journal_weigh() in place, whatever it finds (at start: nothing is
@@ -301,7 +301,7 @@ void journal_put_encode(const struct gs_engine *e, struct jrec *r, size_t len,
  * -errno. */
 int journal_pwrite_all(int fd, const void *p, size_t len, uint64_t off);
 
-/* ---- journal_sync.c: checkpoints in the background (struct journal_bg) ---- */
+/* ---- journal_bg.c: checkpoints in the background (struct journal_bg) ---- */
 
 /* Hands the weighing to the thread (started on first use), e->lock held:
  * true, or false when it cannot run (weigh in place). */
