@@ -11,7 +11,7 @@
  * back from a LOOKUP's rx buffer and replayed into r->headers_out.  A
  * stored blob is not trusted: a name that is not a token, a value with a
  * control character (no CR/LF injection) and a header nginx makes itself
- * (Content-Length, Date, ...) are skipped on the way back, as are lines
+ * (Content-Length, Server, ...) are skipped on the way back, as are lines
  * that are no header at all.
  */
 
@@ -34,21 +34,21 @@ static ngx_int_t ngx_http_goblin_attr_add(u_char **p, u_char *end,
 static ngx_int_t ngx_http_goblin_attr_age(ngx_http_request_t *r,
     ngx_http_goblin_attr_t *a);
 static ngx_uint_t ngx_http_goblin_attr_kept(ngx_str_t *key);
-static ngx_uint_t ngx_http_goblin_attr_framing(ngx_str_t *lowcase_key);
+static ngx_uint_t ngx_http_goblin_attr_listed(ngx_str_t *names,
+    ngx_str_t *key);
 static ngx_uint_t ngx_http_goblin_attr_name_valid(u_char *p, size_t len);
 static ngx_uint_t ngx_http_goblin_attr_value_valid(u_char *p, size_t len);
 
 
-/* the response headers a cache replays (besides Content-Type) */
-static ngx_str_t  ngx_http_goblin_attr_names[] = {
-    ngx_string("Content-Encoding"),
-    ngx_string("Content-Language"),
-    ngx_string("Content-Disposition"),
-    ngx_string("Cache-Control"),
-    ngx_string("Expires"),
-    ngx_string("Last-Modified"),
-    ngx_string("ETag"),
-    ngx_string("Vary"),
+/* response headers a cache does not store (RFC 9111 3.1), besides those
+ * nginx makes itself; Content-Type is stored from its own slot */
+static ngx_str_t  ngx_http_goblin_attr_unstored_names[] = {
+    ngx_string("content-type"),
+    ngx_string("date"),                 /* from its own slot too */
+    ngx_string("set-cookie"),
+    ngx_string("proxy-authenticate"),
+    ngx_string("proxy-authentication-info"),
+    ngx_string("proxy-connection"),
     ngx_null_string
 };
 
@@ -63,10 +63,10 @@ static ngx_str_t  ngx_http_goblin_attr_framing_names[] = {
     ngx_string("upgrade"),
     ngx_string("trailer"),
     ngx_string("te"),
-    ngx_string("date"),
     ngx_string("server"),
     ngx_string("accept-ranges"),
     ngx_string("goblin-variant"),       /* NGX_HTTP_GOBLIN_VARIANT: ours */
+    ngx_string("age"),                  /* made from <received> */
     ngx_null_string
 };
 
@@ -233,31 +233,27 @@ ngx_http_goblin_attr_add(u_char **p, u_char *end, ngx_str_t *key,
 }
 
 
+/* Whether a response header <key> is stored: every end-to-end one but
+ * those nginx makes and those a cache must not keep. */
 static ngx_uint_t
 ngx_http_goblin_attr_kept(ngx_str_t *key)
 {
-    ngx_str_t  *n;
-
-    for (n = ngx_http_goblin_attr_names; n->len; n++) {
-        if (n->len == key->len
-            && ngx_strncasecmp(n->data, key->data, key->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
+    return !ngx_http_goblin_attr_listed(ngx_http_goblin_attr_framing_names,
+                                        key)
+           && !ngx_http_goblin_attr_listed(
+                  ngx_http_goblin_attr_unstored_names, key);
 }
 
 
+/* Whether <key> is in <names> (lowercase), case aside. */
 static ngx_uint_t
-ngx_http_goblin_attr_framing(ngx_str_t *lowcase_key)
+ngx_http_goblin_attr_listed(ngx_str_t *names, ngx_str_t *key)
 {
     ngx_str_t  *n;
 
-    for (n = ngx_http_goblin_attr_framing_names; n->len; n++) {
-        if (n->len == lowcase_key->len
-            && ngx_strncmp(n->data, lowcase_key->data, n->len) == 0)
+    for (n = names; n->len; n++) {
+        if (n->len == key->len
+            && ngx_strncasecmp(n->data, key->data, key->len) == 0)
         {
             return 1;
         }
@@ -628,7 +624,9 @@ ngx_http_goblin_attr_replay(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
         lk.data = src[i].lowcase_key;
         lk.len = src[i].key.len;
 
-        if (ngx_http_goblin_attr_framing(&lk)) {
+        if (ngx_http_goblin_attr_listed(ngx_http_goblin_attr_framing_names,
+                                        &lk))
+        {
             continue;
         }
 
@@ -669,6 +667,8 @@ ngx_http_goblin_attr_replay(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
         case sizeof("etag") - 1:
             if (ngx_strncmp(lk.data, "etag", lk.len) == 0) {
                 r->headers_out.etag = h;
+            } else if (ngx_strncmp(lk.data, "date", lk.len) == 0) {
+                r->headers_out.date = h;
             }
             break;
 

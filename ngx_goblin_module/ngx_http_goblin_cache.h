@@ -163,6 +163,12 @@ ngx_int_t ngx_http_goblin_validate_request(ngx_http_request_t *r,
     ngx_http_request_t *fr, ngx_str_t *old);
 ngx_array_t *ngx_http_goblin_validate_kept(ngx_http_request_t *r,
     ngx_str_t *old);
+/* The fill's response in r->headers_out as a cache stores it (RFC 9111
+ * 3.1): a header its Connection header lists is dropped (hash 0); its
+ * Date, the origin's (else now), is pushed to <extra> and its time set in
+ * *<date>.  NGX_ERROR without memory. */
+ngx_int_t ngx_http_goblin_validate_stored(ngx_http_request_t *r,
+    ngx_array_t *extra, time_t *date);
 
 /* ngx_http_goblin_fill.c */
 ngx_http_goblin_fill_t *ngx_http_goblin_fill_find(ngx_str_t *key);

@@ -161,11 +161,12 @@ static ngx_int_t
 ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_fill_t *fill, ngx_array_t *kept)
 {
-    time_t                     now, expires;
+    time_t                     now, expires, date;
     int64_t                    age, left, keep;
     ngx_int_t                  rc;
     ngx_str_t                 *v;
     ngx_uint_t                 i;
+    ngx_array_t               *extra;
     ngx_http_goblin_headers_t  it;
     ngx_table_elt_t           *h, **cc;
     ngx_http_goblin_cc_t       ccv;
@@ -177,6 +178,15 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
             || r->headers_out.content_length_n > fill->max_object))
     {
         return NGX_DECLINED;
+    }
+
+    extra = kept ? kept : ngx_array_create(r->pool, 1,
+                                           sizeof(ngx_table_elt_t));
+
+    if (extra == NULL
+        || ngx_http_goblin_validate_stored(r, extra, &date) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     ngx_http_goblin_cc_init(&ccv);
@@ -233,7 +243,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     }
 
     now = ngx_time();
-    left = ngx_http_goblin_lifetime(&ccv, expires, now, age, fill->valid);
+    left = ngx_http_goblin_lifetime(&ccv, expires, date, age, fill->valid);
 
     if (left == 0) {
         return NGX_DECLINED;
@@ -256,7 +266,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
 
     /* received as if it came without an Age: a hit's Age counts from it */
     rc = ngx_http_goblin_attr_build(r, NGX_HTTP_OK, now - (time_t) age,
-                                    now + (time_t) left, kept, &fill->attr);
+                                    now + (time_t) left, extra, &fill->attr);
     if (rc != NGX_OK) {
         return rc;
     }

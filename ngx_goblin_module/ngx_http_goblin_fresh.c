@@ -215,17 +215,18 @@ ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
 
 
 /*
- * How many more seconds a response received at <now> stays fresh in a
- * shared cache (RFC 9111 4.2.1): s-maxage, else max-age, else <expires>
- * (unix time; 0 for a malformed one, which is in the past;
- * NGX_HTTP_GOBLIN_NO_EXPIRES for none) less <now>, else <valid> (the
+ * How many more seconds a response dated <date> stays fresh in a shared
+ * cache (RFC 9111 4.2.1): s-maxage, else max-age, else <expires> (unix
+ * time; 0 for a malformed one, which is in the past;
+ * NGX_HTTP_GOBLIN_NO_EXPIRES for none) less <date> (its Date, else when it
+ * was received), else <valid> (the
  * configured lifetime of a response that says nothing), less the <age>
  * it already had.  0 when it must not be stored: no-store, private,
  * no-cache (it would need revalidation on every use), or no time left.
  */
 int64_t
 ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc, int64_t expires,
-    int64_t now, int64_t age, int64_t valid)
+    int64_t date, int64_t age, int64_t valid)
 {
     int64_t  lifetime;
 
@@ -240,7 +241,7 @@ ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc, int64_t expires,
         lifetime = cc->max_age;
 
     } else if (expires != NGX_HTTP_GOBLIN_NO_EXPIRES) {
-        lifetime = expires > now ? expires - now : 0;
+        lifetime = expires > date ? expires - date : 0;
 
     } else {
         lifetime = valid;

@@ -133,7 +133,7 @@ int ngx_http_goblin_cc_stale_ok(const ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_satisfies(const ngx_http_goblin_cc_t *req,
     int64_t age, int64_t left);
 int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,
-    int64_t expires, int64_t now, int64_t age, int64_t valid);
+    int64_t expires, int64_t date, int64_t age, int64_t valid);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,
     size_t max, size_t *bad);
 

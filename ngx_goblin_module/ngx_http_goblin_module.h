@@ -426,12 +426,11 @@ typedef struct {
 } ngx_http_goblin_attr_t;
 
 /* Builds the attribute bytes of <status>, <received>, <fresh> (0: none)
- * and the headers of
- * r->headers_out that a cache replays (Content-Type incl.
- * r->headers_out.content_type, Content-Encoding, Content-Language,
- * Content-Disposition, Cache-Control, Expires, Last-Modified, ETag, Vary;
- * plus any in <extra>, of ngx_table_elt_t, may be NULL) into <out>
- * (allocated from r->pool); a header with a bad name or a control
+ * and the headers of r->headers_out that a cache replays (Content-Type
+ * from r->headers_out.content_type, and every other end-to-end header but
+ * Set-Cookie, Proxy-*, Date (the caller's, in <extra>) and those nginx
+ * makes itself: Server, Age, framing), plus any in <extra> (of
+ * ngx_table_elt_t, may be NULL), into <out> (from r->pool); a header with a bad name or a control
  * character in its value is left out.  NGX_DECLINED when they would exceed
  * RING_ATTR_MAX. */
 ngx_int_t ngx_http_goblin_attr_build(ngx_http_request_t *r, ngx_uint_t status,
@@ -442,8 +441,8 @@ ngx_int_t ngx_http_goblin_attr_parse(ngx_http_request_t *r, u_char *p,
     size_t len, ngx_http_goblin_attr_t *a);
 /* Sets r->headers_out from <a> (Content-Type to headers_out.content_type,
  * ETag, Last-Modified etc. to their slots so nginx's not_modified/range
- * filters see them); headers nginx makes itself (Content-Length, Date,
- * Transfer-Encoding, ...) are never replayed. */
+ * filters see them, Date to headers_out.date); headers nginx makes itself
+ * (Content-Length, Server, Transfer-Encoding, ...) are never replayed. */
 ngx_int_t ngx_http_goblin_attr_replay(ngx_http_request_t *r,
     ngx_http_goblin_attr_t *a);
 /* The attributes of a PUT: its Content-Type, Content-Encoding,

@@ -1,8 +1,10 @@
 
 /*
- * ngx_http_goblin_module: cache mode, revalidating a stale object (RFC
- * 9111 4.3): its validators (ETag, Last-Modified) make its fill's request
- * conditional, and a 304 keeps the headers it does not replace.
+ * ngx_http_goblin_module: cache mode, a response's headers as stored
+ * (RFC 9111 3.1: not those its Connection header lists; its Date kept),
+ * and revalidating a stale object (RFC 9111 4.3): its validators (ETag,
+ * Last-Modified) make its fill's request conditional, and a 304 keeps the
+ * headers it does not replace.
  */
 
 
@@ -102,6 +104,12 @@ ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
             continue;
         }
 
+        if (o[j].key.len == sizeof("Date") - 1
+            && ngx_strncmp(o[j].lowcase_key, "date", o[j].key.len) == 0)
+        {
+            continue;       /* the 304's own (validate_stored()) */
+        }
+
         if (o[j].key.len == sizeof(NGX_HTTP_GOBLIN_VARIANT) - 1
             && ngx_strncasecmp(o[j].key.data,
                                (u_char *) NGX_HTTP_GOBLIN_VARIANT,
@@ -135,4 +143,110 @@ ngx_http_goblin_validate_kept(ngx_http_request_t *r, ngx_str_t *old)
     }
 
     return kept;
+}
+
+
+static ngx_uint_t ngx_http_goblin_validate_listed(ngx_str_t *list,
+    ngx_str_t *name);
+
+
+ngx_int_t
+ngx_http_goblin_validate_stored(ngx_http_request_t *r, ngx_array_t *extra,
+    time_t *date)
+{
+    u_char                    *p;
+    ngx_str_t                  value;
+    ngx_table_elt_t           *h, *d;
+    ngx_http_upstream_t       *u;
+    ngx_http_goblin_headers_t  it, out;
+
+    *date = ngx_time();
+    ngx_str_set(&value, "");
+
+    u = r->upstream;
+
+    if (u) {
+        ngx_http_goblin_headers_init(&it, &u->headers_in.headers);
+
+        while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
+
+            if (h->key.len != sizeof("Connection") - 1
+                || ngx_strncasecmp(h->key.data, (u_char *) "Connection",
+                                   h->key.len) != 0)
+            {
+                continue;
+            }
+
+            ngx_http_goblin_headers_init(&out, &r->headers_out.headers);
+
+            while ((d = ngx_http_goblin_headers_next(&out)) != NULL) {
+                if (ngx_http_goblin_validate_listed(&h->value, &d->key)) {
+                    d->hash = 0;
+                }
+            }
+        }
+
+        if (u->headers_in.date
+            && ngx_parse_http_time(u->headers_in.date->value.data,
+                                   u->headers_in.date->value.len)
+               != NGX_ERROR)
+        {
+            value = u->headers_in.date->value;
+            *date = ngx_parse_http_time(value.data, value.len);
+        }
+    }
+
+    if (value.len == 0) {
+        p = ngx_pnalloc(r->pool, sizeof("Mon, 28 Sep 1970 06:00:00 GMT"));
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        value.data = p;
+        value.len = ngx_http_time(p, *date) - p;
+    }
+
+    d = ngx_array_push(extra);
+    if (d == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(d, sizeof(ngx_table_elt_t));
+    d->hash = 1;
+    ngx_str_set(&d->key, "Date");
+    d->value = value;
+
+    return NGX_OK;
+}
+
+
+/* Whether the comma-separated <list> names <name>, case aside. */
+static ngx_uint_t
+ngx_http_goblin_validate_listed(ngx_str_t *list, ngx_str_t *name)
+{
+    u_char  *p, *last, *start;
+
+    p = list->data;
+    last = p + list->len;
+
+    while (p < last) {
+
+        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < last && *p != ',' && *p != ' ' && *p != '\t') {
+            p++;
+        }
+
+        if ((size_t) (p - start) == name->len && name->len
+            && ngx_strncasecmp(start, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }

@@ -8,20 +8,32 @@
 # nothing said) is answered and not stored, and so is one to a request
 # with Authorization unless public, s-maxage or must-revalidate allow it,
 # one to a request with Cache-Control: no-store, and one with Vary: *; an
-# expired object is filled anew, every body sha256-checked.
+# expired object is filled anew, every body sha256-checked; every
+# end-to-end header is kept and replayed, the origin's Date with them, and
+# Expires counts from that Date.
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
 use Test::Nginx::Socket;
+use Time::Local ();
 
 cache_start();
 goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(25);
+plan tests => goblin_plan(29);
 no_shuffle();
 run_tests();
+
+# An RFC 9110 date as unix time (0 when it is none).
+sub http_time ($) {
+    my %mon = (Jan => 0, Feb => 1, Mar => 2, Apr => 3, May => 4, Jun => 5,
+               Jul => 6, Aug => 7, Sep => 8, Oct => 9, Nov => 10, Dec => 11);
+    my ($d, $m, $y, $H, $M, $S) =
+        $_[0] =~ /^\w+, (\d+) (\w+) (\d+) (\d+):(\d+):(\d+) GMT$/ or return 0;
+    return Time::Local::timegm($S, $M, $H, $d, $mon{$m}, $y);
+}
 
 sub start () { GoblinTest::wait_attached() or die "workers did not attach\n" }
 
@@ -132,6 +144,44 @@ sub request_says () {
        'a request with no-store, a response with Vary: *: not stored');
 }
 
+# the response's headers as stored (RFC 9111 3.1, 4.2.1): every end-to-end
+# one replayed on the miss and on a hit, not one its Connection names; the
+# origin's Date kept; an Expires counted from the Date, not from when it
+# came (4 tests)
+sub as_stored () {
+    start();
+    my $p = '/o/h1-10k-cc100-hdrs-dateback30';
+    my $m = fetch($p);
+    wait_until(sub { stored('h1-10k-cc100-hdrs-dateback30') }, 10);
+    my ($md) = ($m->{head} // '') =~ /^Date: (.*?)\r?$/mi;
+    sleep 1;
+    my $h = fetch($p);
+    my ($hd) = ($h->{head} // '') =~ /^Date: (.*?)\r?$/mi;
+    my $ok = 1;
+    for my $r ($m, $h) {
+        $ok &&= whole($p, 10240, $r)
+                && $r->{head} =~ /^X-Origin-Id: h1-10k-cc100-hdrs-dateback30\r?$/mi
+                && $r->{head} =~ /^Link: <\/style\.css>; rel=preload\r?$/mi
+                && $r->{head} !~ /^X-Hop:/mi;
+    }
+    ok($ok && $h->{xcache} eq 'HIT', 'end-to-end headers replayed on the '
+       . 'miss and the hit, the one Connection names not')
+        or diag("$m->{head}\n$h->{head}");
+    ok(defined $md && defined $hd && $md eq $hd
+       && http_time($hd) < time() - 20,
+       'the origin\'s Date kept: ' . ($hd // 'none'));
+    my @r = (fetch('/o/h2-10k-exp300-datefwd400'),
+             fetch('/o/h2-10k-exp300-datefwd400'));
+    ok(whole('/o/h2-10k-exp300-datefwd400', 10240, $r[1])
+       && !stored('h2-10k-exp300-datefwd400')
+       && ($r[1]{xcache} // '') ne 'HIT',
+       'an Expires before the Date: not stored');
+    my ($ttl) = filled('/o/h3-10k-exp100-dateback50', 'h3-10k-exp100-dateback50');
+    ok(defined $ttl && $ttl > 140 && $ttl <= 150,
+       'Expires less the Date (150 s), not less now (100 s): TTL '
+       . ($ttl // 'absent'));
+}
+
 # goblin_cache_valid 0 still stores what says how long it is fresh
 # (1 test)
 sub valid_off () {
@@ -170,3 +220,9 @@ main::valid_off();
 === TEST 5: Authorization, a request's no-store, Vary
 --- init
 main::request_says();
+
+
+
+=== TEST 6: headers as stored: end to end replayed, Date kept, Expires less Date
+--- init
+main::as_stored();

@@ -27,6 +27,9 @@
 # A GET whose If-None-Match is the body's ETag gets 304 (counted).
 #   age<seconds>   Age: <seconds>
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
+#   dateback<N>, datefwd<N>   Date: <N> seconds before (after) now
+#   hdrs           X-Origin-Id: <id> and a Link header (end to end), and
+#                  X-Hop: 1 named by Connection: X-Hop (hop by hop)
 #   mut            each PUT or POST of it makes a new version: another
 #                  body and ETag (/sha/ says the current one's)
 # Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
@@ -83,6 +86,8 @@ def spec(path):
             o["revalcc"] = int(f[7:])
         elif f.startswith("age"):
             o["age"] = int(f[3:])
+        elif f.startswith("dateback") or f.startswith("datefwd"):
+            o["date"] = int(f[8:]) * -1 if f[4] == "b" else int(f[7:])
         elif f.startswith("exp") and f != "expbad":
             o["exp"] = int(f[3:])
         elif f.startswith("s") and f[1:].isdigit():
@@ -208,7 +213,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 start = max(len(body) - int(b), 0)
             status = 206
-        self.send_response(status)
+        if "date" in o:
+            self.send_response_only(status)
+            self.send_header("Date", self.date_time_string(
+                time.time() + o["date"]))
+        else:
+            self.send_response(status)
         self.send_header("Content-Type", "application/x-goblin-test")
         self.send_header("ETag", etag)
         self.send_header("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")
@@ -241,6 +251,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 time.time() + o["exp"]))
         elif o.get("expbad"):
             self.send_header("Expires", "0")
+        if o.get("hdrs"):
+            self.send_header("X-Origin-Id", path.rsplit("/", 1)[-1])
+            self.send_header("Link", "</style.css>; rel=preload")
+            self.send_header("Connection", "X-Hop")
+            self.send_header("X-Hop", "1")
         if o.get("cookie"):
             self.send_header("Set-Cookie", "session=1")
         chunked = o.get("chunked")
