@@ -654,6 +654,14 @@ ngx_http_goblin_attr_replay(ngx_http_request_t *r, ngx_http_goblin_attr_t *a)
             continue;
         }
 
+        if (lk.len == sizeof("date") - 1
+            && ngx_strncmp(lk.data, "date", lk.len) == 0
+            && ngx_parse_http_time(src[i].value.data, src[i].value.len)
+               == NGX_ERROR)
+        {
+            continue;       /* nginx makes one */
+        }
+
         h = ngx_list_push(&r->headers_out.headers);
         if (h == NULL) {
             return NGX_ERROR;

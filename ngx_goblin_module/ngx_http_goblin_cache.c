@@ -369,6 +369,7 @@ ngx_http_goblin_cache_miss(ngx_http_goblin_ctx_t *ctx)
         return;
     }
 
+    ctx->cache->started = 1;
     ngx_http_goblin_cache_join(ctx->cache, fill);
 }
 
@@ -473,7 +474,15 @@ ngx_http_goblin_cache_woken(ngx_http_goblin_cache_t *cache)
         return;
     }
 
-    ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
+    if (fill->state == NGX_HTTP_GOBLIN_FILL_HANDOFF && cache->started
+        && fill->ctx)
+    {
+        /* the origin's answer to the request that asked: not asked again */
+        ngx_http_goblin_handoff_send(ctx, fill);
+
+    } else {
+        ngx_http_goblin_cache_redirect(ctx, NGX_HTTP_GOBLIN_CACHE_MISS);
+    }
 
     ngx_http_goblin_fill_unref(fill);
 }

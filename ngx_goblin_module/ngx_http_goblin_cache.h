@@ -37,6 +37,9 @@ typedef enum {
     NGX_HTTP_GOBLIN_FILL_STORED,       /* WFINISH said stored */
     NGX_HTTP_GOBLIN_FILL_BUSY,         /* another worker fills the key */
     NGX_HTTP_GOBLIN_FILL_PASS,         /* not cacheable: go to the origin */
+    NGX_HTTP_GOBLIN_FILL_HANDOFF,      /* not cacheable: its starter has the
+                                          response, the rest go to the
+                                          origin */
     NGX_HTTP_GOBLIN_FILL_FAILED        /* origin or store failed, abandoned */
 } ngx_http_goblin_fill_state_e;
 
@@ -68,6 +71,8 @@ struct ngx_http_goblin_cache_s {
                                                 served if that fails */
     unsigned                       variant:1; /* ctx->key is the variant
                                                  key of its Vary */
+    unsigned                       started:1; /* it started the fill it
+                                                 waits on */
     time_t                         stale_error; /* until when it may be
                                                    (stale-if-error) */
     ngx_str_t                      stale_attr;  /* its attributes: the
@@ -103,6 +108,11 @@ struct ngx_http_goblin_fill_s {
     off_t                          length;   /* Content-Length, or -1 */
     off_t                          received; /* body bytes into the writer */
     ngx_chain_t                   *held;     /* body waiting for room */
+    u_char                        *hand;     /* a body not stored, for its
+                                                starter (from its request's
+                                                pool) */
+    size_t                         hand_len;
+    size_t                         hand_cap;
     ngx_str_t                      attr;
     ngx_str_t                      old_attr; /* the stale object's (heap):
                                                 its request is conditional */
@@ -131,6 +141,7 @@ struct ngx_http_goblin_fill_s {
      * being refreshed (SETATTR), or were */
     unsigned                       revalidating:1;
     unsigned                       revalidated:1;
+    unsigned                       handing:1; /* gathering <hand> */
 };
 
 
@@ -157,6 +168,23 @@ ngx_int_t ngx_http_goblin_vary_found(ngx_http_goblin_ctx_t *ctx,
     struct ring_cqe *cqe, ngx_uint_t variant);
 ngx_int_t ngx_http_goblin_vary_attr(ngx_http_request_t *r,
     ngx_array_t *kept, ngx_str_t *attr);
+
+/* ngx_http_goblin_handoff.c: a response not stored, handed to the
+ * request that started its fill.  From the capture's header filter (the
+ * fill request <r>): NGX_OK when its body is gathered for that request
+ * (it still waits; the body is small enough), NGX_DECLINED when not,
+ * NGX_ERROR without memory. */
+ngx_int_t ngx_http_goblin_handoff_begin(ngx_http_request_t *r,
+    ngx_http_goblin_fill_t *fill);
+/* From the capture's body filter while fill->handing: <in> gathered (and
+ * taken); at its end the fill's state is NGX_HTTP_GOBLIN_FILL_HANDOFF
+ * and its waiters are woken. */
+ngx_int_t ngx_http_goblin_handoff_body(ngx_http_request_t *r,
+    ngx_http_goblin_fill_t *fill, ngx_chain_t *in);
+/* From a waiter's wake, while the fill request lives: its response sent
+ * to <ctx>'s request, which is finalized. */
+void ngx_http_goblin_handoff_send(ngx_http_goblin_ctx_t *ctx,
+    ngx_http_goblin_fill_t *fill);
 
 /* ngx_http_goblin_validate.c */
 ngx_int_t ngx_http_goblin_validate_request(ngx_http_request_t *r,

@@ -120,6 +120,15 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
                       "goblin: the origin's %ui for \"%V\" is not stored",
                       r->headers_out.status, &fill->key);
 
+        if (rc == NGX_DECLINED) {
+            rc = ngx_http_goblin_handoff_begin(r, fill);
+
+            if (rc != NGX_DECLINED) {
+                return rc;      /* its body, for the request that started
+                                   the fill */
+            }
+        }
+
         /* read no further; the waiters go to the origin */
         r->header_only = 1;
         fill->fail(fill, NGX_HTTP_GOBLIN_FILL_PASS);
@@ -595,6 +604,10 @@ ngx_http_goblin_capture_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     fill = ctx->fill;
+
+    if (fill->handing) {
+        return ngx_http_goblin_handoff_body(r, fill, in);
+    }
 
     if (fill->state > NGX_HTTP_GOBLIN_FILL_OPEN) {
         /* not stored: what still comes is dropped */

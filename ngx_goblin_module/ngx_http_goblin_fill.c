@@ -21,10 +21,11 @@
  * goblin_cache_pass T (default 2m): a key whose response was not stored
  * for what the response said (its status, Set-Cookie, Cache-Control,
  * Vary: *, its size) is passed to the origin without a fill for T, by
- * this worker: one origin request where a fill and the pass after it
- * would make two (Varnish's hit-for-miss).  Marks live in a table of
- * NGX_HTTP_GOBLIN_PASS_SLOTS by a hash of the key; one that takes
- * another's slot only costs that key a fill.
+ * this worker (Varnish's hit-for-miss): concurrent requests do not wait on
+ * a fill whose answer is theirs only to be passed on (the one that started
+ * it has the fill's own answer: ngx_http_goblin_handoff.c).  Marks live in
+ * a table of NGX_HTTP_GOBLIN_PASS_SLOTS by a hash of the key; one that
+ * takes another's slot only costs that key a fill.
  */
 
 
@@ -358,8 +359,9 @@ ngx_http_goblin_fill_fail(ngx_http_goblin_fill_t *fill,
 
     fill->state = state;
 
-    if (state == NGX_HTTP_GOBLIN_FILL_PASS && fill->uncacheable
-        && fill->pass)
+    if ((state == NGX_HTTP_GOBLIN_FILL_PASS
+         || state == NGX_HTTP_GOBLIN_FILL_HANDOFF)
+        && fill->uncacheable && fill->pass)
     {
         hash = ngx_crc32_long(fill->key.data, fill->key.len);
         p = &ngx_http_goblin_passes[hash % NGX_HTTP_GOBLIN_PASS_SLOTS];
@@ -389,7 +391,9 @@ ngx_http_goblin_fill_fail(ngx_http_goblin_fill_t *fill,
 
     ctx = fill->ctx;
 
-    if (ctx && !ctx->request->header_only && !fill->stop.posted) {
+    if (ctx && state != NGX_HTTP_GOBLIN_FILL_HANDOFF
+        && !ctx->request->header_only && !fill->stop.posted)
+    {
         /* the origin's answer is not wanted any more */
         ngx_post_event(&fill->stop, &ngx_posted_events);
     }

@@ -19,7 +19,8 @@
  *                              along, passing to goblin_origin
  *   ngx_http_goblin_policy.c   cache mode: what may answer a request (its
  *                              Cache-Control, freshness, stale windows)
- *   ngx_http_goblin_validate.c cache mode: a stale object's validators,
+ *   ngx_http_goblin_validate.c cache mode: a response's headers as
+ *                              stored, a stale object's validators,
  *                              what a 304 keeps of its headers
  *   ngx_http_goblin_vary.c     cache mode: variants by Vary, their keys
  *   ngx_http_goblin_fill.c     cache mode: one fill per key and worker,
@@ -28,6 +29,8 @@
  *                              into goblin_origin
  *   ngx_http_goblin_capture.c  cache mode: the fill's response captured
  *                              into a shared writer
+ *   ngx_http_goblin_handoff.c  cache mode: a response not stored, handed
+ *                              to the request that started its fill
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
  *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
@@ -47,10 +50,11 @@
  *
  *   module   ->  content status metrics totals link cache fill
  *   content  ->  put cond request ring http cache totals
- *   cache    ->  policy vary fill handler request ring attr
+ *   cache    ->  policy vary fill handoff handler request ring attr
  *   policy   ->  attr fresh
  *   fill     ->  origin capture validate request ring
- *   capture  ->  validate vary ring attr fresh
+ *   capture  ->  validate vary handoff ring attr fresh
+ *   handoff  ->  request
  *   validate ->  attr
  *   vary     ->  attr
  *   origin   ->

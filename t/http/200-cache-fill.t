@@ -10,8 +10,9 @@
 # a chunked origin is stored; responses the cache must not store, other
 # methods (which invalidate) and a cold HEAD go to the origin; a key whose
 # response said it is not to be stored goes to the origin without a fill
-# for goblin_cache_pass (one origin request, not two), unless the request
-# or a 5xx was why.
+# for goblin_cache_pass, unless the request or a 5xx was why; a fill's
+# answer not stored goes to the request that started it (one origin
+# request, not two).
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -24,7 +25,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
 
 worker_connections(1024);
 repeat_each(1);
-plan tests => goblin_plan(46);
+plan tests => goblin_plan(50);
 no_shuffle();
 run_tests();
 
@@ -176,19 +177,31 @@ sub not_stored () {
     ok($c->{head} =~ /^Set-Cookie: session=1/mi, 'Set-Cookie passed on');
 }
 
+# How many fills of <key> found the origin's answer not to be stored (the
+# capture says so at info): a fill, not a pass.
+sub fills_not_stored ($) {
+    my $k = shift;
+    open my $fh, '<', $Test::Nginx::Socket::ErrLogFile or return 0;
+    return scalar grep { /is not stored/ && /"\Q$k\E"/ } <$fh>;
+}
+
 # goblin_cache_pass: after a response not stored for what it said, the key
-# goes to the origin without a fill (one origin request each), until the
-# mark runs out; not after a 5xx, nor when the request was why (5 tests)
+# goes to the origin without a fill, until the mark runs out; not after a
+# 5xx, nor when the request was why.  A fill's answer not stored goes to
+# the request that started it: one origin request either way (5 tests)
 sub passes () {
     start();
     for my $p ('/o/pn-100k-nostore', '/o/pc-100k-cookie') {
+        (my $k = $p) =~ s{^/o/}{};
         my @r = (fetch($p), fetch($p), fetch($p));
-        is(origin_count($p) . ' ' . all_whole($p, 102400, @r), '4 3',
-           "$p: a fill and a pass, then passes: origin requests, bodies");
+        is(origin_count($p) . ' ' . all_whole($p, 102400, @r) . ' '
+           . fills_not_stored($k), '3 3 1',
+           "$p: a fill, then passes: origin requests, bodies, fills");
     }
     my $p = '/o/p5-100-s503';
     fetch($p) for 1 .. 2;
-    is(origin_count($p), 4, 'a 503 leaves no mark: a fill and a pass each');
+    is(origin_count($p) . ' ' . fills_not_stored('p5-100-s503'), '2 2',
+       'a 503 leaves no mark: a fill each');
     $p = '/o/pq-100k-cc60';
     my $r = fetch($p, args => ['-H', 'Cache-Control: no-store']);
     my $n = fetch($p);
@@ -201,8 +214,35 @@ sub passes () {
     fetch($p);
     my $np = '/np/pu-100k-nostore';
     fetch($np) for 1 .. 2;
-    is(origin_count($p) . ' ' . origin_count($np), '4 4',
-       'goblin_cache_pass 1s runs out; off: a fill and a pass each');
+    is(join(' ', origin_count($p), fills_not_stored('/p1/pt-100k-nostore'),
+            origin_count($np), fills_not_stored('/np/pu-100k-nostore')),
+       '2 2 2 2', 'goblin_cache_pass 1s runs out; off: a fill each');
+}
+
+# the answer a fill may not store goes to the request that started it,
+# as the origin sent it; larger than 256 KiB, or for a request that
+# joined the fill, the origin is asked again (4 tests)
+sub handoff () {
+    start();
+    my $p = '/o/ho-100k-nostore-hdrs';
+    my $r = fetch($p);
+    ok(all_whole($p, 102400, $r) == 1 && origin_count($p) == 1
+       && $r->{head} =~ /^X-Origin-Id: ho-100k-nostore-hdrs\r?$/mi
+       && $r->{head} =~ /^Cache-Control: no-store\r?$/mi,
+       'one origin request, the origin\'s body and headers')
+        or diag($r->{head});
+    my $nf = fetch('/o/hn-100-s404');
+    ok($nf->{code} == 404 && origin_count('/o/hn-100-s404') == 1,
+       'a 404: one origin request');
+    $p = '/o/hl-300k-nostore';
+    $r = fetch($p);
+    ok(all_whole($p, 307200, $r) == 1 && origin_count($p) == 2,
+       'over 256 KiB: a fill and a pass');
+    $p = '/o/hj-100k-nostore-wait300';
+    my @later = map { fetch_later($p) } 1 .. 2;
+    my @r = map { $_->() } @later;
+    ok(all_whole($p, 102400, @r) == 2 && origin_count($p) == 2,
+       'two at once: the starter has the fill\'s, the other asks again');
 }
 
 # other methods pass to the origin; a 2xx invalidates; a cold HEAD pulls
@@ -276,6 +316,12 @@ main::not_stored();
 === TEST 8a: goblin_cache_pass
 --- init
 main::passes();
+
+
+
+=== TEST 8b: a response not stored goes to the request that started its fill
+--- init
+main::handoff();
 
 
 
