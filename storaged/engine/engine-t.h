@@ -267,8 +267,11 @@ struct gs_engine {
 	struct region region;
 	struct pool pools[GS_TIERS];	/* [GS_TIER_RAM] unused */
 	bool has_pool[GS_TIERS];
-	struct gs_obj **buckets;
-	uint64_t nbuckets;
+	struct gs_obj **buckets;	/* the index (index.c); growing: the new table */
+	uint64_t nbuckets;		/* a power of two */
+	struct gs_obj **old_buckets;	/* growing: the table being moved, of
+					 * nbuckets / 2; NULL: not growing */
+	uint64_t rehash_pos;		/* old_buckets below it moved (empty) */
 	struct gs_obj **clock;
 	uint32_t clock_len, clock_cap, clock_hand;
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */
