@@ -49,6 +49,10 @@ struct region_block {
 	bool locked;			/* an arena block mlock()ed on first use */
 	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
+	struct gs_obj **owner;		/* --numa over 2+ nodes, a head block:
+					 * per slot, the linked object whose
+					 * bytes it holds (numa_topo.h) */
+	uint32_t owned;			/* slots with an owner */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 	uint32_t promoted_in;		/* --numa: 1 + the round that moved it
 					 * into the home share, 0: none */

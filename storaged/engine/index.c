@@ -134,6 +134,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	struct gs_obj *last;
 
 	*link = obj->hnext;
+	numa_owner_unlink(e, obj);
 	journal_bg_unlink(e, obj, e->clock[e->clock_len - 1]);
 	last = e->clock[--e->clock_len];
 	e->clock[obj->clock_pos] = last;
@@ -328,6 +329,7 @@ static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[e->clock_len++] = obj;
 	obj->linked = true;
 	obj->referenced = false;
+	numa_owner_link(e, obj);
 	journal_bg_mark(e, obj);
 	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 	tier_gauges(e, obj, +1);
