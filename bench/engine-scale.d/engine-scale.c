@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine-bench.h"
 #include "clock.h"
 #include "goblin.h"
 #include "log.h"
@@ -65,49 +66,17 @@ struct getter {
 
 static volatile bool g_stop;
 
-static void key_name(char *buf, size_t len, uint64_t k)
+/* bench_fill_fn: every byte *(uint8_t *)<arg>. */
+static void fill_byte(void *arg, unsigned char *p, uint64_t pos, size_t n)
 {
-	snprintf(buf, len, "k%llu", (unsigned long long)k);
+	(void)pos;
+	memset(p, *(const uint8_t *)arg, n);
 }
 
-static void on_stored(void *arg, int res, const struct gs_stored *st)
-{
-	(void)st;
-	*(int *)arg = res ? res : 1;
-}
-
-static void on_wake(void *arg)
-{
-	(void)arg;
-}
-
+/* SETs key number <k> to <size> bytes of <fill>: 0, or -errno. */
 static int store(struct gs_io *io, uint64_t k, uint64_t size, uint8_t fill)
 {
-	struct gs_writer *w;
-	char key[32];
-	uint64_t pos = 0;
-	int done = 0, ret;
-
-	key_name(key, sizeof(key), k);
-	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, GS_WRITE_SET, &w);
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		void *p;
-		size_t n;
-
-		if (gs_writer_buf(w, &p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		memset(p, fill, n);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &done);
-	while (ret == 0 && !done)
-		gs_io_run(io, true);
-	return ret < 0 ? ret : done == 1 ? 0 : done;
+	return bench_store(io, k, size, fill_byte, &fill);
 }
 
 static uint64_t next_rand(uint64_t *s)
@@ -128,11 +97,11 @@ static int get_one(struct gs_engine *e, struct gs_io *io, uint64_t k,
 	uint64_t got = 0;
 	int ret;
 
-	key_name(key, sizeof(key), k);
+	bench_key(key, sizeof(key), k);
 	ret = gs_lookup(e, key, strlen(key), &obj);
 	if (ret < 0)
 		return ret;
-	ret = gs_stream_open(io, obj, 0, gs_obj_meta(obj)->size, on_wake,
+	ret = gs_stream_open(io, obj, 0, gs_obj_meta(obj)->size, bench_on_wake,
 			     NULL, &s);
 	gs_obj_put(e, &obj);
 	if (ret < 0)
