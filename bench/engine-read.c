@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "engine-bench.h"
 #include "goblin.h"
 #include "log.h"
 #include "size.h"
@@ -32,56 +33,19 @@ static double now(void)
 	return mono_ns() / 1e9;
 }
 
-static void key_name(char *buf, size_t len, uint64_t k)
-{
-	snprintf(buf, len, "k%llu", (unsigned long long)k);
-}
-
 /* The byte at <off> of object <k>: cheap, position-dependent. */
 static unsigned char byte_at(uint64_t k, uint64_t off)
 {
 	return (unsigned char)(k * 131 + off / 4096 * 7 + off);
 }
 
-static void on_done(void *arg, int res, const struct gs_stored *stored)
+/* bench_fill_fn: the bytes of object *(uint64_t *)<arg>. */
+static void fill_object(void *arg, unsigned char *p, uint64_t pos, size_t n)
 {
-	(void)stored;
-	*(int *)arg = res ? res : 1;
-}
+	uint64_t k = *(const uint64_t *)arg;
 
-static void on_wake(void *arg)
-{
-	(void)arg;
-}
-
-static int store(struct gs_io *io, uint64_t k, uint64_t size)
-{
-	struct gs_writer *w;
-	char key[32];
-	uint64_t pos = 0;
-	int done = 0, ret;
-
-	key_name(key, sizeof(key), k);
-	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, GS_WRITE_SET, &w);
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		unsigned char *p;
-		size_t n;
-
-		if (gs_writer_buf(w, (void **)&p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		for (size_t i = 0; i < n; i++)
-			p[i] = byte_at(k, pos + i);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_done, &done);
-	while (ret == 0 && !done)
-		gs_io_run(io, true);
-	return ret < 0 ? ret : done == 1 ? 0 : done;
+	for (size_t i = 0; i < n; i++)
+		p[i] = byte_at(k, pos + i);
 }
 
 static void usage(FILE *f)
@@ -185,9 +149,10 @@ static int read_step(struct gs_engine *e, struct gs_io *io,
 		char key[32];
 
 		rd->key = rand() % a->keys;
-		key_name(key, sizeof(key), rd->key);
+		bench_key(key, sizeof(key), rd->key);
 		if (gs_lookup(e, key, strlen(key), &obj) < 0 ||
-		    gs_stream_open(io, obj, 0, a->size, on_wake, NULL, &rd->s) < 0)
+		    gs_stream_open(io, obj, 0, a->size, bench_on_wake, NULL,
+				   &rd->s) < 0)
 			return -1;
 		gs_obj_put(e, &obj);
 		rd->busy = true;
@@ -230,7 +195,7 @@ int main(int argc, char **argv)
 	if (gs_io_create(e, &io) < 0)
 		return 1;
 	for (uint64_t k = 0; k < a.keys; k++)
-		if (store(io, k, a.size) < 0) {
+		if (bench_store(io, k, a.size, fill_object, &k) < 0) {
 			fprintf(stderr, "goblin-engine-read: storing k%llu failed\n",
 				(unsigned long long)k);
 			return 1;

@@ -8,7 +8,8 @@
 # compiles the engine's sources with bench/engine-scale.d/lockstat.h
 # force-included (the counters exist in that binary only).
 ENGINE_SCALE_DIR  := bench/engine-scale.d
-ENGINE_SCALE_DEPS := $(ENGINE_SCALE_DIR)/engine-scale.c $(ENGINE_SCALE_DIR)/lockstat.h
+ENGINE_SCALE_DEPS := $(ENGINE_SCALE_DIR)/engine-scale.c $(ENGINE_SCALE_DIR)/lockstat.h \
+                     bench/engine-bench.h
 
 .PHONY: bench-engine-scale
 build/goblin-engine-scale: $(ENGINE_SCALE_DEPS) build/libgoblin.a

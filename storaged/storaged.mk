@@ -59,6 +59,7 @@ $(1)/goblin-store: $(patsubst %.c,$(1)/obj/%.o,$(STORED_SRCS)) $(1)/libgoblin.a
 
 # bench/tier-read's in-process reader: the pipeline without the network,
 # libgoblin alone (its defaults from gs_config_init)
+$(1)/obj/bench/engine-read.o: bench/engine-bench.h
 $(1)/goblin-engine-read: $(1)/obj/bench/engine-read.o $(1)/libgoblin.a
 	@echo "  LD      $$@"
 	@$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)

@@ -11,6 +11,14 @@
  *   locks: (goblin-engine-scale-locks only, the engine built with
  *          lockstat.h) mutex acquisitions, time holding one and time
  *          waiting per GET, one thread;
+ *   grow:  the load itself: one thread SETs the N objects, timing each,
+ *          while one thread GETs those stored so far and times each GET
+ *          (the index grows from nothing to N records under both): the
+ *          longest SET and GET, those over 1 ms, the most CPU time one
+ *          SET took (its thread's: a holder descheduled on a busy machine
+ *          does not count, the work it did under the lock does), the
+ *          longest lock wait of a GET and the longest holds by site
+ *          (-locks);
  *   stall: one thread overwrites every object (the journal grows to twice
  *          the live records, which checkpoints all N of them) while one
  *          thread GETs and times each GET: the longest GET, GETs over
@@ -24,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine-bench.h"
 #include "clock.h"
 #include "goblin.h"
 #include "log.h"
@@ -48,6 +57,8 @@ struct getter {
 	uint64_t seed, gets, misses, bad, over_1ms;
 	uint64_t max_ns, ns;
 	volatile bool *stop;
+	const uint64_t *range;		/* GETs keys below it (grow); NULL:
+					 * below --objects */
 #ifdef ENGINE_SCALE_LOCKS
 	struct lockstat ls;
 #endif
@@ -55,49 +66,17 @@ struct getter {
 
 static volatile bool g_stop;
 
-static void key_name(char *buf, size_t len, uint64_t k)
+/* bench_fill_fn: every byte *(uint8_t *)<arg>. */
+static void fill_byte(void *arg, unsigned char *p, uint64_t pos, size_t n)
 {
-	snprintf(buf, len, "k%llu", (unsigned long long)k);
+	(void)pos;
+	memset(p, *(const uint8_t *)arg, n);
 }
 
-static void on_stored(void *arg, int res, const struct gs_stored *st)
-{
-	(void)st;
-	*(int *)arg = res ? res : 1;
-}
-
-static void on_wake(void *arg)
-{
-	(void)arg;
-}
-
+/* SETs key number <k> to <size> bytes of <fill>: 0, or -errno. */
 static int store(struct gs_io *io, uint64_t k, uint64_t size, uint8_t fill)
 {
-	struct gs_writer *w;
-	char key[32];
-	uint64_t pos = 0;
-	int done = 0, ret;
-
-	key_name(key, sizeof(key), k);
-	ret = gs_writer_open(io, key, strlen(key), size, 0, 0, GS_WRITE_SET, &w);
-	if (ret < 0)
-		return ret;
-	while (pos < size) {
-		void *p;
-		size_t n;
-
-		if (gs_writer_buf(w, &p, &n, on_wake, NULL) == -EAGAIN) {
-			gs_io_run(io, true);
-			continue;
-		}
-		memset(p, fill, n);
-		gs_writer_advance(w, n);
-		pos += n;
-	}
-	ret = gs_writer_finish(&w, GS_IF_ANY, 0, on_stored, &done);
-	while (ret == 0 && !done)
-		gs_io_run(io, true);
-	return ret < 0 ? ret : done == 1 ? 0 : done;
+	return bench_store(io, k, size, fill_byte, &fill);
 }
 
 static uint64_t next_rand(uint64_t *s)
@@ -118,11 +97,11 @@ static int get_one(struct gs_engine *e, struct gs_io *io, uint64_t k,
 	uint64_t got = 0;
 	int ret;
 
-	key_name(key, sizeof(key), k);
+	bench_key(key, sizeof(key), k);
 	ret = gs_lookup(e, key, strlen(key), &obj);
 	if (ret < 0)
 		return ret;
-	ret = gs_stream_open(io, obj, 0, gs_obj_meta(obj)->size, on_wake,
+	ret = gs_stream_open(io, obj, 0, gs_obj_meta(obj)->size, bench_on_wake,
 			     NULL, &s);
 	gs_obj_put(e, &obj);
 	if (ret < 0)
@@ -160,8 +139,10 @@ static void *getter_main(void *arg)
 #endif
 	t_start = mono_ns();
 	while (!*g->stop) {
+		uint64_t n = g->range ? __atomic_load_n(g->range, __ATOMIC_ACQUIRE)
+				      : g->a->objects;
 		uint64_t t0 = mono_ns(), d;
-		int ret = get_one(g->e, io, next_rand(&g->seed) % g->a->objects,
+		int ret = get_one(g->e, io, next_rand(&g->seed) % n,
 				  g->a->value);
 
 		d = mono_ns() - t0;
@@ -183,11 +164,15 @@ static void *getter_main(void *arg)
 	return NULL;
 }
 
+/* Starts <n> getters of keys below *<range> (at least 1; NULL: below
+ * --objects) until *<stop>. */
 static void getters_start(struct getter *g, unsigned n, struct gs_engine *e,
-			  const struct args *a, volatile bool *stop)
+			  const struct args *a, volatile bool *stop,
+			  const uint64_t *range)
 {
 	for (unsigned i = 0; i < n; i++) {
 		g[i] = (struct getter){ .e = e, .a = a, .stop = stop,
+					.range = range,
 					.seed = 0x9e3779b97f4a7c15ull * (i + 1) };
 		pthread_create(&g[i].thread, NULL, getter_main, &g[i]);
 	}
@@ -214,7 +199,7 @@ static void run_gets(struct gs_engine *e, const struct args *a, unsigned n,
 	uint64_t gets = 0, bad = 0, ns = 0;
 
 	g_stop = false;
-	getters_start(g, n, e, a, &g_stop);
+	getters_start(g, n, e, a, &g_stop, NULL);
 	sleep_s(a->seconds);
 	g_stop = true;
 	getters_join(g, n);
@@ -238,6 +223,85 @@ static void run_gets(struct gs_engine *e, const struct args *a, unsigned n,
 		       (double)g[0].ls.wait_ns / gets, lockstat_clock_ns());
 #endif
 	printf("}%s\n", last ? "" : ",");
+}
+
+/* With -locks, the longest lock wait of <g> and the holds over
+ * LOCKSTAT_LONG_NS since lockstat_sites_reset(), as JSON members that
+ * follow others. */
+static void print_locks(const struct getter *g)
+{
+#ifdef ENGINE_SCALE_LOCKS
+	struct lockstat_site sites[LOCKSTAT_SITES];
+	unsigned n = lockstat_sites(sites);
+
+	printf(", \"max_get_lock_wait_ms\": %.3f, \"long_holds\": [",
+	       g->ls.max_wait_ns / 1e6);
+	for (unsigned i = 0; i < n; i++)
+		printf("%s{\"at\": \"main%+td\", \"max_ms\": %.3f, \"n\": %llu}",
+		       i ? ", " : "", (char *)sites[i].where - (char *)main,
+		       sites[i].max_ns / 1e6, (unsigned long long)sites[i].n);
+	printf("]");
+#else
+	(void)g;
+#endif
+}
+
+/* The grow phase: stores the --objects objects in order, timing each SET,
+ * while one thread GETs those stored so far; prints the JSON object's
+ * opening and its "grow" member.  0, or -1 when a store failed. */
+static int run_grow(struct gs_engine *e, const struct args *a)
+{
+	uint64_t loaded = 0, max_set = 0, max_cpu = 0, sets_over = 0;
+	uint64_t t0 = mono_ns();
+	struct getter g[1];
+	struct gs_io *io;
+	bool started = false;
+	int ret = 0;
+
+	if (gs_io_create(e, &io) < 0)
+		return -1;
+	g_stop = false;
+#ifdef ENGINE_SCALE_LOCKS
+	lockstat_sites_reset();
+#endif
+	for (uint64_t k = 0; k < a->objects && !ret; k++) {
+		uint64_t c = clock_ns(CLOCK_THREAD_CPUTIME_ID), t = mono_ns(), d;
+
+		ret = store(io, k, a->value, (uint8_t)k);
+		d = mono_ns() - t;
+		max_set = d > max_set ? d : max_set;
+		c = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c;
+		max_cpu = c > max_cpu ? c : max_cpu;
+		sets_over += d > 1000000;
+		__atomic_store_n(&loaded, k + 1, __ATOMIC_RELEASE);
+		if (!started && !ret) {
+			getters_start(g, 1, e, a, &g_stop, &loaded);
+			started = true;
+		}
+	}
+	g_stop = true;
+	if (started)
+		getters_join(g, 1);
+	gs_io_destroy(&io);
+	if (ret < 0 || !started) {
+		fprintf(stderr, "goblin-engine-scale: store %llu failed\n",
+			(unsigned long long)loaded);
+		return -1;
+	}
+	printf("{\n  \"objects\": %llu, \"value\": %llu, \"load_s\": %.2f,\n",
+	       (unsigned long long)a->objects, (unsigned long long)a->value,
+	       (mono_ns() - t0) / 1e9);
+	printf("  \"grow\": {\"objects\": %llu, \"max_set_ms\": %.3f, "
+	       "\"max_set_cpu_ms\": %.3f, "
+	       "\"sets_over_1ms\": %llu, \"gets\": %llu, \"get_errors\": %llu, "
+	       "\"max_get_ms\": %.3f, \"gets_over_1ms\": %llu",
+	       (unsigned long long)a->objects, max_set / 1e6, max_cpu / 1e6,
+	       (unsigned long long)sets_over, (unsigned long long)g[0].gets,
+	       (unsigned long long)(g[0].bad + g[0].misses), g[0].max_ns / 1e6,
+	       (unsigned long long)g[0].over_1ms);
+	print_locks(&g[0]);
+	printf("},\n");
+	return 0;
 }
 
 struct writer {
@@ -294,7 +358,7 @@ static void run_stall(struct gs_engine *e, const struct args *a)
 #ifdef ENGINE_SCALE_LOCKS
 	lockstat_sites_reset();
 #endif
-	getters_start(g, 1, e, a, &g_stop);
+	getters_start(g, 1, e, a, &g_stop, NULL);
 	writer_run(&w);
 	g_stop = true;
 	getters_join(g, 1);
@@ -308,18 +372,7 @@ static void run_stall(struct gs_engine *e, const struct args *a)
 	       (unsigned long long)g[0].gets,
 	       (unsigned long long)(g[0].bad + g[0].misses), g[0].max_ns / 1e6,
 	       (unsigned long long)g[0].over_1ms);
-#ifdef ENGINE_SCALE_LOCKS
-	struct lockstat_site sites[LOCKSTAT_SITES];
-	unsigned n = lockstat_sites(sites);
-
-	printf(", \"max_get_lock_wait_ms\": %.3f, \"long_holds\": [",
-	       g[0].ls.max_wait_ns / 1e6);
-	for (unsigned i = 0; i < n; i++)
-		printf("%s{\"at\": \"main%+td\", \"max_ms\": %.3f, \"n\": %llu}",
-		       i ? ", " : "", (char *)sites[i].where - (char *)main,
-		       sites[i].max_ns / 1e6, (unsigned long long)sites[i].n);
-	printf("]");
-#endif
+	print_locks(&g[0]);
 	printf("}\n");
 }
 
@@ -387,27 +440,14 @@ static int open_engine(struct gs_engine **ep, const struct args *a)
 int main(int argc, char **argv)
 {
 	struct gs_engine *e;
-	struct gs_io *io;
 	struct args a;
-	uint64_t t0;
 	int ret = parse_args(argc, argv, &a);
 
 	if (ret)
 		return ret == 1 ? 0 : 2;
 	log_level = LOG_WARN;
-	if (open_engine(&e, &a) < 0 || gs_io_create(e, &io) < 0)
+	if (open_engine(&e, &a) < 0 || run_grow(e, &a) < 0)
 		return 1;
-	t0 = mono_ns();
-	for (uint64_t k = 0; k < a.objects; k++)
-		if (store(io, k, a.value, (uint8_t)k) < 0) {
-			fprintf(stderr, "goblin-engine-scale: store %llu failed\n",
-				(unsigned long long)k);
-			return 1;
-		}
-	gs_io_destroy(&io);
-	printf("{\n  \"objects\": %llu, \"value\": %llu, \"load_s\": %.2f,\n",
-	       (unsigned long long)a.objects, (unsigned long long)a.value,
-	       (mono_ns() - t0) / 1e9);
 	for (unsigned n = 1; n <= a.threads; n++)
 		run_gets(e, &a, n, false);
 	run_stall(e, &a);

@@ -49,6 +49,10 @@ struct region_block {
 	bool locked;			/* an arena block mlock()ed on first use */
 	bool dropping;			/* given back, its pages not yet dropped */
 	uint64_t *freemap;		/* bit set = slot free */
+	struct gs_obj **owner;		/* --numa over 2+ nodes, a head block:
+					 * per slot, the linked object whose
+					 * bytes it holds (numa_topo.h) */
+	uint32_t owned;			/* slots with an owner */
 	uint32_t hits;			/* --numa: heat (numa_topo.h) */
 	uint32_t promoted_in;		/* --numa: 1 + the round that moved it
 					 * into the home share, 0: none */
@@ -267,8 +271,11 @@ struct gs_engine {
 	struct region region;
 	struct pool pools[GS_TIERS];	/* [GS_TIER_RAM] unused */
 	bool has_pool[GS_TIERS];
-	struct gs_obj **buckets;
-	uint64_t nbuckets;
+	struct gs_obj **buckets;	/* the index (index.c); growing: the new table */
+	uint64_t nbuckets;		/* a power of two */
+	struct gs_obj **old_buckets;	/* growing: the table being moved, of
+					 * nbuckets / 2; NULL: not growing */
+	uint64_t rehash_pos;		/* old_buckets below it moved (empty) */
 	struct gs_obj **clock;
 	uint32_t clock_len, clock_cap, clock_hand;
 	struct gs_obj **heads;		/* the head CLOCK: cached heads */

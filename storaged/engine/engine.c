@@ -197,6 +197,7 @@ void gs_engine_close(struct gs_engine **ep)
 	region_close(&e->region);
 	free(e->clock);
 	free(e->ramchunks);
+	free(e->old_buckets);
 	free(e->buckets);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->io_lock);

@@ -126,6 +126,7 @@ void engine_head_publish(struct gs_engine *e, struct gs_obj *obj, uint64_t off)
 	e->heads[e->heads_len++] = obj;
 	obj->has_head = true;
 	obj->meta.head_off = off;
+	region_owner_set(&e->region, off, obj);
 	obj->head_referenced = false;
 	/* readers load head_len first (acquire), then head_off */
 	__atomic_store_n(&obj->meta.head_len, len, __ATOMIC_RELEASE);

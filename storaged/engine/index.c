@@ -51,7 +51,9 @@ uint64_t engine_record_bytes(const struct gs_obj *obj)
 
 uint64_t engine_index_table_bytes(const struct gs_engine *e)
 {
-	return e->nbuckets * sizeof(*e->buckets) +
+	uint64_t buckets = e->nbuckets + (e->old_buckets ? e->nbuckets / 2 : 0);
+
+	return buckets * sizeof(*e->buckets) +
 	       e->clock_cap * sizeof(*e->clock) +
 	       e->heads_cap * sizeof(*e->heads) +
 	       e->ramchunks_cap * sizeof(*e->ramchunks);
@@ -62,10 +64,26 @@ static uint64_t hash_key(const void *key, size_t klen)
 	return XXH3_64bits(key, klen);
 }
 
+/*
+ * The index grows incrementally, as memcached's assoc.c: grow_index()
+ * puts a table of twice the buckets beside the old one, and each link
+ * then moves REHASH_STEP old buckets over (rehash_step()), in order, so
+ * no SET stalls the engine for a walk of every record.  Old bucket i
+ * splits into new buckets i and i + nbuckets / 2: a key whose old bucket
+ * is at or past rehash_pos is in the old table, any other in the new one
+ * (a key is in exactly one chain, and a lookup reads one).
+ */
+#define REHASH_STEP	8
+
+/* The chain <key> is in or goes into.  e->lock held. */
 static struct gs_obj **bucket_of(struct gs_engine *e, const void *key,
 				 size_t klen)
 {
-	return &e->buckets[hash_key(key, klen) & (e->nbuckets - 1)];
+	uint64_t h = hash_key(key, klen);
+
+	if (e->old_buckets && (h & (e->nbuckets / 2 - 1)) >= e->rehash_pos)
+		return &e->old_buckets[h & (e->nbuckets / 2 - 1)];
+	return &e->buckets[h & (e->nbuckets - 1)];
 }
 
 static struct gs_obj **find_slot(struct gs_engine *e, const void *key,
@@ -116,6 +134,7 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	struct gs_obj *last;
 
 	*link = obj->hnext;
+	numa_owner_unlink(e, obj);
 	journal_bg_unlink(e, obj, e->clock[e->clock_len - 1]);
 	last = e->clock[--e->clock_len];
 	e->clock[obj->clock_pos] = last;
@@ -199,27 +218,56 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 	return false;
 }
 
+/* Starts growing the index of <e> to twice its buckets, when there is
+ * memory for them (else its chains grow longer, and the next link tries
+ * again): the old table stays until rehash_step() has moved it.  Called
+ * with e->lock held, while not growing. */
 static void grow_index(struct gs_engine *e)
 {
 	uint64_t n = e->nbuckets * 2;
 	struct gs_obj **nb = calloc(n, sizeof(*nb));
 
 	if (!nb)
-		return;			/* keep the longer chains */
-	for (uint64_t i = 0; i < e->nbuckets; i++) {
-		struct gs_obj *obj = e->buckets[i], *next;
-
-		for (; obj; obj = next) {
-			uint64_t h = hash_key(obj->key, obj->klen) & (n - 1);
-
-			next = obj->hnext;
-			obj->hnext = nb[h];
-			nb[h] = obj;
-		}
-	}
-	free(e->buckets);
+		return;
+	e->old_buckets = e->buckets;
+	e->rehash_pos = 0;
 	e->buckets = nb;
 	e->nbuckets = n;
+}
+
+/* Moves up to REHASH_STEP buckets of the old table of <e> into the new
+ * one, and frees the old table once it is all moved.  Growth starts at
+ * 1.5 records per old bucket and the next one at 3: its N buckets move
+ * within N / REHASH_STEP of the 1.5 N links between, so the index never
+ * needs to grow while growing.  Called with e->lock held, while growing. */
+static void rehash_step(struct gs_engine *e)
+{
+	uint64_t old_n = e->nbuckets / 2;
+
+	for (unsigned i = 0; i < REHASH_STEP; i++) {
+		struct gs_obj *obj = e->old_buckets[e->rehash_pos], *next;
+
+		for (; obj; obj = next) {
+			uint64_t h = hash_key(obj->key, obj->klen);
+
+			next = obj->hnext;
+			obj->hnext = e->buckets[h & (e->nbuckets - 1)];
+			e->buckets[h & (e->nbuckets - 1)] = obj;
+		}
+		e->old_buckets[e->rehash_pos] = NULL;
+		if (++e->rehash_pos == old_n) {
+			free(e->old_buckets);
+			e->old_buckets = NULL;
+			e->rehash_pos = 0;
+			return;
+		}
+	}
+}
+
+struct gs_obj *engine_find_record(struct gs_engine *e, const void *key,
+				  size_t klen)
+{
+	return *find_slot(e, key, klen);
 }
 
 /* The live object for <key>, reaping a dead one; NULL when none.  With
@@ -270,7 +318,9 @@ static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 {
 	struct gs_obj **link;
 
-	if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
+	if (e->old_buckets)
+		rehash_step(e);
+	else if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
 		grow_index(e);
 	link = bucket_of(e, obj->key, obj->klen);
 	obj->hnext = *link;
@@ -279,6 +329,7 @@ static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 	e->clock[e->clock_len++] = obj;
 	obj->linked = true;
 	obj->referenced = false;
+	numa_owner_link(e, obj);
 	journal_bg_mark(e, obj);
 	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 	tier_gauges(e, obj, +1);

@@ -17,6 +17,10 @@ uint64_t engine_malloc_bytes(uint64_t n);
 uint64_t engine_record_bytes(const struct gs_obj *obj);
 uint64_t engine_index_table_bytes(const struct gs_engine *e);
 
+/* The record of <key>, live or not (nothing is reaped); NULL when none.
+ * Called with e->lock held. */
+struct gs_obj *engine_find_record(struct gs_engine *e, const void *key,
+				  size_t klen);
 /* Links <obj> if <cond> holds (<cas> for GS_IF_CAS and GS_IF_BASE),
  * replacing an older record (then *<replaced>, when not NULL, is set).
  * Called with e->lock held; returns 0, -EEXIST, -ENOENT or -ENOMEM. */

@@ -19,16 +19,16 @@
 #include "numa_topo.h"
 #include "region.h"
 
-/* Per round: who owns the slots of each block, and where blocks went. */
+/* Per round: the foreign head blocks, hottest first, and the owners of
+ * the two blocks a swap exchanges. */
 struct round {
-	uint32_t *owned;		/* slots of linked objects, per block */
-	bool *pinned;			/* a linked object in it is pinned */
-	uint32_t *moved;		/* block its bytes are in now */
-	uint32_t *hot;			/* foreign blocks, hottest first */
+	uint32_t *hot;
+	struct gs_obj **owners;		/* 2 blocks' slots */
 };
 
 /* Calls <fn> on each region offset <obj> owns: its head, its RAM chunks,
- * the slots of its chunks cached in RAM. */
+ * the slots of its published chunks cached in RAM (one still being
+ * filled has no owner yet: its block does not move). */
 static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 		      void *arg)
 {
@@ -37,7 +37,8 @@ static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 	if (obj->has_head)
 		fn(&obj->meta.head_off, arg);
 	for (uint32_t c = 0; ram && c < obj->nchunks; c++)
-		for (uint32_t i = 0; ram[c] && i < ram[c]->nslots; i++)
+		for (uint32_t i = 0; ram[c] && ram[c]->published &&
+		     i < ram[c]->nslots; i++)
 			fn(&ram[c]->off[i], arg);
 	for (uint32_t c = 0; c < obj->nchunks; c++)
 		if (obj_chunks(obj)[c].tier == GS_TIER_RAM &&	/* a run alone */
@@ -46,42 +47,70 @@ static void each_slot(struct gs_obj *obj, void (*fn)(uint64_t *off, void *arg),
 }
 
 struct owner_arg {
-	const struct region *r;
-	struct round *rd;
-	bool pinned;
+	struct region *r;
+	struct gs_obj *obj;		/* the owner to set, NULL: clear */
+	uint32_t a, b;			/* move_owner(): the blocks swapped */
 };
 
-static void count_owner(uint64_t *off, void *arg)
+static void set_owner(uint64_t *off, void *arg)
 {
 	struct owner_arg *o = arg;
-	uint32_t b = *off / o->r->block;
 
-	o->rd->owned[b]++;
-	if (o->pinned)
-		o->rd->pinned[b] = true;
+	region_owner_set(o->r, *off, o->obj);
 }
 
+void numa_owner_link(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct owner_arg o = { &e->region, obj, 0, 0 };
+
+	if (e->region.numa.nnodes >= 2)
+		each_slot(obj, set_owner, &o);
+}
+
+void numa_owner_unlink(struct gs_engine *e, struct gs_obj *obj)
+{
+	struct owner_arg o = { &e->region, NULL, 0, 0 };
+
+	if (e->region.numa.nnodes >= 2)
+		each_slot(obj, set_owner, &o);
+}
+
+/* Moves an offset into block a into block b, and one into b into a. */
 static void move_owner(uint64_t *off, void *arg)
 {
 	struct owner_arg *o = arg;
 	uint64_t b = *off / o->r->block;
 
-	*off = (uint64_t)o->rd->moved[b] * o->r->block + *off % o->r->block;
+	if (b == o->a)
+		*off = (uint64_t)o->b * o->r->block + *off % o->r->block;
+	else if (b == o->b)
+		*off = (uint64_t)o->a * o->r->block + *off % o->r->block;
+}
+
+/* Whether head block <b>, every slot in use owned, has a pinned owner. */
+static bool block_pinned(const struct region *r, uint32_t b)
+{
+	const struct region_block *blk = &r->blocks[b];
+
+	for (uint32_t s = 0; s < r->cls[REGION_HEAD].nslots; s++)
+		if (blk->owner[s] && obj_refs(blk->owner[s]) > 1)
+			return true;
+	return false;
 }
 
 /* Whether block <b> may move: free, or a head block with every slot in
  * use owned by a linked object (no set or head load in flight into it)
  * and none pinned. */
-static bool movable(const struct region *r, const struct round *rd, uint32_t b)
+static bool movable(const struct region *r, uint32_t b)
 {
 	const struct region_block *blk = &r->blocks[b];
 
 	if (blk->cls < 0)
 		return !blk->dropping;
-	if (blk->cls != REGION_HEAD)
+	if (blk->cls != REGION_HEAD || !blk->owner)
 		return false;
-	return !rd->pinned[b] &&
-	       rd->owned[b] == r->cls[blk->cls].nslots - blk->nfree;
+	return blk->owned == r->cls[blk->cls].nslots - blk->nfree &&
+	       !block_pinned(r, b);
 }
 
 static const struct region *sort_region;
@@ -97,8 +126,7 @@ static int hotter(const void *a, const void *b)
 /* The home share's free block, else its coldest movable one less than
  * half as hot as <hits> and not promoted in the last GS_NUMA_HOLD_ROUNDS:
  * UINT32_MAX when none. */
-static uint32_t local_target(const struct region *r, const struct round *rd,
-			     uint32_t hits)
+static uint32_t local_target(const struct region *r, uint32_t hits)
 {
 	uint32_t best = UINT32_MAX;
 
@@ -110,57 +138,71 @@ static uint32_t local_target(const struct region *r, const struct round *rd,
 		if (blk->promoted_in && r->numa.prom.rounds + 1 -
 		    blk->promoted_in < GS_NUMA_HOLD_ROUNDS)
 			continue;
-		if (2ull * blk->hits < hits && movable(r, rd, b) &&
-		    (best == UINT32_MAX || blk->hits < r->blocks[best].hits))
+		if (2ull * blk->hits < hits &&
+		    (best == UINT32_MAX || blk->hits < r->blocks[best].hits) &&
+		    movable(r, b))
 			best = b;
 	}
 	return best;
 }
 
-/* Moves foreign block <f> into the home share's block <l>. */
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(struct gs_obj *const *)a;
+	uintptr_t y = (uintptr_t)*(struct gs_obj *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Moves every offset into blocks <f> and <l>, just swapped, along: the
+ * owners of their slots, each once. */
+static void move_owners(struct region *r, struct round *rd, uint32_t f,
+			uint32_t l)
+{
+	uint32_t nslots = r->cls[REGION_HEAD].nslots, n = 0;
+	struct owner_arg o = { r, NULL, f, l };
+
+	for (uint32_t s = 0; s < nslots; s++) {
+		if (r->blocks[f].owner && r->blocks[f].owner[s])
+			rd->owners[n++] = r->blocks[f].owner[s];
+		if (r->blocks[l].owner && r->blocks[l].owner[s])
+			rd->owners[n++] = r->blocks[l].owner[s];
+	}
+	qsort(rd->owners, n, sizeof(*rd->owners), by_address);
+	for (uint32_t i = 0; i < n; i++)
+		if (i == 0 || rd->owners[i] != rd->owners[i - 1])
+			each_slot(rd->owners[i], move_owner, &o);
+}
+
+/* Moves foreign block <f> into the home share's block <l>, and every
+ * offset into either with it. */
 static void promote(struct region *r, struct round *rd, uint32_t f, uint32_t l)
 {
 	struct numa_topo *t = &r->numa;
 	uint64_t t0 = mono_us(), us;
-	uint32_t tmp;
-	bool p;
 
 	t->prom.bytes += region_swap_blocks(r, f, l);
 	r->blocks[l].promoted_in = t->prom.rounds + 1;
+	move_owners(r, rd, f, l);
 	us = mono_us() - t0;
 	t->prom.promotions++;
 	t->prom.time_us += us;
 	if (us > t->prom.max_us)
 		t->prom.max_us = us;
-	tmp = rd->owned[f];
-	rd->owned[f] = rd->owned[l];
-	rd->owned[l] = tmp;
-	p = rd->pinned[f];
-	rd->pinned[f] = rd->pinned[l];
-	rd->pinned[l] = p;
-	rd->moved[f] = l;
-	rd->moved[l] = f;
 }
 
-static int round_alloc(struct round *rd, uint32_t n)
+static int round_alloc(struct round *rd, const struct region *r)
 {
-	rd->owned = calloc(n, sizeof(*rd->owned));
-	rd->pinned = calloc(n, sizeof(*rd->pinned));
-	rd->moved = calloc(n, sizeof(*rd->moved));
-	rd->hot = calloc(n, sizeof(*rd->hot));
-	if (!rd->owned || !rd->pinned || !rd->moved || !rd->hot)
-		return -ENOMEM;
-	for (uint32_t b = 0; b < n; b++)
-		rd->moved[b] = b;
-	return 0;
+	rd->hot = calloc(r->nblocks, sizeof(*rd->hot));
+	rd->owners = calloc(2 * r->cls[REGION_HEAD].nslots,
+			    sizeof(*rd->owners));
+	return rd->hot && rd->owners ? 0 : -ENOMEM;
 }
 
 static void round_free(struct round *rd)
 {
-	free(rd->owned);
-	free(rd->pinned);
-	free(rd->moved);
 	free(rd->hot);
+	free(rd->owners);
 }
 
 /* Whether the home share has a free block or one less than half as hot as
@@ -174,11 +216,11 @@ static bool local_room(const struct region *r, uint32_t hits)
 }
 
 /* Moves the hot foreign blocks it can, GS_NUMA_ROUND_MOVES at most;
- * returns how many.  The index is walked only when a move may come. */
+ * returns how many.  Owners and pins come from the blocks' owner tables:
+ * the index is not walked. */
 static int promote_hot(struct gs_engine *e, struct round *rd)
 {
 	struct region *r = &e->region;
-	struct owner_arg o = { r, rd, false };
 	uint32_t nhot = 0;
 	int moved = 0;
 
@@ -189,25 +231,19 @@ static int promote_hot(struct gs_engine *e, struct round *rd)
 	qsort(rd->hot, nhot, sizeof(*rd->hot), hotter);
 	if (!nhot || !local_room(r, r->blocks[rd->hot[0]].hits))
 		return 0;
-	for (uint32_t i = 0; i < e->clock_len; i++) {
-		o.pinned = obj_refs(e->clock[i]) > 1;
-		each_slot(e->clock[i], count_owner, &o);
-	}
 	for (uint32_t i = 0; i < nhot && moved < GS_NUMA_ROUND_MOVES; i++) {
 		uint32_t f = rd->hot[i], l;
 
-		if (!movable(r, rd, f)) {
+		if (!movable(r, f)) {
 			r->numa.prom.pinned++;
 			continue;
 		}
-		l = local_target(r, rd, r->blocks[f].hits);
+		l = local_target(r, r->blocks[f].hits);
 		if (l == UINT32_MAX)
 			break;
 		promote(r, rd, f, l);
 		moved++;
 	}
-	for (uint32_t i = 0; moved && i < e->clock_len; i++)
-		each_slot(e->clock[i], move_owner, &o);
 	return moved;
 }
 
@@ -221,7 +257,7 @@ int numa_promote_round(struct gs_engine *e)
 		return 0;
 	if (!r->numa.swap_buf && !(r->numa.swap_buf = malloc(r->block)))
 		return -ENOMEM;
-	if (round_alloc(&rd, r->nblocks) == 0)
+	if (round_alloc(&rd, r) == 0)
 		moved = promote_hot(e, &rd);
 	round_free(&rd);
 	if (moved >= 0) {

@@ -84,8 +84,12 @@ struct gs_engine;
  * nginx workers) read a head only while they pin it, and pins are taken
  * under the engine lock, so nobody reads a block while it moves; a block
  * with a pin is skipped and retried next round.  A round moves at most
- * GS_NUMA_ROUND_MOVES blocks and walks the index (every linked object's
- * slots, to find owners and pins) only when some move may come.
+ * GS_NUMA_ROUND_MOVES blocks.  Owners and pins come from a block -> owner
+ * table (region_block.owner: per head slot, the linked object whose bytes
+ * it holds, kept as objects are linked and unlinked and heads and RAM
+ * chunks are published and freed), so a round never walks the index: it
+ * reads the slots of the blocks it considers, and moves the offsets of
+ * the owners of the two blocks a swap exchanges.
  */
 #define GS_NUMA_ROUND_MS 100
 /* A block's heat: NUMA_HIT_WEIGHT per lookup, an eighth (rounded up) off
@@ -107,6 +111,12 @@ struct gs_engine;
 int numa_promotion_start(struct gs_engine *e, char *err, size_t errlen);
 /* Stops it (waits for it) if it runs. */
 void numa_promotion_stop(struct gs_engine *e);
+/* Makes linked <obj> the owner of its head, RAM chunk and published RAM
+ * chunk cache slots in the block -> owner table (none without two nodes
+ * or more).  Called with e->lock held. */
+void numa_owner_link(struct gs_engine *e, struct gs_obj *obj);
+/* Clears <obj>'s slots' owners, as it leaves the index.  e->lock held. */
+void numa_owner_unlink(struct gs_engine *e, struct gs_obj *obj);
 /* One round; called with the engine lock held.  Returns the blocks moved,
  * or -ENOMEM. */
 int numa_promote_round(struct gs_engine *e);

@@ -245,6 +245,8 @@ static void ramchunk_publish(struct gs_engine *e, struct ramchunk *rc)
 	e->ramchunks[e->ramchunks_len++] = rc;
 	rc->published = true;
 	rc->referenced = false;
+	for (uint32_t i = 0; rc->obj->linked && i < rc->nslots; i++)
+		region_owner_set(&e->region, rc->off[i], rc->obj);
 	STAT_ADD(e, ram_chunks, 1);
 	STAT_ADD(e, ram_chunk_bytes, rc->len);
 	STAT_ADD(e, chunk_admissions, 1);

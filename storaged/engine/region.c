@@ -456,8 +456,10 @@ void region_close(struct region *r)
 	arena_stop(r);
 	free(r->arena.blocks);
 	r->arena.blocks = NULL;
-	for (uint32_t i = 0; i < r->nblocks; i++)
+	for (uint32_t i = 0; i < r->nblocks; i++) {
 		free(r->blocks[i].freemap);
+		free(r->blocks[i].owner);
+	}
 	free(r->blocks);
 	r->blocks = NULL;
 	munmap(r->base, r->size);
@@ -531,6 +533,13 @@ static int block_take(struct region *r)
 	blk->freemap = calloc(words, sizeof(uint64_t));
 	if (!blk->freemap)
 		return -ENOMEM;
+	if (r->numa.nnodes >= 2 &&
+	    !(blk->owner = calloc(c->nslots, sizeof(*blk->owner)))) {
+		free(blk->freemap);
+		blk->freemap = NULL;
+		return -ENOMEM;
+	}
+	blk->owned = 0;
 	for (uint32_t s = 0; s < c->nslots; s++)
 		blk->freemap[s / 64] |= 1ull << (s % 64);
 	blk->cls = REGION_HEAD;
@@ -574,6 +583,7 @@ void region_free(struct region *r, uint64_t off)
 	struct region_class *c = &r->cls[REGION_HEAD];
 	uint32_t s = (off % r->block) / c->slot;
 
+	region_owner_set(r, off, NULL);
 	blk->freemap[s / 64] |= 1ull << (s % 64);
 	blk->nfree++;
 	r->used -= c->slot;
@@ -583,6 +593,8 @@ void region_free(struct region *r, uint64_t off)
 		r->head_blocks--;
 		free(blk->freemap);
 		blk->freemap = NULL;
+		free(blk->owner);
+		blk->owner = NULL;
 		blk->cls = -1;
 		return;
 	}
@@ -649,6 +661,18 @@ void region_arena_block_dropped(struct region *r, uint32_t b)
 		r->head_blocks--;
 	}
 	blk->dropping = false;
+}
+
+void region_owner_set(struct region *r, uint64_t off, struct gs_obj *obj)
+{
+	struct region_block *blk = &r->blocks[off / r->block];
+	uint32_t s;
+
+	if (!blk->owner || blk->cls != REGION_HEAD)
+		return;
+	s = (off % r->block) / r->cls[REGION_HEAD].slot;
+	blk->owned += (obj != NULL) - (blk->owner[s] != NULL);
+	blk->owner[s] = obj;
 }
 
 void region_hit(struct region *r, uint64_t off)

@@ -55,11 +55,16 @@ static inline bool region_arena_shares_heads(const struct region *r)
 {
 	return r->small_blocks_max == 0;
 }
+/* With --numa over two nodes or more, the block -> owner table of head
+ * blocks (numa_topo.h): makes <obj> the owner of the head slot at <off>
+ * (NULL: none; region_free() clears it); nothing for an arena offset or
+ * without the table.  e->lock held. */
+void region_owner_set(struct region *r, uint64_t off, struct gs_obj *obj);
 /* With --numa: counts a lookup served from the slot at <off>. */
 void region_hit(struct region *r, uint64_t off);
-/* Exchanges head blocks <a> and <b>, bytes and slot tables (<b> may be
- * free, <a> not; neither an arena block); the caller moves every offset
- * into them.  Returns the bytes copied. */
+/* Exchanges head blocks <a> and <b>, bytes, slot and owner tables (<b>
+ * may be free, <a> not; neither an arena block); the caller moves every
+ * offset into them.  Returns the bytes copied. */
 uint64_t region_swap_blocks(struct region *r, uint32_t a, uint32_t b);
 
 #endif /* GOBLIN_REGION_H */

@@ -17,12 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <xxhash.h>
-
 #include "clock.h"
 #include "goblin.h"
 #include "log.h"
 #include "engine.h"
+#include "index.h"
 #include "journal.h"
 
 /* Logs warnings only and makes the scratch directory <tmpl>
@@ -79,16 +78,13 @@ static inline void store_pool(struct gs_config *cfg, bool hdd, char *path,
 		cfg->ssd_dir.v[cfg->ssd_dir.n++] = path;
 }
 
-/* The record of <key>, live or not; NULL when none (index.c's lookup: its
- * xxh3 bucket, then the chain).  Called with e->lock held. */
+/* The record of <key>, live or not; NULL when none (index.c's lookup,
+ * whichever table holds it while the index grows).  Called with e->lock
+ * held. */
 static inline struct gs_obj *engine_find(struct gs_engine *e, const void *key,
 					 size_t klen)
 {
-	struct gs_obj *o = e->buckets[XXH3_64bits(key, klen) & (e->nbuckets - 1)];
-
-	while (o && (o->klen != klen || memcmp(o->key, key, klen)))
-		o = o->hnext;
-	return o;
+	return engine_find_record(e, key, klen);
 }
 
 /* The sequence number of the last journal append (0: no journal). */

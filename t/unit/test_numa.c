@@ -3,8 +3,10 @@
  * region order and --perverse, node ids checked against the topology,
  * population order, and the promotion round: hot foreign blocks swapped
  * into region zero with exact move counts and bytes, pinned blocks left
- * where they are, and readers hammering the blocks being swapped always
- * reading exact bytes.
+ * where they are, readers hammering the blocks being swapped always
+ * reading exact bytes, and rounds beside a large index of small objects
+ * while heads are replaced and deleted (the block -> owner table follows),
+ * with how long each held the lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -129,13 +131,15 @@ static int round_locked(struct gs_engine *e)
 	return moved;
 }
 
-static struct gs_engine *populated(void)
+/* The engine of populated(), with <sub_memory> bytes for small objects. */
+static struct gs_engine *populated_sub(uint64_t sub_memory)
 {
 	struct gs_config cfg = config(0, false);
 	struct gs_engine *e;
 	struct gs_io *io;
 	char err[256];
 
+	cfg.sub_memory = sub_memory;
 	setenv("GOBLIN_TEST_NUMA", "10 20 30 20", 1);
 	CHECK(gs_engine_open(&e, &cfg, err, sizeof(err)) == 0, "%s", err);
 	CHECK(gs_io_create(e, &io) == 0, "io");
@@ -151,6 +155,11 @@ static struct gs_engine *populated(void)
 		CHECK(region_of(e, i) == (uint32_t)(i / PER_REGION),
 		      "k%03d in region %u: population order", i, region_of(e, i));
 	return e;
+}
+
+static struct gs_engine *populated(void)
+{
+	return populated_sub(BLOCK);
 }
 
 static void promotion(void)
@@ -250,6 +259,80 @@ static void hammered(void)
 	gs_engine_close(&e);
 }
 
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Stores <n> small objects (arena entries beside the heads). */
+static void small_objects(struct gs_engine *e, int n)
+{
+	struct gs_io *io;
+	char key[32];
+
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "s%07d", i);
+		if (put_if(io, key, key, 8, 0, GS_IF_ANY, 0, NULL) != 0) {
+			CHECK(0, "store %s", key);
+			break;
+		}
+	}
+	gs_io_destroy(&io);
+}
+
+#define LARGE_ROUNDS	20
+
+/* Rounds beside GOBLIN_TEST_NUMA_OBJECTS (default 20,000) small objects:
+ * each after lookups of the heads in foreign blocks, with one head
+ * replaced and one deleted and stored again between rounds, so blocks
+ * change owners as they move; every head reads exact after.  Prints the
+ * time each round held the lock (median, longest) and the blocks moved. */
+static void large_index(void)
+{
+	const char *env = getenv("GOBLIN_TEST_NUMA_OBJECTS");
+	int n = env ? atoi(env) : 20000, moved = 0;
+	struct gs_engine *e = populated_sub(64ull << 20);
+	uint64_t ns[LARGE_ROUNDS];
+	struct gs_io *io;
+	char key[32];
+
+	small_objects(e, n);
+	CHECK(gs_io_create(e, &io) == 0, "io");
+	for (int r = 0; r < LARGE_ROUNDS; r++) {
+		int k = (r * 53 + 11) % KEYS, k2 = (k + 1 + r) % KEYS;
+		char key2[32];
+		uint64_t t0;
+
+		for (int i = 0; i < KEYS; i++)
+			if (region_of(e, i) != 0)
+				hit(e, i, 1, 4);
+		/* every slot is in use: a delete makes room for a
+		 * replacement, whose old slot takes the deleted key back */
+		snprintf(key, sizeof(key), "k%03d", k);
+		snprintf(key2, sizeof(key2), "k%03d", k2);
+		CHECK(gs_delete(e, key, strlen(key)) == 0, "delete %s", key);
+		CHECK(put_if(io, key2, values[k2], HEAD, 0, GS_IF_ANY, 0,
+			     NULL) == 0, "replace %s", key2);
+		CHECK(put_if(io, key, values[k], HEAD, 0, GS_IF_ANY, 0,
+			     NULL) == 0, "store %s again", key);
+		t0 = mono_ns();
+		moved += round_locked(e);
+		ns[r] = mono_ns() - t0;
+	}
+	gs_io_destroy(&io);
+	for (int i = 0; i < KEYS; i++)
+		CHECK(read_exact(e, i) == 0, "k%03d differs after the rounds", i);
+	CHECK(moved > 0, "no block moved");
+	qsort(ns, LARGE_ROUNDS, sizeof(ns[0]), by_value);
+	printf("large index: %d objects, a round held the lock %.3f ms (median), %.3f ms at most; %d blocks moved in %d rounds\n",
+	       n + KEYS, ns[LARGE_ROUNDS / 2] / 1e6, ns[LARGE_ROUNDS - 1] / 1e6,
+	       moved, LARGE_ROUNDS);
+	gs_engine_close(&e);
+}
+
 int main(void)
 {
 	log_level = LOG_WARN;
@@ -261,6 +344,7 @@ int main(void)
 	topology();
 	promotion();
 	hammered();
+	large_index();
 	for (int i = 0; i < KEYS; i++)
 		free(values[i]);
 	return check_result();
