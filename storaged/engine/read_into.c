@@ -153,8 +153,9 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
 
 		r->pending++;
-		ret = uring_op_start(io, obj, order[i], false, dst, -1,
-			       read_into_chunk_done, r);
+		ret = uring_read_start(io, obj, order[i], dst, -1,
+				       read_into_chunk_done, r,
+				       engine_chunk_start(obj, order[i]));
 		if (ret < 0) {
 			r->pending--;
 			r->res = ret;

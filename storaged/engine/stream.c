@@ -333,6 +333,13 @@ static void early_start(struct gs_stream *s)
 	uring_submit(io);
 }
 
+/* The bytes the consumer of <s> sends before it needs <sl>'s. */
+static uint64_t slot_ahead(const struct gs_stream *s,
+			  const struct stream_slot *sl)
+{
+	return sl->off > s->pos ? sl->off - s->pos : 0;
+}
+
 static void stream_refill(struct gs_stream *s)
 {
 	struct gs_engine *e = s->io->e;
@@ -351,8 +358,9 @@ static void stream_refill(struct gs_stream *s)
 		if (!window_place(&s->win, chunk_slices(s, c), &sl->win,
 				  &sl->slices, &sl->boff))
 			break;
-		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
-			       s->win.buf[sl->win].idx, stream_read_done, s);
+		ret = uring_read_start(s->io, s->obj, c, slot_ptr(s, sl),
+				       s->win.buf[sl->win].idx,
+				       stream_read_done, s, slot_ahead(s, sl));
 		if (ret < 0) {
 			put_slices(s, sl);
 			s->error = -EIO;
