@@ -31,10 +31,12 @@
  * --hdd-queue is set: at most that many runs are in the kernel's hands at
  * once (a run: one read and the reads of the same owner queued with it
  * that continue where it ends on the disk, LEAD_RUN chunks at most, so
- * one seek), and the rest wait, the one due first (when its consumer
- * reaches it, at the measured delivery rate) going next.  A new request's
- * first chunk is due now: it waits behind the runs in flight and the
- * chunks others need sooner, never behind their read-ahead.
+ * one seek), and the rest wait, the one due first going next.  A stream's
+ * chunk is due when its consumer would reach it had it gone on at the
+ * measured delivery rate since the request came, so the oldest request's
+ * chunks go first and a new one waits behind the runs in flight and at
+ * most one run of each older request: its share, where the device's FIFO
+ * had it wait behind every read-ahead chunk sent before it.
  */
 #ifndef GOBLIN_URING_T_H
 #define GOBLIN_URING_T_H

@@ -332,18 +332,16 @@ static struct io_op *op_new(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 	return op;
 }
 
-/* When a consumer <ahead> bytes short of a chunk gets there, at the
- * measured delivery rate (100 MB/s until measured). */
-static uint64_t due_at(struct gs_io *io, uint64_t now, uint64_t ahead)
+uint64_t uring_due(struct gs_io *io, uint64_t since, uint64_t bytes)
 {
 	uint64_t rate = measure_delivery_rate(io->e);
 
-	return now + (uint64_t)((double)ahead * 1e9 / (rate ? rate : 1e8));
+	return since + (uint64_t)((double)bytes * 1e9 / (rate ? rate : 1e8));
 }
 
-/* uring_op_start(), a read due when its consumer is <ahead> bytes on. */
+/* uring_op_start(), a read due at <due> (mono_ns; 0: now). */
 static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
-		    const struct io_op *how, uint64_t ahead)
+		    const struct io_op *how, uint64_t due)
 {
 	int err = 0;
 	struct io_op *op = op_new(io, obj, ci, how, &err);
@@ -352,7 +350,7 @@ static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		return err;
 	io->inflight++;
 	if (!op->write && op->tier == GS_TIER_HDD && io->e->cfg.hdd_queue) {
-		op->due_ns = due_at(io, op->start_ns, ahead);
+		op->due_ns = due ? due : op->start_ns;
 		list_add_tail(&io->hdd.queue, &op->qnode);
 		return 0;
 	}
@@ -362,12 +360,12 @@ static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 
 int uring_read_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		     char *buf, int buf_idx, op_done_fn done, void *owner,
-		     uint64_t ahead)
+		     uint64_t due)
 {
 	struct io_op how = { .buf = buf, .buf_idx = buf_idx, .done = done,
 			     .owner = owner };
 
-	return op_start(io, obj, ci, &how, ahead);
+	return op_start(io, obj, ci, &how, due);
 }
 
 int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
