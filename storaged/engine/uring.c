@@ -267,6 +267,23 @@ static struct io_op *sched_next(struct io_sched *q, const struct io_op *op)
 	return NULL;
 }
 
+/* Where the run of <op> starts: the queued read of its owner it continues,
+ * and so on back (due times follow the measured rate, which moves: a later
+ * chunk may be due first). */
+static struct io_op *sched_first(struct io_sched *q, struct io_op *op)
+{
+	struct list *n = q->queue.next;
+
+	while (n != &q->queue)
+		if (op_continues(QOP(n), op)) {
+			op = QOP(n);
+			n = q->queue.next;
+		} else {
+			n = n->next;
+		}
+	return op;
+}
+
 /* Sends runs from the HDD queue of <io> while fewer than --hdd-queue are
  * in flight; each run leaves as one, the kernel gets it back to back. */
 static void sched_dispatch(struct gs_io *io)
@@ -275,7 +292,7 @@ static void sched_dispatch(struct gs_io *io)
 	struct io_op *op, *next;
 
 	while (q->runs < io->e->cfg.hdd_queue && !list_empty(&q->queue)) {
-		op = sched_pick(q);
+		op = sched_first(q, sched_pick(q));
 		for (unsigned n = 1; ; n++) {
 			list_del(&op->qnode);
 			op_send(io, op);

@@ -65,6 +65,31 @@ static unsigned queued_others(struct gs_io *io, const struct reader *r,
 	return n;
 }
 
+/* The HDD queue of <io>, a line per read (reader, chunk, due, disk
+ * offset): what a failed check prints. */
+static char *queue_dump(struct gs_io *io, const struct reader *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (struct list *l = io->hdd.queue.next; l != &io->hdd.queue;
+	     l = l->next) {
+		const struct io_op *op = list_entry(l, struct io_op, qnode);
+		int who = -1;
+
+		for (int i = 0; i <= OTHERS; i++)
+			who = r[i].s == op->owner ? i : who;
+		fprintf(f, "  queued: reader %d chunk %u due %llu us at %llu\n",
+			who, op->chunk, (unsigned long long)op->due_ns / 1000,
+			(unsigned long long)op->pieces[0].piece.off);
+	}
+	fclose(f);
+	return buf;
+}
+
 static int reader_open(struct gs_engine *e, struct gs_io *io,
 		       struct reader *r, int i)
 {
@@ -148,6 +173,7 @@ static void fairness(struct gs_engine *e, struct gs_io *io,
 	uint64_t reads = stats(e).disk_reads, sent;
 	unsigned ops, owners;
 	struct gs_stream *x;
+	char *before;
 	uint32_t c0;
 	bool more;
 
@@ -163,12 +189,16 @@ static void fairness(struct gs_engine *e, struct gs_io *io,
 	      "flight (%u)", ops, owners, io->hdd.runs);
 	sent = io->hdd.sent;
 	CHECK(reader_open(e, io, &r[OTHERS], OTHERS) == 0, "open X");
+	before = queue_dump(io, r);
 	x = r[OTHERS].s;
 	c0 = x->first;
 	CHECK(x->norder && x->order[0] == c0 && queued(io, x, c0),
 	      "X's first chunk queued");
 	while (queued(io, x, c0))
 		gs_io_run(io, true);
+	if (io->hdd.sent - sent > owners + 1)
+		fputs(before, stderr);
+	free(before);
 	CHECK(io->hdd.sent - sent <= owners + 1,
 	      "X's first chunk sent in run %llu, after at most one run of each "
 	      "of the %u readers queued before it (%u reads)",
