@@ -59,6 +59,8 @@
 	       "the most a request's read-ahead window grows to, in chunks (1M buffers)")	\
 	ACTION(io_streams, UINT, "8", 1, 1024,				\
 	       "requests per serving thread that can hold a full window at once") \
+	ACTION(hdd_queue, UINT, "2", 0, 64,				\
+	       "HDD reads a serving thread keeps in flight, a run of adjacent chunks (one seek) each; the others wait, the chunk a client needs soonest first (0: every read to the kernel at once)") \
 	ACTION(no_mlock, BOOL, "false", 0, 0,				\
 	       "do not lock the RAM region in memory")
 

@@ -129,6 +129,7 @@ size_t gs_read_size(const struct gs_obj *obj)
 int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		 gs_done_fn done, void *arg)
 {
+	uint64_t now = mono_ns();
 	struct read_into *r;
 	uint32_t *order;
 	uint32_t n;
@@ -153,8 +154,10 @@ int gs_read_into(struct gs_io *io, struct gs_obj *obj, void *buf,
 		char *dst = (char *)buf + engine_chunk_start(obj, order[i]);
 
 		r->pending++;
-		ret = uring_op_start(io, obj, order[i], false, dst, -1,
-			       read_into_chunk_done, r);
+		ret = uring_read_start(io, obj, order[i], dst, -1,
+				       read_into_chunk_done, r,
+				       uring_due(io, now, engine_chunk_start(obj,
+							       order[i])));
 		if (ret < 0) {
 			r->pending--;
 			r->res = ret;

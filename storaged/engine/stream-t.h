@@ -48,6 +48,7 @@ struct gs_stream {
 	struct list hold;		/* on io->holders while it has a window */
 	uint64_t stall_since;		/* ns: bytes ready, consumer idle since */
 	uint64_t start;			/* where it was opened */
+	uint64_t open_ns;		/* when (mono_ns()) */
 	struct drain drain;		/* what its consumer drained, waited */
 	unsigned inflight;
 	int error;

@@ -333,6 +333,15 @@ static void early_start(struct gs_stream *s)
 	uring_submit(io);
 }
 
+/* When the consumer of <s> needs <sl>'s bytes had it gone on since it was
+ * opened at the delivery rate (the chunk it opened in: then), so the
+ * oldest request's chunks go first. */
+static uint64_t slot_due(const struct gs_stream *s, const struct stream_slot *sl)
+{
+	return uring_due(s->io, s->open_ns,
+			 sl->off > s->start ? sl->off - s->start : 0);
+}
+
 static void stream_refill(struct gs_stream *s)
 {
 	struct gs_engine *e = s->io->e;
@@ -351,8 +360,9 @@ static void stream_refill(struct gs_stream *s)
 		if (!window_place(&s->win, chunk_slices(s, c), &sl->win,
 				  &sl->slices, &sl->boff))
 			break;
-		ret = uring_op_start(s->io, s->obj, c, false, slot_ptr(s, sl),
-			       s->win.buf[sl->win].idx, stream_read_done, s);
+		ret = uring_read_start(s->io, s->obj, c, slot_ptr(s, sl),
+				       s->win.buf[sl->win].idx,
+				       stream_read_done, s, slot_due(s, sl));
 		if (ret < 0) {
 			put_slices(s, sl);
 			s->error = -EIO;
@@ -448,6 +458,7 @@ static int stream_new(struct gs_io *io, struct gs_obj *obj, uint64_t off,
 	s->head = gs_obj_head(io->e, obj, &s->head_len);
 	s->pos = off < end ? off : end;
 	s->start = s->pos;
+	s->open_ns = mono_ns();
 	s->end = end;
 	s->window_max = window_max;
 	list_init(&s->hold);

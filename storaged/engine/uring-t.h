@@ -26,6 +26,17 @@
  * An I/O operation (struct io_op) reads or writes one chunk, as one
  * io_piece per stripe it spans; its done callback fires from gs_io_run()
  * once every piece completed.
+ *
+ * Reads of the HDD pool pass a queue (struct io_sched, uring.c) when
+ * --hdd-queue is set: at most that many runs are in the kernel's hands at
+ * once (a run: one read and the reads of the same owner queued with it
+ * that continue where it ends on the disk, LEAD_RUN chunks at most, so
+ * one seek), and the rest wait, the one due first going next.  A stream's
+ * chunk is due when its consumer would reach it had it gone on at the
+ * measured delivery rate since the request came, so the oldest request's
+ * chunks go first and a new one waits behind the runs in flight and at
+ * most one run of each older request: its share, where the device's FIFO
+ * had it wait behind every read-ahead chunk sent before it.
  */
 #ifndef GOBLIN_URING_T_H
 #define GOBLIN_URING_T_H
@@ -85,6 +96,9 @@ struct io_piece {
 struct io_op {
 	struct gs_io *io;
 	bool write;
+	bool run_end;			/* the last of a run (io_sched.runs) */
+	struct list qnode;		/* on io_sched.queue while it waits */
+	uint64_t due_ns;		/* mono_ns() its consumer needs it by */
 	int buf_idx;			/* registered buffer, or -1 */
 	char *buf;
 	uint32_t len;			/* aligned length */
@@ -99,8 +113,17 @@ struct io_op {
 	struct io_piece pieces[];
 };
 
+/* The HDD's queue of reads (uring.c): <queue> waits while <runs> (of at
+ * most --hdd-queue) are in flight; <sent> counts the runs sent, ever. */
+struct io_sched {
+	struct list queue;		/* of struct io_op, by arrival */
+	unsigned runs;
+	uint64_t sent;
+};
+
 struct gs_io {
 	struct gs_engine *e;
+	struct io_sched hdd;		/* the HDD pool's reads */
 	struct io_uring uring;
 	int efd;
 	char *bufmem;

@@ -132,7 +132,8 @@ static void fail_unsubmitted(struct gs_io *io, int err)
 	kick(io);
 }
 
-void uring_submit(struct gs_io *io)
+/* Submits every SQE queued so far (uring_submit less the HDD queue). */
+static void sq_flush(struct gs_io *io)
 {
 	unsigned tries = 0;
 	int ret;
@@ -161,7 +162,7 @@ static struct io_uring_sqe *uring_get_sqe(struct gs_io *io)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->uring);
 
 	if (!sqe) {
-		uring_submit(io);
+		sq_flush(io);
 		sqe = io_uring_get_sqe(&io->uring);
 	}
 	if (sqe)
@@ -189,7 +190,7 @@ void uring_arm_timer(struct gs_io *io, long long ns)
 	if (!arm_timeout(io, &io->timer_ts, ns, TIMER_DATA(io)))
 		return;
 	io->timer_armed = true;
-	uring_submit(io);
+	sq_flush(io);
 }
 
 static int piece_submit(struct gs_io *io, struct io_piece *s)
@@ -218,46 +219,180 @@ static int piece_submit(struct gs_io *io, struct io_piece *s)
 	return 0;
 }
 
-int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
-		   bool write, char *buf, int buf_idx, op_done_fn done,
-		   void *owner)
+/* Hands the pieces of <op> to the SQ; one the SQ has no room for fails
+ * with -EBUSY through io->stash. */
+static void op_send(struct gs_io *io, struct io_op *op)
+{
+	for (int i = 0; i < op->npieces; i++)
+		if (piece_submit(io, &op->pieces[i]) < 0)
+			stash(io, &op->pieces[i], -EBUSY);
+}
+
+/* ---- the HDD queue (uring-t.h) ---- */
+
+#define LEAD_RUN	4		/* chunks in a run at most: stream.c's
+					 * LEAD_MAX */
+
+/* Whether <next> reads on from where <op> ends on the disk, for the same
+ * owner: the device goes on without a seek. */
+static bool op_continues(const struct io_op *op, const struct io_op *next)
+{
+	const struct stripe_piece *a = &op->pieces[op->npieces - 1].piece;
+	const struct stripe_piece *b = &next->pieces[0].piece;
+
+	return next->owner == op->owner && a->dir == b->dir &&
+	       a->off + a->len == b->off;
+}
+
+#define QOP(n)	list_entry(n, struct io_op, qnode)
+
+/* The queued read that goes next: the one due first, the first queued
+ * among those due alike. */
+static struct io_op *sched_pick(struct io_sched *q)
+{
+	struct io_op *best = QOP(q->queue.next);
+
+	for (struct list *n = best->qnode.next; n != &q->queue; n = n->next)
+		if (QOP(n)->due_ns < best->due_ns)
+			best = QOP(n);
+	return best;
+}
+
+/* A queued read that continues <op> (op_continues), or NULL. */
+static struct io_op *sched_next(struct io_sched *q, const struct io_op *op)
+{
+	for (struct list *n = q->queue.next; n != &q->queue; n = n->next)
+		if (op_continues(op, QOP(n)))
+			return QOP(n);
+	return NULL;
+}
+
+/* Where the run of <op> starts: the queued read of its owner it continues,
+ * and so on back (due times follow the measured rate, which moves: a later
+ * chunk may be due first). */
+static struct io_op *sched_first(struct io_sched *q, struct io_op *op)
+{
+	struct list *n = q->queue.next;
+
+	while (n != &q->queue)
+		if (op_continues(QOP(n), op)) {
+			op = QOP(n);
+			n = q->queue.next;
+		} else {
+			n = n->next;
+		}
+	return op;
+}
+
+/* Sends runs from the HDD queue of <io> while fewer than --hdd-queue are
+ * in flight; each run leaves as one, the kernel gets it back to back. */
+static void sched_dispatch(struct gs_io *io)
+{
+	struct io_sched *q = &io->hdd;
+	struct io_op *op, *next;
+
+	while (q->runs < io->e->cfg.hdd_queue && !list_empty(&q->queue)) {
+		op = sched_first(q, sched_pick(q));
+		for (unsigned n = 1; ; n++) {
+			list_del(&op->qnode);
+			op_send(io, op);
+			next = n < LEAD_RUN ? sched_next(q, op) : NULL;
+			if (!next)
+				break;
+			op = next;
+		}
+		op->run_end = true;
+		q->runs++;
+		q->sent++;
+	}
+}
+
+void uring_submit(struct gs_io *io)
+{
+	if (!list_empty(&io->hdd.queue))
+		sched_dispatch(io);
+	sq_flush(io);
+}
+
+/* A chunk operation of <ci> of <obj> for uring_op_start(), not yet sent;
+ * NULL with *<err> set when it can't be. */
+static struct io_op *op_new(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+			    const struct io_op *how, int *err)
 {
 	struct chunk *c = &obj_chunks(obj)[ci];
 	struct pool *p = &io->e->pools[c->tier];
 	struct stripe_piece pieces[GS_MAX_PIECES];
 	uint32_t len = round_up(c->len, p->align);
-	struct io_op *op;
 	uint64_t addr = chunk_addr(obj, ci);
 	int n = pool_pieces(p, addr, len, pieces, GS_MAX_PIECES);
+	struct io_op *op;
 
 	if (n < 0) {
 		log_warn("chunk %u at %llu (%u bytes) does not map onto the pool: %s",
 			 ci, (unsigned long long)addr, len, strerror(-n));
-		return n;
+		*err = n;
+		return NULL;
 	}
 	op = calloc(1, sizeof(*op) + n * sizeof(struct io_piece));
-	if (!op)
-		return -ENOMEM;
-	*op = (struct io_op){ .io = io, .write = write, .buf_idx = buf_idx,
-			      .buf = buf, .len = len, .chunk = ci,
-			      .tier = c->tier, .start_ns = mono_ns(),
-			      .pending = n, .done = done,
-			      .owner = owner, .npieces = n };
-	for (int i = 0; i < n; i++) {
-		op->pieces[i] = (struct io_piece){ .op = op, .piece = pieces[i] };
-		if (piece_submit(io, &op->pieces[i]) < 0) {
-			/* the SQ is full even after a submit: fail cleanly */
-			op->pending = i;
-			op->res = -EBUSY;
-			if (i == 0) {
-				free(op);
-				return -EBUSY;
-			}
-			break;
-		}
+	if (!op) {
+		*err = -ENOMEM;
+		return NULL;
 	}
+	*op = (struct io_op){ .io = io, .write = how->write, .buf = how->buf,
+			      .buf_idx = how->buf_idx, .done = how->done,
+			      .owner = how->owner, .len = len, .chunk = ci,
+			      .tier = c->tier, .start_ns = mono_ns(),
+			      .pending = n, .npieces = n };
+	list_init(&op->qnode);
+	for (int i = 0; i < n; i++)
+		op->pieces[i] = (struct io_piece){ .op = op, .piece = pieces[i] };
+	return op;
+}
+
+uint64_t uring_due(struct gs_io *io, uint64_t since, uint64_t bytes)
+{
+	uint64_t rate = measure_delivery_rate(io->e);
+
+	return since + (uint64_t)((double)bytes * 1e9 / (rate ? rate : 1e8));
+}
+
+/* uring_op_start(), a read due at <due> (mono_ns; 0: now). */
+static int op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		    const struct io_op *how, uint64_t due)
+{
+	int err = 0;
+	struct io_op *op = op_new(io, obj, ci, how, &err);
+
+	if (!op)
+		return err;
 	io->inflight++;
+	if (!op->write && op->tier == GS_TIER_HDD && io->e->cfg.hdd_queue) {
+		op->due_ns = due ? due : op->start_ns;
+		list_add_tail(&io->hdd.queue, &op->qnode);
+		return 0;
+	}
+	op_send(io, op);
 	return 0;
+}
+
+int uring_read_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		     char *buf, int buf_idx, op_done_fn done, void *owner,
+		     uint64_t due)
+{
+	struct io_op how = { .buf = buf, .buf_idx = buf_idx, .done = done,
+			     .owner = owner };
+
+	return op_start(io, obj, ci, &how, due);
+}
+
+int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		   bool write, char *buf, int buf_idx, op_done_fn done,
+		   void *owner)
+{
+	struct io_op how = { .write = write, .buf = buf, .buf_idx = buf_idx,
+			     .done = done, .owner = owner };
+
+	return op_start(io, obj, ci, &how, 0);
 }
 
 static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
@@ -267,7 +402,7 @@ static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
 
 	if (res == -EAGAIN || res == -EINTR) {
 		if (piece_submit(io, s) == 0) {
-			uring_submit(io);
+			sq_flush(io);
 			return;
 		}
 		res = -EIO;
@@ -277,7 +412,7 @@ static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
 		if (s->done < s->piece.len) {
 			STAT_ADD(e, short_ios, 1);
 			if (s->done % 512 == 0 && piece_submit(io, s) == 0) {
-				uring_submit(io);
+				sq_flush(io);
 				return;
 			}
 			res = -EIO;
@@ -290,6 +425,8 @@ static void piece_complete(struct gs_io *io, struct io_piece *s, int res)
 	if (--op->pending)
 		return;
 	io->inflight--;
+	if (op->run_end)
+		io->hdd.runs--;
 	if (!op->write && op->res == 0)
 		measure_io(e, op->tier, mono_ns() - op->start_ns);
 	if (op->res < 0) {
@@ -366,6 +503,7 @@ int gs_io_run(struct gs_io *io, bool wait)
 	int n;
 
 	eventfd_read(io->efd, &v);
+	uring_submit(io);		/* the HDD queue's next runs */
 	if (wait && list_empty(&io->deferred) && list_empty(&io->stash) &&
 	    io->inflight) {
 		int ret = io_uring_wait_cqe(&io->uring, &cqe);
@@ -393,6 +531,7 @@ int gs_io_run(struct gs_io *io, bool wait)
 		writer_sync_check(io);
 	if (!io->idle_armed)
 		iobufs_idle(io);
+	uring_submit(io);
 	return n;
 }
 
@@ -559,6 +698,7 @@ int gs_io_create(struct gs_engine *e, struct gs_io **iop)
 	list_init(&io->writer_holders);
 	list_init(&io->sync_waiters);
 	list_init(&io->remote);
+	list_init(&io->hdd.queue);
 	pthread_mutex_init(&io->remote_lock, NULL);
 	io->sink = malloc(SINK_LEN);
 	if (!io->sink) {

@@ -86,8 +86,9 @@ static inline uint32_t tier_align(struct gs_engine *e, enum gs_tier t)
 	return e->pools[t].align;
 }
 
-/* Submits every queued SQE; -EAGAIN/-EBUSY are waited out, any other error
- * (or a kernel that stays busy) fails the queued operations. */
+/* Sends the HDD queue's next runs while --hdd-queue allows (uring-t.h),
+ * then submits every queued SQE; -EAGAIN/-EBUSY are waited out, any other
+ * error (or a kernel that stays busy) fails the queued operations. */
 void uring_submit(struct gs_io *io);
 /* Arms a read or write of chunk <ci> of <obj> to/from <buf> (registered
  * buffer <buf_idx>, or -1); <done>(op) fires from gs_io_run() with op->res.
@@ -95,6 +96,15 @@ void uring_submit(struct gs_io *io);
 int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		   bool write, char *buf, int buf_idx, op_done_fn done,
 		   void *owner);
+/* uring_op_start() of a read due at <due> (mono_ns(), 0: now): an HDD
+ * read waits in the HDD queue until its turn, the due first going first
+ * (uring_op_start()'s reads are due now). */
+int uring_read_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
+		     char *buf, int buf_idx, op_done_fn done, void *owner,
+		     uint64_t due);
+/* When a consumer that started at <since> (mono_ns()) reaches <bytes> on,
+ * at the measured delivery rate (100 MB/s until measured). */
+uint64_t uring_due(struct gs_io *io, uint64_t since, uint64_t bytes);
 /* Arms the timer that makes gs_io_run() come back after <ns> even when no
  * completion does. */
 void uring_arm_timer(struct gs_io *io, long long ns);
