@@ -25,7 +25,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
 
 worker_connections(1024);
 repeat_each(1);
-plan tests => goblin_plan(50);
+plan tests => goblin_plan(51);
 no_shuffle();
 run_tests();
 
@@ -221,7 +221,7 @@ sub passes () {
 
 # the answer a fill may not store goes to the request that started it,
 # as the origin sent it; larger than 256 KiB, or for a request that
-# joined the fill, the origin is asked again (4 tests)
+# joined the fill, the origin is asked again (5 tests)
 sub handoff () {
     start();
     my $p = '/o/ho-100k-nostore-hdrs';
@@ -231,6 +231,10 @@ sub handoff () {
        && $r->{head} =~ /^Cache-Control: no-store\r?$/mi,
        'one origin request, the origin\'s body and headers')
         or diag($r->{head});
+    $p = '/o/ho2-100k-nostore';
+    $r = fetch($p, h2 => 1);
+    ok(all_whole($p, 102400, $r) == 1 && origin_count($p) == 1,
+       'over HTTP/2: one origin request, the origin\'s body');
     my $nf = fetch('/o/hn-100-s404');
     ok($nf->{code} == 404 && origin_count('/o/hn-100-s404') == 1,
        'a 404: one origin request');
