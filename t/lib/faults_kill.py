@@ -299,7 +299,10 @@ def kill_round(dev, store, work, rnd):
         check(down and set(down) <= {502, 503, "cut"},
               "kill: nginx answered 502/503 while the daemon was gone (%s)"
               % sorted(set(map(str, down))))
-        check(http_put_all(ngx, objs), "kill: PUT through nginx works again")
+        # each worker reattaches on its own backoff (up to 2 s): a 200
+        # through one does not mean the other is back yet
+        check(F.wait_for(lambda: http_put_all(ngx, objs), 10),
+              "kill: PUT through nginx works again")
         check(F.wait_for(lambda: 200 in hl.between(time.monotonic() - 0.5, time.monotonic()), 10),
               "kill: GETs through nginx are 200 again")
     mixed = MixedLoad(store, seed=10 * rnd + 2).start()
