@@ -54,7 +54,6 @@ static void ngx_http_goblin_cache_read_done(ngx_http_goblin_ctx_t *ctx,
 static void ngx_http_goblin_cache_redirect(ngx_http_goblin_ctx_t *ctx,
     ngx_http_goblin_cache_status_e status);
 static void ngx_http_goblin_cache_cleanup(void *data);
-static void ngx_http_goblin_cache_invalidate(void *data);
 static void ngx_http_goblin_cache_set_status(ngx_http_request_t *r,
     ngx_http_goblin_cache_status_e status);
 static ngx_int_t ngx_http_goblin_cache_status_variable(ngx_http_request_t *r,
@@ -111,14 +110,9 @@ ngx_http_goblin_cache_handler(ngx_http_request_t *r, ngx_str_t *key)
 
         ctx->key = *key;
 
-        /* runs before the context's own cleanup lets go of its slot */
-        cln = ngx_http_cleanup_add(r, 0);
-        if (cln == NULL) {
+        if (ngx_http_goblin_invalidate_add(ctx) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        cln->handler = ngx_http_goblin_cache_invalidate;
-        cln->data = ctx;
 
         return ngx_http_goblin_cache_pass(r, NGX_HTTP_GOBLIN_CACHE_BYPASS);
     }
@@ -714,28 +708,6 @@ ngx_http_goblin_cache_cleanup(void *data)
     }
 
     ngx_http_goblin_fill_unref(fill);
-}
-
-
-/* An unsafe method's request ends: a 2xx or 3xx answer invalidates what
- * the cache stored for its key. */
-static void
-ngx_http_goblin_cache_invalidate(void *data)
-{
-    ngx_http_goblin_ctx_t *ctx = data;
-
-    ngx_uint_t  status;
-
-    status = ctx->request->headers_out.status;
-
-    if (status < 200 || status >= 400 || !ngx_http_goblin_linked(ctx)) {
-        return;
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
-                   "goblin: invalidating \"%V\"", &ctx->key);
-
-    ngx_http_goblin_submit_key(ctx, RING_OP_DELETE, 0);
 }
 
 

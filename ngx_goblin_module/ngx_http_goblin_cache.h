@@ -186,6 +186,11 @@ ngx_int_t ngx_http_goblin_handoff_body(ngx_http_request_t *r,
 void ngx_http_goblin_handoff_send(ngx_http_goblin_ctx_t *ctx,
     ngx_http_goblin_fill_t *fill);
 
+/* ngx_http_goblin_invalidate.c: an unsafe method's request passed to the
+ * origin invalidates, at a 2xx or 3xx, its key and those its Location and
+ * Content-Location name.  NGX_ERROR without memory. */
+ngx_int_t ngx_http_goblin_invalidate_add(ngx_http_goblin_ctx_t *ctx);
+
 /* ngx_http_goblin_validate.c */
 ngx_int_t ngx_http_goblin_validate_request(ngx_http_request_t *r,
     ngx_http_request_t *fr, ngx_str_t *old);

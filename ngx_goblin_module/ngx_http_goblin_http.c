@@ -633,3 +633,139 @@ ngx_http_goblin_key_valid(const unsigned char *key, size_t len, size_t max,
 
     return NGX_HTTP_GOBLIN_KEY_OK;
 }
+
+
+static int
+ngx_http_goblin_hex(unsigned char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+
+    c |= 0x20;
+
+    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+
+/* Whether <n> bytes at <a> and <b> are equal, ASCII case aside. */
+static int
+ngx_http_goblin_caseeq(const unsigned char *a, const unsigned char *b,
+    size_t n)
+{
+    size_t         i;
+    unsigned char  ca, cb;
+
+    for (i = 0; i < n; i++) {
+        ca = (a[i] >= 'A' && a[i] <= 'Z') ? (a[i] | 0x20) : a[i];
+        cb = (b[i] >= 'A' && b[i] <= 'Z') ? (b[i] | 0x20) : b[i];
+
+        if (ca != cb) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * The path on this server that a Location or Content-Location <value>
+ * names (RFC 9111 4.4): an absolute path, or an http or https URI (or a
+ * network-path reference) whose authority is <host>, ASCII case aside.
+ * The path is percent-decoded into <buf> (<len> + 1 bytes at least), and
+ * *<target> set to where the request target (path and query, as sent; it
+ * starts with '/' unless the path is empty) begins in <value>,
+ * *<target_len> to its length.  Returns the path's length, or -1: another
+ * host, a relative path, a bad escape, or a path nginx would have
+ * normalized ("//", a "." or ".." segment), which no request's key is.
+ */
+long
+ngx_http_goblin_location_path(const unsigned char *value, size_t len,
+    const unsigned char *host, size_t host_len, unsigned char *buf,
+    size_t *target, size_t *target_len)
+{
+    int                   hi, lo;
+    size_t                n, skip;
+    const unsigned char  *p, *end, *auth, *q;
+
+    p = value;
+    end = value + len;
+    skip = 0;
+
+    if (len >= 7 && ngx_http_goblin_caseeq(p, (const unsigned char *)
+                                           "http://", 7))
+    {
+        skip = 5;
+
+    } else if (len >= 8 && ngx_http_goblin_caseeq(p, (const unsigned char *)
+                                                  "https://", 8))
+    {
+        skip = 6;
+
+    } else if (len >= 2 && p[0] == '/' && p[1] == '/') {
+        skip = 0;
+
+    } else if (len == 0 || p[0] != '/') {
+        return -1;
+    }
+
+    if (skip || (len >= 2 && p[1] == '/')) {
+        auth = p + skip + 2;
+        for (p = auth; p < end && *p != '/' && *p != '?' && *p != '#'; p++) {
+            /* the authority */
+        }
+
+        if ((size_t) (p - auth) != host_len
+            || !ngx_http_goblin_caseeq(auth, host, host_len))
+        {
+            return -1;
+        }
+    }
+
+    *target = (size_t) (p - value);
+
+    for (q = p; q < end && *q != '#'; q++) {
+        /* the query stays in the target */
+    }
+
+    *target_len = (size_t) (q - p);
+
+    n = 0;
+    buf[n++] = '/';
+
+    if (p < end && *p == '/') {
+        p++;
+    }
+
+    for (; p < end && *p != '?' && *p != '#'; p++) {
+        if (*p != '%') {
+            buf[n++] = *p;
+            continue;
+        }
+
+        if (end - p < 3 || (hi = ngx_http_goblin_hex(p[1])) < 0
+            || (lo = ngx_http_goblin_hex(p[2])) < 0)
+        {
+            return -1;
+        }
+
+        buf[n++] = (unsigned char) (hi << 4 | lo);
+        p += 2;
+    }
+
+    for (p = buf; p < buf + n; p++) {
+        /* every segment starts after a '/': none empty, "." or ".." */
+        if (*p == '/'
+            && ((p + 1 < buf + n && p[1] == '/')
+                || (p + 1 < buf + n && p[1] == '.'
+                    && (p + 2 == buf + n || p[2] == '/'
+                        || (p[2] == '.' && (p + 3 == buf + n
+                                            || p[3] == '/'))))))
+        {
+            return -1;
+        }
+    }
+
+    return (long) n;
+}

@@ -136,6 +136,9 @@ int64_t ngx_http_goblin_lifetime(const ngx_http_goblin_cc_t *cc,
     int64_t expires, int64_t date, int64_t age, int64_t valid);
 int ngx_http_goblin_key_valid(const unsigned char *key, size_t len,
     size_t max, size_t *bad);
+long ngx_http_goblin_location_path(const unsigned char *value, size_t len,
+    const unsigned char *host, size_t host_len, unsigned char *buf,
+    size_t *target, size_t *target_len);
 
 
 #endif /* _NGX_HTTP_GOBLIN_HTTP_H_INCLUDED_ */

@@ -31,6 +31,9 @@
  *                              into a shared writer
  *   ngx_http_goblin_handoff.c  cache mode: a response not stored, handed
  *                              to the request that started its fill
+ *   ngx_http_goblin_invalidate.c cache mode: what an unsafe method's
+ *                              success invalidates (its key, Location,
+ *                              Content-Location)
  *   ngx_http_goblin_request.c  what every request shares: context,
  *                              finalizing, errors, giving back
  *   ngx_http_goblin_attr.c     an object's attributes: the HTTP metadata
@@ -50,11 +53,12 @@
  *
  *   module   ->  content status metrics totals link cache fill
  *   content  ->  put cond request ring http cache totals
- *   cache    ->  policy vary fill handoff handler request ring attr
+ *   cache    ->  policy vary fill handoff invalidate handler request ring attr
  *   policy   ->  attr fresh
  *   fill     ->  origin capture validate request ring
  *   capture  ->  validate vary handoff ring attr fresh
  *   handoff  ->  request
+ *   invalidate -> ring http
  *   validate ->  attr
  *   vary     ->  attr
  *   origin   ->

@@ -7,8 +7,10 @@
  * always matches itself, a key and its extension lie inside its URI and
  * the key is valid when said so; Cache-Control (ngx_http_goblin_fresh.c)
  * is read within its bytes and the freshness left is never negative, never
- * over what the response said, and 0 for no-store, private and no-cache.
- * Input: byte 0 picks the function (0xcc: Cache-Control), bytes 1-8 the
+ * over what the response said, and 0 for no-store, private and no-cache;
+ * the path a Location names is decoded inside its buffer, normalized.
+ * Input: byte 0 picks the function (0xcc: Cache-Control, 0xc1: Location,
+ * then a host length byte, the host, the value), bytes 1-8 the
  * object size (or the response's Age), the rest is the header (or, for
  * keys, prefix length byte then URI).
  * sources: ngx_goblin_module/ngx_http_goblin_http.c ngx_goblin_module/ngx_http_goblin_fresh.c
@@ -134,6 +136,45 @@ static int check_cc(const uint8_t *v, size_t len, int64_t age)
 	return 0;
 }
 
+/* A Location value (after a host of the length its first byte says): the
+ * path lies in its buffer, starts with '/', has no empty, "." or ".."
+ * segment, and the target lies inside the value. */
+static int check_location(const uint8_t *p, size_t len)
+{
+	size_t hlen, vlen, t = 0, tlen = 0;
+	uint8_t *host, *v, *buf;
+	long n;
+
+	if (len == 0)
+		return 0;
+	hlen = p[0] % 32 < len - 1 ? p[0] % 32 : len - 1;
+	vlen = len - 1 - hlen;
+	host = malloc(hlen ? hlen : 1);
+	v = malloc(vlen ? vlen : 1);
+	buf = malloc(vlen + 1);
+	if (!host || !v || !buf)
+		goto out;
+	memcpy(host, p + 1, hlen);
+	memcpy(v, p + 1 + hlen, vlen);
+	n = ngx_http_goblin_location_path(v, vlen, host, hlen, buf, &t, &tlen);
+	if (n == -1)
+		goto out;
+	if (n < 1 || (size_t)n > vlen + 1 || buf[0] != '/' || t + tlen > vlen)
+		abort();
+	for (long i = 0; i < n; i++)
+		if (buf[i] == '/' && i + 1 < n &&
+		    (buf[i + 1] == '/' ||
+		     (buf[i + 1] == '.' && (i + 2 == n || buf[i + 2] == '/' ||
+					    (buf[i + 2] == '.' &&
+					     (i + 3 == n || buf[i + 3] == '/'))))))
+			abort();
+out:
+	free(host);
+	free(v);
+	free(buf);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int64_t osize, start = -1, end = -1;
@@ -149,6 +190,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (data[0] == 0xcc)
 		return check_cc(p, len, osize);
+	if (data[0] == 0xc1)
+		return check_location(p, len);
 
 	switch (data[0] % 4) {
 	case 0: {

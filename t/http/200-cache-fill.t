@@ -8,11 +8,12 @@
 # going (goblin_cache_abandon off) or abandons it (below 10% by default);
 # an origin cut at 50% leaves no complete-looking body and nothing stored;
 # a chunked origin is stored; responses the cache must not store, other
-# methods (which invalidate) and a cold HEAD go to the origin; a key whose
-# response said it is not to be stored goes to the origin without a fill
-# for goblin_cache_pass, unless the request or a 5xx was why; a fill's
-# answer not stored goes to the request that started it (one origin
-# request, not two).
+# methods (which invalidate their key and what their Location and
+# Content-Location name on this host) and a cold HEAD go to the origin; a
+# key whose response said it is not to be stored goes to the origin
+# without a fill for goblin_cache_pass, unless the request or a 5xx was
+# why; a fill's answer not stored goes to the request that started it (one
+# origin request, not two).
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use CacheTest;
@@ -25,7 +26,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
 
 worker_connections(1024);
 repeat_each(1);
-plan tests => goblin_plan(51);
+plan tests => goblin_plan(55);
 no_shuffle();
 run_tests();
 
@@ -259,12 +260,61 @@ sub other_methods () {
     my ($st, $h, $body) = http_request(port(), 'POST', $p, body => 'x=1');
     is("$st $body", '200 POST done', 'POST went to the origin');
     ok(wait_until(sub { !stored('pi-100k') }, 10), 'and invalidated the key');
+    location_invalidation();
 
     $p = '/o/hd-300k';
     ($st, $h, $body) = http_request(port(), 'HEAD', $p);
     ok($st == 200 && $h->{'content-length'} == 307200 && !stored('hd-300k')
        && origin_count($p) == 1, 'a cold HEAD: the origin\'s headers, '
        . 'nothing filled');
+}
+
+# a 2xx to an unsafe method invalidates what its Location and
+# Content-Location name on this host and location, not what they name
+# elsewhere; a 5xx invalidates nothing; with goblin_key, the key it makes
+# of the URI (4 tests)
+sub location_invalidation () {
+    my @keys = ((map { "li$_-100k" } 1 .. 6), 'lp-1k', 'lq-1k', 'ls-1k');
+    fetch("/o/$_") for @keys;
+    ok(wait_until(sub { !grep { !stored($_) } @keys }, 10), 'nine stored');
+    my $u = sub { my $v = shift; $v =~ s/([^\w.\/-])/sprintf '%%%02X', ord $1/ge;
+                  $v };
+    # a failed request first: nothing goes
+    my ($st3) = http_request(port(), 'DELETE', '/o/lr-1k?st=500&loc='
+                             . $u->('/o/li5-100k'));
+    # the host is what the request's Host says: localhost
+    my ($st) = http_request(port(), 'POST', '/o/lp-1k?loc=' . $u->('/o/li1-100k')
+                            . '&cl=' . $u->('http://LOCALHOST/o/li2-100k'),
+                            body => 'x=1');
+    my ($st2) = http_request(port(), 'PUT', '/o/lq-1k?loc='
+                             . $u->('http://elsewhere/o/li3-100k') . '&cl='
+                             . $u->('/p/li4-100k'), body => 'x=1');
+    my ($st4) = http_request(port(), 'POST', '/o/ls-1k?loc='
+                             . $u->('/o/./li6-100k'), body => 'x=1');
+    # the keys named go before the request's own, on one ring in order:
+    # once the own keys are gone, so is what was to go with them
+    ok($st == 200 && $st2 == 200 && $st3 == 500 && $st4 == 200
+       && wait_until(sub { !grep { stored($_) } qw(lp-1k lq-1k ls-1k) }, 10)
+       && !stored('li1-100k') && !stored('li2-100k'),
+       'Location and Content-Location of this host invalidated')
+        or diag("$st $st2 $st3 $st4 " . join ' ', map { "$_=" . (stored($_) ? 1 : 0) } qw(lp-1k lq-1k ls-1k li1-100k li2-100k));
+    ok(stored('li3-100k') && stored('li4-100k') && stored('li5-100k')
+       && stored('li6-100k'), 'another host, another location, a failed '
+       . 'request, a path not normalized: kept');
+
+    # with goblin_key, the key it makes of a request for the URI named
+    fetch('/lk/li7-100k?v=1');
+    fetch('/lk/li8-100k?v=2');
+    fetch('/lk/lt-1k');
+    ok(wait_until(sub { stored('k/lk/li7-100k?v=1') && stored('k/lk/lt-1k')
+                        && stored('k/lk/li8-100k?v=2') }, 10)
+       && (http_request(port(), 'POST', '/lk/lt-1k', body => 'x=1',
+                        headers => ['X-Content-Location: /lk/li7-100k?v=1',
+                                    'X-Location: /lk/li8-100k?v=3']))[0]
+          == 200
+       && wait_until(sub { !stored('k/lk/lt-1k') }, 10)
+       && !stored('k/lk/li7-100k?v=1') && stored('k/lk/li8-100k?v=2'),
+       'goblin_key: the key made of the URI named invalidated, no other');
 }
 
 __DATA__

@@ -119,6 +119,12 @@ END
         goblin_cache_pass off;
         goblin_key $uri;
     }
+    location /lk/ {
+        goblin;
+        goblin_cache on;
+        goblin_origin @fill;
+        goblin_key k$request_uri;
+    }
     location /purge/ {
         goblin;
         goblin_cache_purge on;

@@ -32,7 +32,10 @@
 #                  X-Hop: 1 named by Connection: X-Hop (hop by hop)
 #   mut            each PUT or POST of it makes a new version: another
 #                  body and ETag (/sha/ says the current one's)
-# Other methods of /o/... answer 200 "<METHOD> done".  GET /count/<path>
+# Other methods of /o/... answer 200 "<METHOD> done", with a Location and
+# a Content-Location of the query's loc= and cl= values when it has them
+# (or of the request's X-Location and X-Content-Location headers),
+# and the status of its st= (a 500: the request failed).  GET /count/<path>
 # says how many requests /<path> got (all methods), /304/<path> how many
 # of them were answered 304; /sha/<path> the
 # sha256 of its full body; /ranges/<path> the Range headers it was sent;
@@ -164,7 +167,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def other(self):
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
+        q = urllib.parse.parse_qs(query)
         n = int(self.headers.get("Content-Length") or 0)
         if n:
             self.rfile.read(n)
@@ -172,7 +176,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             counts[path] = counts.get(path, 0) + 1
             if self.command in ("PUT", "POST") and spec(path).get("mut"):
                 versions[path] = versions.get(path, 0) + 1
-        self.plain(200, self.command + " done")
+        data = (self.command + " done").encode()
+        self.send_response(int(q.get("st", ["200"])[0]))
+        for name, arg in (("Location", "loc"), ("Content-Location", "cl")):
+            v = self.headers.get("X-" + name, q.get(arg, [None])[0])
+            if v is not None:
+                self.send_header(name, v)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     do_POST = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = other
 

@@ -361,6 +361,62 @@ static void check_header_values(void)
 	}
 }
 
+/* The path a Location or Content-Location names on this server. */
+static void check_location_paths(void)
+{
+	static const struct {
+		const char *v, *path;	/* path NULL: names none of ours */
+		const char *target;	/* as sent */
+	} cases[] = {
+		{ "/o/a", "/o/a", "/o/a" },
+		{ "/o/a?x=1#f", "/o/a", "/o/a?x=1" },
+		{ "/o/a%20b%2Fc", "/o/a b/c", "/o/a%20b%2Fc" },
+		{ "http://localhost/o/a", "/o/a", "/o/a" },
+		{ "HTTPS://LocalHost/o/a?b", "/o/a", "/o/a?b" },
+		{ "//localhost/o/a", "/o/a", "/o/a" },
+		{ "http://localhost", "/", "" },
+		{ "http://localhost?q", "/", "?q" },
+		{ "http://localhost:8080/o/a", NULL, NULL },	/* another host */
+		{ "http://other/o/a", NULL, NULL },
+		{ "http://user@localhost/o/a", NULL, NULL },
+		{ "ftp://localhost/o/a", NULL, NULL },
+		{ "o/a", NULL, NULL },			/* relative */
+		{ "", NULL, NULL },
+		{ "/o/%zz", NULL, NULL },
+		{ "/o/%2", NULL, NULL },
+		{ "/o//a", NULL, NULL },		/* nginx merges these */
+		{ "/o/./a", NULL, NULL },
+		{ "/o/../a", NULL, NULL },
+		{ "/o/..", NULL, NULL },
+		{ "/o/%2e%2E/a", NULL, NULL },
+		{ "/o/..a/.b", "/o/..a/.b", "/o/..a/.b" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned char buf[64];
+		size_t len = strlen(cases[i].v);
+		size_t t = 99, tlen = 99;
+		long n = ngx_http_goblin_location_path(
+			(const unsigned char *)cases[i].v, len,
+			(const unsigned char *)"localhost", 9, buf, &t, &tlen);
+
+		if (!cases[i].path) {
+			CHECK(n == -1, "location '%s': none, got %ld", cases[i].v,
+			      n);
+			continue;
+		}
+		CHECK(n >= 0 && (size_t)n <= len + 1
+		      && (size_t)n == strlen(cases[i].path)
+		      && memcmp(buf, cases[i].path, (size_t)n) == 0,
+		      "location '%s': '%.*s', want '%s'", cases[i].v,
+		      n < 0 ? 0 : (int)n, (const char *)buf, cases[i].path);
+		CHECK(t + tlen <= len && tlen == strlen(cases[i].target)
+		      && memcmp(cases[i].v + t, cases[i].target, tlen) == 0,
+		      "location '%s': target at %zu, %zu bytes, want '%s'",
+		      cases[i].v, t, tlen, cases[i].target);
+	}
+}
+
 int main(void)
 {
 	size_t i;
@@ -429,6 +485,7 @@ int main(void)
 	check_conditionals();
 	check_header_values();
 	check_write_conditions();
+	check_location_paths();
 
 	return check_result();
 }
