@@ -37,6 +37,8 @@
 
 
 static ngx_int_t ngx_http_goblin_capture_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_goblin_capture_age(ngx_http_request_t *r,
+    int64_t *age);
 static ngx_int_t ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_http_goblin_fill_t *fill, ngx_array_t *kept);
 static ngx_int_t ngx_http_goblin_capture_revalidated(ngx_http_request_t *r,
@@ -161,6 +163,47 @@ ngx_http_goblin_capture_header_filter(ngx_http_request_t *r)
 }
 
 
+/* The response's Age in *<age> (RFC 9111 5.1: the first line's first
+ * member; a malformed one makes it stale); NGX_DECLINED for a response
+ * with Set-Cookie, which is not stored. */
+static ngx_int_t
+ngx_http_goblin_capture_age(ngx_http_request_t *r, int64_t *age)
+{
+    ngx_uint_t                 seen;
+    ngx_table_elt_t           *h;
+    ngx_http_goblin_headers_t  it;
+
+    *age = 0;
+    seen = 0;
+
+    ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
+
+    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
+
+        if (h->hash == 0) {
+            continue;
+        }
+
+        if (h->key.len == 10
+            && ngx_strncasecmp(h->key.data, (u_char *) "Set-Cookie", 10)
+               == 0)
+        {
+            return NGX_DECLINED;
+        }
+
+        if (h->key.len == 3 && !seen
+            && ngx_strncasecmp(h->key.data, (u_char *) "Age", 3) == 0)
+        {
+            *age = ngx_http_goblin_age(h->value.data, h->value.len);
+            *age = *age < 0 ? NGX_HTTP_GOBLIN_DELTA_MAX : *age;
+            seen = 1;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 /* A response the cache stores: a 200 that says nothing against it, not
  * over goblin_max_object (or a 304 whose stale object keeps the headers
  * in <kept>), with freshness left; its attributes are built and its
@@ -176,8 +219,7 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
     ngx_str_t                 *v;
     ngx_uint_t                 i;
     ngx_array_t               *extra;
-    ngx_http_goblin_headers_t  it;
-    ngx_table_elt_t           *h, **cc;
+    ngx_table_elt_t          **cc;
     ngx_http_goblin_cc_t       ccv;
 
     fill->uncacheable = r->headers_out.status < NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -218,30 +260,8 @@ ngx_http_goblin_capture_cacheable(ngx_http_request_t *r,
         }
     }
 
-    age = 0;
-
-    ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
-
-    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
-
-        if (h->hash == 0) {
-            continue;
-        }
-
-        if (h->key.len == 10
-            && ngx_strncasecmp(h->key.data, (u_char *) "Set-Cookie", 10)
-               == 0)
-        {
-            return NGX_DECLINED;
-        }
-
-        if (h->key.len == 3
-            && ngx_strncasecmp(h->key.data, (u_char *) "Age", 3) == 0)
-        {
-            /* malformed: ignored (RFC 9111 5.1) */
-            age = ngx_max(ngx_http_goblin_delta(h->value.data,
-                                                h->value.len), 0);
-        }
+    if (ngx_http_goblin_capture_age(r, &age) != NGX_OK) {
+        return NGX_DECLINED;
     }
 
     if (fill->no_store

@@ -42,6 +42,33 @@ ngx_http_goblin_delta(const unsigned char *v, size_t len)
 }
 
 
+/*
+ * An Age value <v>,<len> (RFC 9111 5.1): of a list, its first member, its
+ * spaces aside; -1 when that is not delta-seconds (the response is then
+ * to be taken as stale).
+ */
+int64_t
+ngx_http_goblin_age(const unsigned char *v, size_t len)
+{
+    size_t  end;
+
+    for (end = 0; end < len && v[end] != ','; end++) {
+        /* the first member */
+    }
+
+    while (end && (v[end - 1] == ' ' || v[end - 1] == '\t')) {
+        end--;
+    }
+
+    while (end && (*v == ' ' || *v == '\t')) {
+        v++;
+        end--;
+    }
+
+    return ngx_http_goblin_delta(v, end);
+}
+
+
 static const unsigned char *
 ngx_http_goblin_cc_space(const unsigned char *p, const unsigned char *last)
 {

@@ -127,6 +127,7 @@ int ngx_http_goblin_key_map(const unsigned char *uri, size_t len,
 void ngx_http_goblin_cc_parse(const unsigned char *v, size_t len,
     ngx_http_goblin_cc_t *cc);
 int64_t ngx_http_goblin_delta(const unsigned char *v, size_t len);
+int64_t ngx_http_goblin_age(const unsigned char *v, size_t len);
 void ngx_http_goblin_cc_init(ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_authorized(const ngx_http_goblin_cc_t *cc);
 int ngx_http_goblin_cc_stale_ok(const ngx_http_goblin_cc_t *cc);

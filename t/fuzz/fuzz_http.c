@@ -188,10 +188,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = data + 9;
 	len = size - 9;
 
-	if (data[0] == 0xcc)
-		return check_cc(p, len, osize);
-	if (data[0] == 0xc1)
-		return check_location(p, len);
+	if (data[0] == 0xcc || data[0] == 0xc1)
+		return data[0] == 0xcc ? check_cc(p, len, osize)
+				       : check_location(p, len);
 
 	switch (data[0] % 4) {
 	case 0: {

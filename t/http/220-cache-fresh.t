@@ -4,8 +4,9 @@
 # max-age over Expires over goblin_cache_valid, less the Age it came with
 # (its memcache TTL, mg's t flag, says when); a hit carries Age; a response
 # with no freshness left (max-age=0, an Expires in the past or malformed,
-# an Age past its max-age, no-cache, private, goblin_cache_valid 0 and
-# nothing said) is answered and not stored, and so is one to a request
+# an Age past its max-age or malformed, no-cache, private,
+# goblin_cache_valid 0 and nothing said; of a list of Ages the first counts)
+# is answered and not stored, and so is one to a request
 # with Authorization unless public, s-maxage or must-revalidate allow it,
 # one to a request with Cache-Control: no-store, and one with Vary: *; an
 # expired object is filled anew, every body sha256-checked; every
@@ -22,7 +23,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(29);
+plan tests => goblin_plan(31);
 no_shuffle();
 run_tests();
 
@@ -83,7 +84,7 @@ sub max_age () {
 }
 
 # which of s-maxage, max-age, Expires, goblin_cache_valid counts, and the
-# Age the origin sent (6 tests)
+# Age the origin sent (7 tests)
 sub lifetimes () {
     start();
     my ($ttl, $h) = filled('/o/f2-100k-cc100-smax50', 'f2-100k-cc100-smax50');
@@ -100,15 +101,19 @@ sub lifetimes () {
     my ($age) = ($h->{head} // '') =~ /^Age: (\d+)\r?$/mi;
     ok(defined $age && $age >= 30 && $age < 40 && $h->{xcache} eq 'HIT',
        'a hit\'s Age counts the origin\'s: ' . ($age // 'none'));
+    ($ttl, $h) = filled('/o/f7-100k-cc100-agefirst', 'f7-100k-cc100-agefirst');
+    ok($ttl > 90 && $ttl <= 100 && $h->{xcache} eq 'HIT',
+       "Age: 0, 7200 counts its first member: TTL $ttl");
 }
 
 # answered and not stored: each asked twice, neither a hit
-# (7 tests)
+# (8 tests)
 sub not_stored () {
     start();
     for my $p ('/o/n1-100k-cc0', '/o/n2-100k-exp0', '/o/n3-100k-expbad',
                '/o/n4-100k-cc10-age20', '/o/n5-100k-nocache-cc60',
-               '/o/n6-100k-private-cc60', '/v0/n7-100k') {
+               '/o/n6-100k-private-cc60', '/v0/n7-100k',
+               '/o/n8-100k-cc3600-agebad') {
         my @r = (fetch($p), fetch($p));
         (my $k = $p) =~ s{^/o/}{};
         ok(whole($p, 102400, $r[0]) && whole($p, 102400, $r[1])

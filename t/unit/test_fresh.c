@@ -162,12 +162,34 @@ static void check_deltas(void)
 	}
 }
 
+static void check_ages(void)
+{
+	static const struct {
+		const char *v;
+		int64_t n;
+	} a[] = {
+		{ "30", 30 }, { "7200,0", 7200 }, { "0,7200", 0 },
+		{ "0, 0", 0 }, { " 12 , 5", 12 }, { "abc", -1 },
+		{ "-7200", -1 }, { "7200.0", -1 }, { "7200;foo=bar", -1 },
+		{ "", -1 }, { ",5", -1 },
+	};
+
+	for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
+		int64_t n = ngx_http_goblin_age((const unsigned char *)a[i].v,
+						strlen(a[i].v));
+
+		CHECK(n == a[i].n, "age '%s': %lld, want %lld", a[i].v,
+		      (long long)n, (long long)a[i].n);
+	}
+}
+
 int main(void)
 {
 	ngx_http_goblin_cc_t cc;
 	size_t i;
 
 	check_deltas();
+	check_ages();
 	check_requests();
 
 	for (i = 0; i < sizeof(ccs) / sizeof(ccs[0]); i++) {
