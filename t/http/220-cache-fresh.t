@@ -23,7 +23,7 @@ goblin_case_checks(request => 'GET /status', error_code => 200,
                    no_error_log => "[alert]\n[crit]\n");
 
 repeat_each(1);
-plan tests => goblin_plan(31);
+plan tests => goblin_plan(32);
 no_shuffle();
 run_tests();
 
@@ -107,13 +107,13 @@ sub lifetimes () {
 }
 
 # answered and not stored: each asked twice, neither a hit
-# (8 tests)
+# (9 tests)
 sub not_stored () {
     start();
     for my $p ('/o/n1-100k-cc0', '/o/n2-100k-exp0', '/o/n3-100k-expbad',
                '/o/n4-100k-cc10-age20', '/o/n5-100k-nocache-cc60',
                '/o/n6-100k-private-cc60', '/v0/n7-100k',
-               '/o/n8-100k-cc3600-agebad') {
+               '/o/n8-100k-cc3600-agebad', '/o/n9-100k-cc3600-agedup') {
         my @r = (fetch($p), fetch($p));
         (my $k = $p) =~ s{^/o/}{};
         ok(whole($p, 102400, $r[0]) && whole($p, 102400, $r[1])

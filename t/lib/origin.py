@@ -26,7 +26,8 @@
 #   noreval        If-None-Match is ignored
 # A GET whose If-None-Match is the body's ETag gets 304 (counted).
 #   age<seconds>   Age: <seconds>; agebad: Age: 7200.0 (malformed: stale);
-#                  agefirst: Age: 0, 7200 (the first member counts)
+#                  agefirst: Age: 0, 7200 (the first member counts);
+#                  agedup: Age: 3600, 3600
 #   exp<seconds>   Expires: <seconds> from now; expbad: Expires: 0
 #   dateback<N>, datefwd<N>   Date: <N> seconds before (after) now
 #   hdrs           X-Origin-Id: <id> and a Link header (end to end), and
@@ -88,8 +89,9 @@ def spec(path):
             o["failafter"] = int(f[9:])
         elif f.startswith("revalcc"):
             o["revalcc"] = int(f[7:])
-        elif f in ("agebad", "agefirst"):
-            o["age"] = {"agebad": "7200.0", "agefirst": "0, 7200"}[f]
+        elif f in ("agebad", "agefirst", "agedup"):
+            o["age"] = {"agebad": "7200.0", "agefirst": "0, 7200",
+                        "agedup": "3600, 3600"}[f]
         elif f.startswith("age"):
             o["age"] = int(f[3:])
         elif f.startswith("dateback") or f.startswith("datefwd"):
