@@ -72,6 +72,7 @@
 	ACTION(checksum_errors, "chunks whose checksum did not match")	\
 	ACTION(io_errors, "disk reads or writes that failed")		\
 	ACTION(short_ios, "short reads or writes resubmitted")		\
+	ACTION(hdd_cancels, "HDD reads dropped unsent from the --hdd-queue because their stream closed") \
 	ACTION(pins, "pins held by readers now")				\
 	ACTION(objects, "objects stored now, in RAM or on disk")		\
 	ACTION(ram_heads, "heads of on-disk objects cached in the RAM region") \

@@ -782,6 +782,7 @@ void gs_stream_close(struct gs_stream **sp)
 	s->closed = true;
 	drain_end(s->io->e, &s->drain);
 	waiter_del(&s->waiter);
+	s->inflight -= hddq_cancel(s->io, s);
 	if (!s->inflight)
 		stream_end(s);
 }

@@ -411,6 +411,7 @@ void fill_stream_close(struct fill_stream **fsp)
 	fs->closed = true;
 	__atomic_sub_fetch(&fs->f->readers, 1, __ATOMIC_RELAXED);
 	fill_waiter_del(fs->f, &fs->fw);
+	fs->inflight -= hddq_cancel(fs->io, fs);
 	if (!fs->inflight)
 		fs_end(fs);
 }

@@ -102,6 +102,20 @@ int uring_op_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 int uring_read_start(struct gs_io *io, struct gs_obj *obj, uint32_t ci,
 		     char *buf, int buf_idx, op_done_fn done, void *owner,
 		     uint64_t due);
+/* Hands the pieces of <op> to the SQ; one the SQ has no room for fails
+ * with -EBUSY through io->stash. */
+void uring_op_send(struct gs_io *io, struct io_op *op);
+
+/* ---- the HDD queue (hddq.c) ---- */
+
+/* Sends runs from the HDD queue of <io> while fewer than --hdd-queue are
+ * in flight (from uring_submit()). */
+void hddq_dispatch(struct gs_io *io);
+/* Drops the reads of <owner> still waiting in the HDD queue, unsent (a
+ * closed stream's read-ahead: nobody will take those bytes); their done
+ * callbacks are not called.  How many; the caller counts them off its
+ * reads in flight. */
+unsigned hddq_cancel(struct gs_io *io, const void *owner);
 /* When a consumer that started at <since> (mono_ns()) reaches <bytes> on,
  * at the measured delivery rate (100 MB/s until measured). */
 uint64_t uring_due(struct gs_io *io, uint64_t since, uint64_t bytes);

@@ -6,7 +6,8 @@
  * each), not behind every chunk queued before it as in a FIFO, and that
  * chunk leaves with the chunks that follow it on the disk (one seek).
  * Every chunk is read once (no read-ahead lost or repeated) and every byte
- * compared with what was written.
+ * compared with what was written.  A stream that closes drops its reads
+ * still queued, unsent.
  */
 #include <errno.h>
 #include <poll.h>
@@ -44,6 +45,17 @@ static bool queued(struct gs_io *io, const void *owner, uint32_t c)
 			return true;
 	}
 	return false;
+}
+
+/* How many reads of <owner> wait in the HDD queue. */
+static unsigned queued_of(struct gs_io *io, const void *owner)
+{
+	unsigned n = 0;
+
+	for (struct list *l = io->hdd.queue.next; l != &io->hdd.queue;
+	     l = l->next)
+		n += list_entry(l, struct io_op, qnode)->owner == owner;
+	return n;
 }
 
 /* How many reads of the OTHERS readers of <r> wait in the HDD queue
@@ -231,6 +243,45 @@ static void fairness(struct gs_engine *e, struct gs_io *io,
 	      (unsigned long long)io->hdd.sent);
 }
 
+/* Readers that close with reads queued drop them unsent (hdd_cancels),
+ * and the one that stays reads on, whole. */
+static void cancel(struct gs_engine *e, struct gs_io *io, struct reader *r)
+{
+	uint64_t cancels = stats(e).hdd_cancels;
+	unsigned ops, owners, dropped = 0;
+	int ret;
+
+	for (int i = 0; i < OTHERS; i++)
+		CHECK(reader_open(e, io, &r[i], i) == 0, "open %d", i);
+	while (gs_io_pending(io))
+		gs_io_run(io, true);
+	/* each took its window: its next read-ahead queues */
+	for (int i = 0; i < OTHERS; i++)
+		CHECK(reader_take(&r[i]) >= 1, "reader %d took a chunk", i);
+	ops = queued_others(io, r, &owners);
+	CHECK(ops > 0, "reads queued: %u of %u readers", ops, owners);
+	for (int i = 1; i < OTHERS; i++) {
+		const void *owner = r[i].s;
+		unsigned before = queued_of(io, owner);
+
+		gs_stream_close(&r[i].s);
+		CHECK(queued_of(io, owner) == 0, "reader %d: none left queued",
+		      i);
+		dropped += before;
+	}
+	CHECK(dropped > 0 && stats(e).hdd_cancels - cancels == dropped,
+	      "closed readers' queued reads dropped: %u, hdd_cancels +%llu",
+	      dropped, (unsigned long long)(stats(e).hdd_cancels - cancels));
+	while ((ret = reader_step(io, &r[0])) > 0)
+		;
+	CHECK(ret == 0 && r[0].pos == SIZE, "the reader left whole: %d at %llu",
+	      ret, (unsigned long long)r[0].pos);
+	gs_stream_close(&r[0].s);
+	while (gs_io_pending(io))
+		gs_io_run(io, true);
+	CHECK(io->hdd.runs == 0 && list_empty(&io->hdd.queue), "queue empty");
+}
+
 int main(void)
 {
 	struct reader r[OTHERS + 1];
@@ -276,6 +327,7 @@ int main(void)
 		      "put %s", key);
 	}
 	fairness(e, io, r);
+	cancel(e, io, r);
 	st = stats(e);
 	CHECK(st.checksum_errors == 0 && st.io_errors == 0, "errors");
 	CHECK(st.readahead_reclaims == 0, "reclaims %llu",
