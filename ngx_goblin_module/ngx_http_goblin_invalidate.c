@@ -83,7 +83,7 @@ ngx_http_goblin_invalidate(void *data)
 {
     ngx_http_goblin_invalidate_t *inv = data;
 
-    ngx_uint_t                  status;
+    ngx_uint_t                  status, named;
     ngx_table_elt_t            *h;
     ngx_http_request_t         *r;
     ngx_http_goblin_ctx_t      *ctx;
@@ -104,8 +104,10 @@ ngx_http_goblin_invalidate(void *data)
      * there when it makes it absolute. */
 
     ngx_http_goblin_headers_init(&it, &r->headers_out.headers);
+    named = 0;
 
-    while ((h = ngx_http_goblin_headers_next(&it)) != NULL) {
+    /* both are singletons: two lines at most, however many came */
+    while (named < 2 && (h = ngx_http_goblin_headers_next(&it)) != NULL) {
         if ((h->hash || h == r->headers_out.location)
             && ((h->key.len == ngx_http_goblin_location.len
                  && ngx_strncasecmp(h->key.data,
@@ -117,6 +119,7 @@ ngx_http_goblin_invalidate(void *data)
                                        h->key.len) == 0)))
         {
             ngx_http_goblin_invalidate_named(inv, h);
+            named++;
         }
     }
 

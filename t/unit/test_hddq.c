@@ -67,12 +67,10 @@ static unsigned queued_others(struct gs_io *io, const struct reader *r,
 
 	*owners = 0;
 	for (int i = 0; i < OTHERS; i++) {
-		unsigned was = n;
+		unsigned k = queued_of(io, r[i].s);
 
-		for (struct list *l = io->hdd.queue.next; l != &io->hdd.queue;
-		     l = l->next)
-			n += list_entry(l, struct io_op, qnode)->owner == r[i].s;
-		*owners += n > was;
+		n += k;
+		*owners += k > 0;
 	}
 	return n;
 }
