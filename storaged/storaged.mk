@@ -4,7 +4,7 @@
 # headers (ENGINE_INC); the daemon sees the engine through goblin.h alone
 # (t/check-layers).
 ENGINE_DIR     := storaged/engine
-LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c \
+LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c lookup.c epoch.c layout.c \
                   arena.c region.c pool.c dirtrust.c uring.c stream.c \
                   read_into.c window.c writer.c concat.c heads.c measure.c \
                   ramchunk.c attr.c fill.c fill_writer.c stream_fill.c \
