@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "heads.h"
+#include "hook_points.h"
 #include "index.h"
 #include "layout.h"
 #include "log.h"
@@ -365,6 +366,7 @@ static void victim_walk(struct gs_engine *e)
 		}
 		size = entry_size(obj->meta.head_len);
 		if (obj->linked && obj_refs(obj) == 1) {
+			GS_HOOK_COMPACT_MOVE();
 			if (!dst_roll(e, size)) {
 				stuck = true;	/* no room: the lap ends */
 				break;
