@@ -249,24 +249,6 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-static struct gs_engine *open_engine(void)
-{
-	struct gs_engine *e;
-	struct gs_config cfg;
-	char err[256];
-
-	store_config(&cfg, 64 << 20, 32 << 20, 64 << 20, 0);
-	store_pool(&cfg, false, pooldir, sizeof(pooldir), "%s/ssd", tmpdir);
-	cfg.hash_power = 4;
-	cfg.checkpoint_size = 4096;
-	cfg.fresh = true;
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		CHECK(0, "open: %s", err);
-		return NULL;
-	}
-	return e;
-}
-
 /* Writers and readers over a fresh engine, then every key checked; with
  * <slow_compaction>, compaction sleeps 200 us before each move. */
 static void run(bool slow_compaction)
@@ -281,7 +263,8 @@ static void run(bool slow_compaction)
 	hold_us = slow_compaction ? 400 : 0;
 	if (slow_compaction)
 		setenv("GOBLIN_TEST_COMPACT_DELAY_US", "200", 1);
-	e = open_engine();
+	e = open_small_index(pooldir, true, 4096);
+	CHECK(e != NULL, "open");
 	if (!e)
 		return;
 	for (unsigned i = 0; i < READERS; i++)
@@ -321,6 +304,7 @@ int main(void)
 {
 	if (scratch_make(tmpdir) < 0)
 		return 1;
+	snprintf(pooldir, sizeof(pooldir), "%s/ssd", tmpdir);
 	run(false);
 	memset(model, 0, sizeof(model));
 	writers_done = false;
