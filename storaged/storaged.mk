@@ -4,8 +4,9 @@
 # headers (ENGINE_INC); the daemon sees the engine through goblin.h alone
 # (t/check-layers).
 ENGINE_DIR     := storaged/engine
-LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c layout.c \
-                  arena.c region.c pool.c dirtrust.c uring.c hddq.c stream.c \
+LIBGOBLIN_SRCS := $(addprefix $(ENGINE_DIR)/,config.c engine.c index.c \
+                  lookup.c epoch.c layout.c arena.c region.c pool.c \
+                  dirtrust.c uring.c hddq.c stream.c \
                   read_into.c window.c writer.c concat.c heads.c measure.c \
                   ramchunk.c attr.c fill.c fill_writer.c stream_fill.c \
                   numa_topo.c numa_promote.c journal.c journal_replay.c \

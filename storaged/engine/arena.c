@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "heads.h"
+#include "hook_points.h"
 #include "index.h"
 #include "layout.h"
 #include "log.h"
@@ -341,8 +342,11 @@ static void entry_move(struct gs_engine *e, struct gs_obj *obj, uint32_t pos,
 }
 
 /* One bounded step of the walk over the victim.  Ends the lap at the end
- * of the arena block: released when it emptied, else left for later. */
-static void victim_step(struct gs_engine *e)
+ * of the arena block: released when it emptied, else left for later.
+ * Moves only records it finds unpinned, with e->index_seq odd
+ * (victim_step()): a lockless lookup pinning one meanwhile drops its pin
+ * and takes the lock. */
+static void victim_walk(struct gs_engine *e)
 {
 	struct region *r = &e->region;
 	struct arena *a = &r->arena;
@@ -362,6 +366,7 @@ static void victim_step(struct gs_engine *e)
 		}
 		size = entry_size(obj->meta.head_len);
 		if (obj->linked && obj_refs(obj) == 1) {
+			GS_HOOK_COMPACT_MOVE();
 			if (!dst_roll(e, size)) {
 				stuck = true;	/* no room: the lap ends */
 				break;
@@ -384,6 +389,13 @@ static void victim_step(struct gs_engine *e)
 		a->blocked++;
 		a->skip[a->nskip++ % ARENA_SKIPS] = v;
 	}
+}
+
+static void victim_step(struct gs_engine *e)
+{
+	engine_seq_begin(e);
+	victim_walk(e);
+	engine_seq_end(e);
 }
 
 bool arena_compact_step(struct gs_engine *e, bool pressure)

@@ -11,6 +11,18 @@
  * one held, and a drop that is not the last reference, need no lock
  * (index.h).  Counters are updated with atomics.
  *
+ * A lookup that hits an object wholly in RAM takes no lock (lookup.c):
+ * it walks the chain inside an epoch (epoch.h), so no record or bucket
+ * table it can reach is freed meanwhile, pins with a CAS from refs > 0,
+ * and keeps the pin only when e->index_seq did not move over the walk
+ * and the pin.  Writers, under e->lock, publish chain links with release
+ * stores and make index_seq odd around whatever a lockless walk or pin
+ * could be wrong across: a growth's table switch and rehash steps (they
+ * move records between chains) and arena compaction (it moves the bytes
+ * of records it found unpinned).  The fields such a lookup reads are
+ * fixed once linked (key, klen, on_disk, mtime) or atomic (refs, linked,
+ * referenced, meta.exptime, e->invalid_at).
+ *
  *   struct gs_engine --+-- struct region  (memfd: head slots, arena blocks)
  *                      |     +-- struct numa_topo, struct arena
  *                      +-- struct pool[tier]  (dirs striped, extents)
@@ -204,9 +216,12 @@ struct gs_obj {				/* gs_obj is its public name */
 	bool on_disk;			/* fixed at creation, read unlocked */
 	bool recovered;			/* linked by recovery, its attributes
 					 * not set since (atomic) */
-	bool linked:1;			/* these under e->lock */
-	bool referenced:1;
-	bool head_referenced:1;		/* cached head: second chance */
+	bool linked;			/* written under e->lock, read
+					 * without it (atomic) */
+	bool referenced;		/* used since the CLOCK passed
+					 * (atomic: set by lockless hits) */
+	bool head_referenced:1;		/* these under e->lock; */
+					/* cached head: second chance */
 	bool head_loading:1;		/* a read is bringing its head in */
 	bool has_head:1;		/* meta.head_off holds its head */
 	bool has_attr:1;		/* e->attrs holds its attributes */
@@ -297,6 +312,13 @@ struct gs_engine {
 	struct list io_list;		/* of struct gs_io, by engine_node */
 	struct list fills;		/* of struct fill: shared, filling
 					 * (fill.c; under e->lock) */
+	/* lockless lookups (lookup.c, epoch.c) */
+	uint64_t index_seq;		/* odd while chains or unpinned bytes
+					 * move; bumped under e->lock */
+	uint64_t epoch;			/* bumped by each retirement */
+	struct epoch_slot *epoch_slots;	/* EPOCH_SLOTS, one per reader */
+	struct epoch_retired *retired;	/* EPOCH_RETIRED_MAX, under e->lock */
+	uint32_t nretired;
 };
 
 #endif /* GOBLIN_ENGINE_T_H */

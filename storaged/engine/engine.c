@@ -10,6 +10,7 @@
 
 #include "attr.h"
 #include "engine.h"
+#include "epoch.h"
 #include "index.h"
 #include "journal.h"
 #include "layout.h"
@@ -114,7 +115,7 @@ int gs_engine_open(struct gs_engine **ep, const struct gs_config *cfg,
 	e->has_pool[GS_TIER_HDD] = cfg->hdd_dir.n > 0;
 	e->nbuckets = 1ull << (cfg->hash_power ? cfg->hash_power : 16);
 	e->buckets = calloc(e->nbuckets, sizeof(*e->buckets));
-	if (!e->buckets) {
+	if (!e->buckets || epoch_init(e) < 0) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory for the index");
 		goto out_free;
@@ -173,6 +174,7 @@ out_region:
 	region_close(&e->region);
 out_free:
 	attr_table_free(e);
+	epoch_fini(e);
 	free(e->buckets);
 	free(e);
 	return ret;
@@ -199,6 +201,7 @@ void gs_engine_close(struct gs_engine **ep)
 	free(e->ramchunks);
 	free(e->old_buckets);
 	free(e->buckets);
+	epoch_fini(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->io_lock);
 	free(e);

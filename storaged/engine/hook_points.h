@@ -19,6 +19,9 @@
  *   with a reason in <err>.
  * GS_HOOK_NUMA_CPU_NODE(<node>): the real node the serving threads of
  *   --numa <node> run on (numa_topo_cpu_node()).
+ * GS_HOOK_COMPACT_MOVE(): runs between compaction's finding a record
+ *   unpinned and its move (arena.c), to widen the window a lockless
+ *   lookup's pin must not slip into (test_lookup).
  */
 #ifndef GOBLIN_HOOK_POINTS_H
 #define GOBLIN_HOOK_POINTS_H
@@ -37,6 +40,10 @@
 #endif
 #ifndef GS_HOOK_NUMA_CPU_NODE
 #define GS_HOOK_NUMA_CPU_NODE(node)		(node)
+#endif
+
+#ifndef GS_HOOK_COMPACT_MOVE
+#define GS_HOOK_COMPACT_MOVE()			do { } while (0)
 #endif
 
 #endif /* GOBLIN_HOOK_POINTS_H */

@@ -19,23 +19,6 @@
 #include "ramchunk.h"
 #include "region.h"
 
-static bool obj_expired(const struct gs_obj *obj, time_t now)
-{
-	return obj->meta.exptime && obj->meta.exptime <= now;
-}
-
-static bool obj_invalidated(const struct gs_engine *e, const struct gs_obj *obj,
-			time_t now)
-{
-	return e->invalid_at && e->invalid_at <= now && obj->meta.mtime <= e->invalid_at;
-}
-
-static bool obj_dead(const struct gs_engine *e, const struct gs_obj *obj,
-		     time_t now)
-{
-	return obj_expired(obj, now) || obj_invalidated(e, obj, now);
-}
-
 uint64_t engine_malloc_bytes(uint64_t n)
 {
 	uint64_t c = round_up(n + sizeof(size_t), 2 * sizeof(size_t));
@@ -133,13 +116,14 @@ static void unlink_obj(struct gs_engine *e, struct gs_obj *obj)
 	struct gs_obj **link = find_slot(e, obj->key, obj->klen);
 	struct gs_obj *last;
 
-	*link = obj->hnext;
+	/* a lockless walk standing on <obj> goes on past it */
+	__atomic_store_n(link, obj->hnext, __ATOMIC_RELEASE);
 	numa_owner_unlink(e, obj);
 	journal_bg_unlink(e, obj, e->clock[e->clock_len - 1]);
 	last = e->clock[--e->clock_len];
 	e->clock[obj->clock_pos] = last;
 	last->clock_pos = obj->clock_pos;
-	obj->linked = false;
+	__atomic_store_n(&obj->linked, false, __ATOMIC_RELEASE);
 	engine_head_forget(e, obj);
 	ramchunk_forget(e, obj);
 	tier_gauges(e, obj, -1);
@@ -204,8 +188,9 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 		}
 		if (only_expired || !obj_holds(obj, need))
 			continue;
-		if (obj->referenced) {
-			obj->referenced = false;
+		if (__atomic_load_n(&obj->referenced, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&obj->referenced, false,
+					 __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!unlink_journaled(e, obj))
@@ -221,7 +206,8 @@ bool engine_evict_one(struct gs_engine *e, enum gs_tier need,
 /* Starts growing the index of <e> to twice its buckets, when there is
  * memory for them (else its chains grow longer, and the next link tries
  * again): the old table stays until rehash_step() has moved it.  Called
- * with e->lock held, while not growing. */
+ * with e->lock held, while not growing, e->index_seq odd (lockless
+ * lookups read the four fields relaxed, then check the count). */
 static void grow_index(struct gs_engine *e)
 {
 	uint64_t n = e->nbuckets * 2;
@@ -229,17 +215,19 @@ static void grow_index(struct gs_engine *e)
 
 	if (!nb)
 		return;
-	e->old_buckets = e->buckets;
-	e->rehash_pos = 0;
-	e->buckets = nb;
-	e->nbuckets = n;
+	__atomic_store_n(&e->old_buckets, e->buckets, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->rehash_pos, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->buckets, nb, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->nbuckets, n, __ATOMIC_RELAXED);
 }
 
 /* Moves up to REHASH_STEP buckets of the old table of <e> into the new
  * one, and frees the old table once it is all moved.  Growth starts at
  * 1.5 records per old bucket and the next one at 3: its N buckets move
  * within N / REHASH_STEP of the 1.5 N links between, so the index never
- * needs to grow while growing.  Called with e->lock held, while growing. */
+ * needs to grow while growing.  Called with e->lock held, while growing,
+ * e->index_seq odd (a lockless walk of a moved record may leave its chain;
+ * the old table is freed once no such walk can be in it: epoch.h). */
 static void rehash_step(struct gs_engine *e)
 {
 	uint64_t old_n = e->nbuckets / 2;
@@ -248,17 +236,24 @@ static void rehash_step(struct gs_engine *e)
 		struct gs_obj *obj = e->old_buckets[e->rehash_pos], *next;
 
 		for (; obj; obj = next) {
-			uint64_t h = hash_key(obj->key, obj->klen);
+			struct gs_obj **b = &e->buckets[hash_key(obj->key,
+					obj->klen) & (e->nbuckets - 1)];
 
 			next = obj->hnext;
-			obj->hnext = e->buckets[h & (e->nbuckets - 1)];
-			e->buckets[h & (e->nbuckets - 1)] = obj;
+			__atomic_store_n(&obj->hnext, *b, __ATOMIC_RELEASE);
+			__atomic_store_n(b, obj, __ATOMIC_RELEASE);
 		}
-		e->old_buckets[e->rehash_pos] = NULL;
-		if (++e->rehash_pos == old_n) {
-			free(e->old_buckets);
-			e->old_buckets = NULL;
-			e->rehash_pos = 0;
+		__atomic_store_n(&e->old_buckets[e->rehash_pos], NULL,
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&e->rehash_pos, e->rehash_pos + 1,
+				 __ATOMIC_RELAXED);
+		if (e->rehash_pos == old_n) {
+			struct gs_obj **moved = e->old_buckets;
+
+			__atomic_store_n(&e->old_buckets, NULL,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&e->rehash_pos, 0, __ATOMIC_RELAXED);
+			engine_retire(e, moved);
 			return;
 		}
 	}
@@ -316,19 +311,25 @@ static int clock_room(struct gs_engine *e)
 /* Puts <obj> in the index and the CLOCK (room made by the caller). */
 static void link_obj(struct gs_engine *e, struct gs_obj *obj)
 {
+	bool grow = e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2;
 	struct gs_obj **link;
 
-	if (e->old_buckets)
-		rehash_step(e);
-	else if (e->st.curr_items + 1 > e->nbuckets + e->nbuckets / 2)
-		grow_index(e);
+	if (e->old_buckets || grow) {
+		engine_seq_begin(e);
+		if (e->old_buckets)
+			rehash_step(e);
+		else
+			grow_index(e);
+		engine_seq_end(e);
+	}
+	/* its flags before a lockless walk can find it */
+	__atomic_store_n(&obj->linked, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&obj->referenced, false, __ATOMIC_RELAXED);
 	link = bucket_of(e, obj->key, obj->klen);
-	obj->hnext = *link;
-	*link = obj;
+	__atomic_store_n(&obj->hnext, *link, __ATOMIC_RELAXED);
+	__atomic_store_n(link, obj, __ATOMIC_RELEASE);
 	obj->clock_pos = e->clock_len;
 	e->clock[e->clock_len++] = obj;
-	obj->linked = true;
-	obj->referenced = false;
 	numa_owner_link(e, obj);
 	journal_bg_mark(e, obj);
 	__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
@@ -430,11 +431,17 @@ int gs_lookup_why(struct gs_engine *e, const void *key, size_t klen,
 {
 	struct gs_obj *obj;
 
+	if (engine_lookup_lockless(e, key, klen, &obj)) {
+		*why = GS_MISS_ABSENT;
+		STAT_ADD(e, lookup_hits, 1);
+		*objp = obj;
+		return 0;
+	}
 	pthread_mutex_lock(&e->lock);
 	obj = find_live(e, key, klen, why);
 	if (obj) {
 		engine_pin(e, obj);
-		obj->referenced = true;
+		__atomic_store_n(&obj->referenced, true, __ATOMIC_RELAXED);
 		if (obj->on_disk && obj->has_head) {
 			obj->head_referenced = true;
 			STAT_ADD(e, head_hits, 1);
@@ -476,7 +483,8 @@ unsigned gs_walk(struct gs_engine *e, uint64_t *pos, struct gs_walk_item *out,
 			if (obj_dead(e, obj, now))
 				continue;
 			out[n].meta = obj->meta;
-			out[n].fetched = obj->referenced;
+			out[n].fetched = __atomic_load_n(&obj->referenced,
+							 __ATOMIC_RELAXED);
 			out[n].klen = obj->klen;
 			memcpy(out[n].key, obj->key, obj->klen);
 			n++;
@@ -548,8 +556,9 @@ int gs_delete_cas(struct gs_engine *e, const void *key, size_t klen,
 
 static void touch_obj(struct gs_engine *e, struct gs_obj *obj, int64_t exptime)
 {
-	obj->meta.exptime = gs_exptime(exptime);
-	obj->referenced = true;
+	__atomic_store_n(&obj->meta.exptime, gs_exptime(exptime),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&obj->referenced, true, __ATOMIC_RELAXED);
 	/* only the expiry time is at stake: a touch the journal could not
 	 * take leaves the old one after a restart */
 	if (journal_touch(e, obj) < 0)
@@ -631,7 +640,7 @@ int gs_obj_set_attr(struct gs_engine *e, struct gs_obj *obj, const void *p,
 		attr_drop(e, obj);
 		if (a)
 			attr_attach(e, obj, &a);	/* there is room */
-		obj->referenced = true;
+		__atomic_store_n(&obj->referenced, true, __ATOMIC_RELAXED);
 		__atomic_store_n(&obj->recovered, false, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -702,9 +711,9 @@ void gs_invalidate(struct gs_engine *e, int64_t when)
 		log_warn("flush_all not journaled: a restart brings the flushed objects back");
 	if (when <= time(NULL)) {
 		engine_unlink_all(e);
-		e->invalid_at = 0;
+		__atomic_store_n(&e->invalid_at, 0, __ATOMIC_RELAXED);
 	} else {
-		e->invalid_at = when;
+		__atomic_store_n(&e->invalid_at, when, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->lock);
 }

@@ -4,7 +4,10 @@
 #ifndef GOBLIN_INDEX_H
 #define GOBLIN_INDEX_H
 
+#include <time.h>
+
 #include "engine.h"
+#include "epoch.h"
 #include "layout.h"
 
 /*
@@ -16,6 +19,27 @@
 uint64_t engine_malloc_bytes(uint64_t n);
 uint64_t engine_record_bytes(const struct gs_obj *obj);
 uint64_t engine_index_table_bytes(const struct gs_engine *e);
+
+/* Whether <obj> has expired, or was invalidated (flush_all), at <now>.
+ * Reads what a lockless lookup may race with atomically. */
+static inline bool obj_expired(const struct gs_obj *obj, time_t now)
+{
+	uint32_t x = __atomic_load_n(&obj->meta.exptime, __ATOMIC_RELAXED);
+
+	return x && x <= now;
+}
+static inline bool obj_invalidated(const struct gs_engine *e,
+				   const struct gs_obj *obj, time_t now)
+{
+	int64_t at = __atomic_load_n(&e->invalid_at, __ATOMIC_RELAXED);
+
+	return at && at <= now && obj->meta.mtime <= at;
+}
+static inline bool obj_dead(const struct gs_engine *e,
+			    const struct gs_obj *obj, time_t now)
+{
+	return obj_expired(obj, now) || obj_invalidated(e, obj, now);
+}
 
 /* The record of <key>, live or not (nothing is reaped); NULL when none.
  * Called with e->lock held. */
@@ -30,13 +54,14 @@ int engine_link(struct gs_engine *e, struct gs_obj *obj, enum gs_if cond,
  * journaled), replacing any record of its key.  e->lock held; 0 or
  * -ENOMEM. */
 int engine_link_recovered(struct gs_engine *e, struct gs_obj *obj);
-/* Drops a reference; frees the record and its space at zero.
- * Called with e->lock held.  (refs changes atomically: see
- * engine_unpin_shared().) */
+/* Drops a reference; at zero frees the record's space, and the record
+ * once no lockless lookup can be reading it (epoch.h).  Called with
+ * e->lock held.  (refs changes atomically: see engine_unpin_shared().) */
 static inline void engine_unref(struct gs_engine *e, struct gs_obj *obj)
 {
-	if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		engine_free_record(e, obj);
+	if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0 &&
+	    engine_release_record(e, obj))
+		engine_retire(e, obj);
 }
 /* Pins <obj> for a reader: its memory and extents stay valid, whatever
  * happens to its key, until engine_unpin() (counted in `pins`; CLOCK,
@@ -71,6 +96,27 @@ static inline void engine_unpin(struct gs_engine *e, struct gs_obj *obj)
 	STAT_SUB(e, pins, 1);
 	engine_unref(e, obj);
 }
+/* Makes e->index_seq odd: a lockless lookup that walked or pinned across
+ * it goes the locked path (lookup.c).  The fence orders the bump before
+ * the caller's reads of refs: a pin the caller does not see sees the bump.
+ * Called with e->lock held, with engine_seq_end() before it is dropped. */
+static inline void engine_seq_begin(struct gs_engine *e)
+{
+	__atomic_store_n(&e->index_seq, e->index_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+/* Makes e->index_seq even again, what was done since published. */
+static inline void engine_seq_end(struct gs_engine *e)
+{
+	__atomic_store_n(&e->index_seq, e->index_seq + 1, __ATOMIC_RELEASE);
+}
+/* A lookup of <key> without e->lock (lookup.c): true with *<objp> pinned
+ * when it hit a live object wholly in RAM (its CLOCK bit set), false
+ * when it cannot tell (a miss, a dead or on-disk object, an index or
+ * bytes that moved meanwhile, no epoch slot, --numa heat to count):
+ * then take e->lock.  Called without e->lock. */
+bool engine_lookup_lockless(struct gs_engine *e, const void *key,
+			    size_t klen, struct gs_obj **objp);
 /* Unlinks <obj> from the index if it is still there (a broken object).
  * Takes e->lock. */
 void engine_drop(struct gs_engine *e, struct gs_obj *obj);

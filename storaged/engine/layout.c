@@ -147,10 +147,16 @@ uint64_t engine_max_on_tier(const struct gs_engine *e, enum gs_tier t)
 
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 {
+	if (engine_release_record(e, obj))
+		free(obj);
+}
+
+bool engine_release_record(struct gs_engine *e, struct gs_obj *obj)
+{
 	attr_drop(e, obj);
 	if (obj->fill) {
 		fill_free_record(e, obj);
-		return;
+		return false;
 	}
 	engine_head_forget(e, obj);
 	ramchunk_free_all(e, obj);
@@ -172,7 +178,7 @@ void engine_free_record(struct gs_engine *e, struct gs_obj *obj)
 		else
 			pool_free(&e->pools[t], addr, len);
 	}
-	free(obj);
+	return true;
 }
 
 bool engine_make_room(struct gs_engine *e, enum gs_tier need, unsigned how)

@@ -46,8 +46,14 @@ int engine_reserve(struct gs_engine *e, const void *key, size_t klen,
  * run addresses (recovery).  NULL without memory. */
 struct gs_obj *engine_record_alloc(const void *key, size_t klen,
 				   uint32_t nchunks, uint32_t nruns);
-/* Frees <obj> and the space it holds.  Called with e->lock held. */
+/* Frees <obj> and the space it holds.  Called with e->lock held, for a
+ * record no lockless lookup can reach (never linked, or no reader yet:
+ * recovery); engine_unref() defers the free of one that was linked. */
 void engine_free_record(struct gs_engine *e, struct gs_obj *obj);
+/* Frees the space <obj> holds (its attributes, head, chunks); true when
+ * the record itself is left for the caller to free (false: a fill's grid,
+ * freed here).  Called with e->lock held. */
+bool engine_release_record(struct gs_engine *e, struct gs_obj *obj);
 /* Object byte offset where chunk <i> starts. */
 uint64_t engine_chunk_start(const struct gs_obj *obj, uint32_t i);
 /* The SSD prefix a new object gets: --ssd-prefix with --fixed-prefix,

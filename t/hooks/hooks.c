@@ -133,3 +133,13 @@ int hooks_numa_topo(struct numa_topo *t, const struct gs_config *cfg,
 		t->real[i] = hooks_numa_cpu_node(t->local);
 	return 1;
 }
+
+void hooks_compact_move(void)
+{
+	/* read at each call: a test changes it between engines */
+	const char *spec = getenv("GOBLIN_TEST_COMPACT_DELAY_US");
+	long us = spec ? strtol(spec, NULL, 10) : 0;
+
+	if (us > 0)
+		usleep(us);
+}

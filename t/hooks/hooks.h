@@ -19,6 +19,9 @@
  *     as the row has (node 0's distance row; node i's row is it rotated
  *     right by i), every share placed on the real node --numa NODE binds
  *     to (NODE modulo the real nodes).
+ *   GOBLIN_TEST_COMPACT_DELAY_US=N  compaction sleeps N us between finding
+ *     a record unpinned and moving it (test_lookup: a lockless pin there
+ *     must be turned away).
  *
  * Never part of the product: t/check-product finds none of these names in
  * goblin-store or libgoblin.a.
@@ -47,10 +50,15 @@ int hooks_numa_topo(struct numa_topo *t, const struct gs_config *cfg,
  * sees none); else <node>. */
 int hooks_numa_cpu_node(int node);
 
+/* Sleeps GOBLIN_TEST_COMPACT_DELAY_US microseconds (read at each call;
+ * unset: not at all). */
+void hooks_compact_move(void);
+
 #define GS_CRASH_POINT(point)			hooks_crash_point(point)
 #define GS_HOOK_HEAD_ADMIT_ANY()		hooks_head_admit_any()
 #define GS_HOOK_CHUNKS_OFF()			hooks_chunks_off()
 #define GS_HOOK_NUMA_TOPO(t, cfg, err, errlen)	hooks_numa_topo(t, cfg, err, errlen)
 #define GS_HOOK_NUMA_CPU_NODE(node)		hooks_numa_cpu_node(node)
+#define GS_HOOK_COMPACT_MOVE()			hooks_compact_move()
 
 #endif /* GOBLIN_HOOKS_H */

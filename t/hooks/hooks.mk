@@ -4,12 +4,12 @@
 # benches that set GOBLIN_TEST_* (t/lib/goblin.py store_binary(hooks=True)).
 # Only those files are compiled again, into t/obj-hooks/; the rest are the
 # product's own objects.  t/check-product keeps the product free of them.
-HOOKED_SRCS := $(addprefix $(ENGINE_DIR)/,heads.c journal.c \
+HOOKED_SRCS := $(addprefix $(ENGINE_DIR)/,arena.c heads.c journal.c \
                journal_replay.c numa_topo.c ramchunk.c writer.c)
 HOOKS_SRCS  := t/hooks/hooks.c
 HOOKS_HDRS  := t/hooks/hooks.h
 # unit tests that set GOBLIN_TEST_* link the hooked library
-HOOKED_TESTS := test_journal test_numa
+HOOKED_TESTS := test_journal test_numa test_lookup
 # $(call ENGINE_LIB,<build dir>,<unit test>): the libgoblin it links
 ENGINE_LIB = $(if $(filter $(2),$(HOOKED_TESTS)),$(1)/t/libgoblin-hooks.a,$(1)/libgoblin.a)
 

@@ -78,6 +78,30 @@ static inline void store_pool(struct gs_config *cfg, bool hdd, char *path,
 		cfg->ssd_dir.v[cfg->ssd_dir.n++] = path;
 }
 
+
+/* Opens a store of 64 MiB of RAM (32 for small objects) and a 64 MiB SSD
+ * pool in dir <pool> (which must outlive the engine) whose index starts
+ * at 16 buckets, <fresh> as gs_config's; a <checkpoint_size> of 0 keeps
+ * the default.  The rehash and lookup tests'; NULL after printing why. */
+static inline struct gs_engine *open_small_index(char *pool, bool fresh,
+						 uint64_t checkpoint_size)
+{
+	struct gs_engine *e;
+	struct gs_config cfg;
+	char err[256];
+
+	store_config(&cfg, 64 << 20, 32 << 20, 64 << 20, 0);
+	cfg.ssd_dir.v[cfg.ssd_dir.n++] = pool;
+	cfg.hash_power = 4;
+	cfg.fresh = fresh;
+	if (checkpoint_size)
+		cfg.checkpoint_size = checkpoint_size;
+	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return NULL;
+	}
+	return e;
+}
 /* The record of <key>, live or not; NULL when none (index.c's lookup,
  * whichever table holds it while the index grows).  Called with e->lock
  * held. */

@@ -181,17 +181,10 @@ static void run_steps(struct gs_engine *e, struct gs_io *io, int steps,
 static struct gs_engine *open_engine(bool fresh)
 {
 	struct gs_engine *e;
-	struct gs_config cfg;
-	char err[256];
 
-	store_config(&cfg, 64 << 20, 32 << 20, 64 << 20, 0);
-	store_pool(&cfg, false, pooldir, sizeof(pooldir), "%s/ssd", tmpdir);
-	cfg.hash_power = 4;
-	cfg.fresh = fresh;
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		CHECK(0, "open: %s", err);
-		return NULL;
-	}
+	snprintf(pooldir, sizeof(pooldir), "%s/ssd", tmpdir);
+	e = open_small_index(pooldir, fresh, 0);
+	CHECK(e != NULL, "open");
 	return e;
 }
 

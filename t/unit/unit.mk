@@ -32,7 +32,7 @@ ENGINE_TESTS := test_engine test_region test_pool test_stream test_readahead \
                 test_journal \
                 test_journal_damage \
                 test_arena test_index test_rehash test_attr \
-                test_numa test_measure test_pins test_hddq
+                test_numa test_measure test_pins test_hddq test_lookup
 define ENGINE_TEST
 $(1)/t/$(2): t/unit/$(2).c $(1)/obj/storaged/mc/mc_items.o $(call ENGINE_LIB,$(1),$(2)) $(GOBLIN_HDRS) $(UNIT_TEST_HDRS)
 	@mkdir -p $$(dir $$@)
