@@ -4,17 +4,19 @@
 # region) through a location with `sendfile on`, reading 1 KiB every few
 # milliseconds, while another process deletes and replaces those keys and
 # stores 3x more heads than the region has slots, so every slot a pin lets
-# go of is written again at once.  Every byte each client gets must be the
-# version it asked for (one whole version: the one stored when its LOOKUP
-# ran), none cut; once the clients are done or gone, no pin is left, in
-# goblin-store or in the module.  Heads are copied into the socket today
+# go of is written again at once (and the keys are evicted now and then:
+# a clean 404).  Every body a client gets must be one whole version of
+# its key, byte for byte (the one its LOOKUP pinned: the versions differ
+# in every 64 KiB block), none cut; once the clients are done or gone, no
+# pin is left in goblin-store and the module cut nothing.  Heads are copied into the socket today
 # (a memory buf): this guards any zero-copy path for them, since a page
 # the kernel still references after sendfile() (in a loopback or veth
 # peer's receive queue, or for a retransmit) would carry the bytes the
 # daemon wrote into the reused slot (README, "HTTP heads at static-file
 # cost").  With the heads queued as file bufs on the region's fd (nginx
 # sendfile()s them) and the pin let go at the request's end, half the
-# bodies here came out wrong (18 and 19 of 36, 2026-12-05).
+# bodies here came out wrong (18 and 19 of 36 downloads, 25 of 48 in
+# this version, 2026-12-05).
 BEGIN { push @INC, 't/lib' }
 use GoblinTest;
 use Test::Nginx::Socket;
@@ -26,7 +28,7 @@ use Time::HiRes qw(sleep time);
 
 our $Size = 262144;           # RAM-only: the whole object is its head
 our $Clients = 12;            # slow ones at a time
-our $Downloads = 36;
+our $Downloads = 48;
 our @Keys = map { "s$_" } 0 .. 3;
 our @Fill = map { "f$_" } 0 .. 47;  # 48 heads, 3x the region's 16 slots
 
@@ -74,7 +76,7 @@ sub start_churn () {
     while (!$stop) {
         my $k = $Keys[rand @Keys];
         my $v = $Versions{$k}[rand 4];
-        if (rand() < 0.15) {
+        if (rand() < 0.05) {
             http_request($port, 'DELETE', "/obj/$k");
             http_request($port, 'PUT', "/obj/$k", body => $v);
         } else {
@@ -101,26 +103,6 @@ sub slow_conn ($) {
     return $s;
 }
 
-# Takes <data> for connection <c>: headers first, then body bytes, each
-# checked against the versions the body can still be.
-sub feed ($$) {
-    my ($c, $data) = @_;
-    if (!defined $c->{status}) {
-        $c->{head} .= $data;
-        my $i = index $c->{head}, "\r\n\r\n";
-        return if $i < 0;
-        $data = substr $c->{head}, $i + 4;
-        my $head = substr $c->{head}, 0, $i;
-        ($c->{status}) = $head =~ m{^HTTP/1\.1 (\d+)};
-        ($c->{len}) = $head =~ /^Content-Length: (\d+)/mi;
-        $c->{status} //= 0;
-    }
-    return if $c->{status} != 200 || $data eq '';
-    my $n = length $data;
-    $c->{cands} = [ grep { substr($_, $c->{off}, $n) eq $data }
-                         @{ $c->{cands} } ];
-    $c->{off} += $n;
-}
 
 # $Downloads slow GETs, $Clients at a time, each reading 1 KiB per round
 # of ~3 ms, the churn running throughout; every fourth client hangs up
@@ -154,22 +136,12 @@ sub slow_clients () {
             my $n = sysread $c->{s}, my $data, 1024;
             next if !defined $n && $!{EAGAIN};
             if ($n) {
-                feed($c, $data);
+                body_feed($c, $data);
                 $finish->($c, 'quit')
                     if $c->{quit} && $c->{off} > $Size / 2;
                 next;
             }
-            if (($c->{status} // 0) == 404) {
-                $finish->($c, 'missing');
-            } elsif (($c->{status} // 0) != 200 || !@{ $c->{cands} }) {
-                diag("$c->{key}: status " . ($c->{status} // 'none')
-                     . ", body wrong at or before byte $c->{off}");
-                $finish->($c, 'bad');
-            } elsif ($c->{off} == $c->{len}) {
-                $finish->($c, 'exact');
-            } else {
-                $finish->($c, 'cut');
-            }
+            $finish->($c, body_verdict($c));
         }
     }
     my $secs = time - $t0;
@@ -182,9 +154,9 @@ sub slow_clients () {
     is(($res{exact} // 0) + ($res{missing} // 0) + ($res{quit} // 0),
        $started, "none cut: " . ($res{exact} // 0) . " whole, "
        . ($res{quit} // 0) . " hung up, " . ($res{missing} // 0)
-       . " deleted meanwhile");
-    ok(($res{exact} // 0) >= $Downloads / 3,
-       'a third or more read to the end');
+       . " deleted or evicted meanwhile");
+    ok(($res{exact} // 0) >= $Downloads / 4,
+       'a quarter or more read to the end');
 
     my $stored = goblin_stats()->{total_items} - $items;
     ok($stored > 3 * @Fill, "the churn stored $stored objects meanwhile, "
