@@ -112,26 +112,6 @@ sub writer_running () {
     return !$writer_done;
 }
 
-# Takes <data> for connection <c>: headers first, then body bytes.
-sub feed ($$) {
-    my ($c, $data) = @_;
-    if (!defined $c->{status}) {
-        $c->{head} .= $data;
-        my $i = index $c->{head}, "\r\n\r\n";
-        return if $i < 0;
-        $data = substr $c->{head}, $i + 4;
-        my $head = substr $c->{head}, 0, $i;
-        ($c->{status}) = $head =~ m{^HTTP/1\.1 (\d+)};
-        ($c->{len}) = $head =~ /^Content-Length: (\d+)/mi;
-        $c->{status} //= 0;
-    }
-    return if $c->{status} != 200 || $data eq '';
-    my $n = length $data;
-    $c->{cands} = [ grep { substr($_, $c->{off}, $n) eq $data }
-                         @{ $c->{cands} } ];
-    $c->{off} += $n;
-}
-
 # ---- the cases, run from the blocks (nginx restarts for each) ----
 
 # 200 clients at once, 800 downloads in all, while the writer overwrites
@@ -147,21 +127,11 @@ sub downloads () {
             my $n = sysread $s, my $data, 262144;
             next if !defined $n && $!{EAGAIN};
             if ($n) {
-                feed($c, $data);
+                body_feed($c, $data);
                 next;
             }
             # the connection is over
-            if (($c->{status} // 0) == 404) {
-                finish($c, 'missing');
-            } elsif (($c->{status} // 0) != 200 || !@{ $c->{cands} }) {
-                diag("$c->{key}: status " . ($c->{status} // 'none')
-                     . ", body wrong at or before byte $c->{off}");
-                finish($c, 'bad');
-            } elsif ($c->{off} == $c->{len}) {
-                finish($c, 'exact');
-            } else {
-                finish($c, 'cut');
-            }
+            finish($c, body_verdict($c));
         }
     }
     my $secs = time - $t0;

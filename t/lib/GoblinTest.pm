@@ -35,7 +35,7 @@ our @EXPORT = qw(
     goblin_defaults goblin_config goblin_case_checks goblin_plan goblin_stats goblin_module
     goblin_store_binary
     mc_set mc_get mc_delete http_request payload nginx_workers wait_for
-    http_status status_deltas
+    http_status status_deltas body_feed body_verdict
 );
 
 our $Top = getcwd();
@@ -473,6 +473,45 @@ sub nginx_workers ($) {
         push @pids, $1 if $line =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $master;
     }
     return @pids;
+}
+
+# ---- responses read in pieces ----
+
+# Takes <data> read for download <c> (a hash: key, head => '', off => 0,
+# cands => [the versions its body may be]): the headers first (status,
+# len), then body bytes, each piece narrowing cands to the versions that
+# have it at that offset.
+sub body_feed ($$) {
+    my ($c, $data) = @_;
+    if (!defined $c->{status}) {
+        $c->{head} .= $data;
+        my $i = index $c->{head}, "\r\n\r\n";
+        return if $i < 0;
+        $data = substr $c->{head}, $i + 4;
+        my $head = substr $c->{head}, 0, $i;
+        ($c->{status}) = $head =~ m{^HTTP/1\.1 (\d+)};
+        ($c->{len}) = $head =~ /^Content-Length: (\d+)/mi;
+        $c->{status} //= 0;
+    }
+    return if $c->{status} != 200 || $data eq '';
+    my $n = length $data;
+    $c->{cands} = [ grep { substr($_, $c->{off}, $n) eq $data }
+                         @{ $c->{cands} } ];
+    $c->{off} += $n;
+}
+
+# Download <c>'s connection is over: 'missing' (404), 'bad' (no 200, or a
+# body no version has; said with diag), 'exact' or 'cut'.
+sub body_verdict ($) {
+    my $c = shift;
+    my $status = $c->{status} // 0;
+    return 'missing' if $status == 404;
+    if ($status != 200 || !@{ $c->{cands} }) {
+        Test::More::diag("$c->{key}: status " . ($c->{status} // 'none')
+                         . ", body wrong at or before byte $c->{off}");
+        return 'bad';
+    }
+    return $c->{off} == $c->{len} ? 'exact' : 'cut';
 }
 
 # ---- payloads ----
