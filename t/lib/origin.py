@@ -11,7 +11,8 @@
 #   cookie         a Set-Cookie header
 #   s404           status 404
 #   wait<ms>       sleep before the headers
-#   cc<seconds>    Cache-Control: max-age=<seconds>
+#   cc<seconds>    Cache-Control: max-age=<seconds>; with after<N>, every
+#                  response after the first says max-age=<N>
 #   smax<seconds>  Cache-Control: s-maxage=<seconds>
 #   nocache, private, public, mustrev, proxyrev   Cache-Control: no-cache,
 #                  private, public, must-revalidate, proxy-revalidate
@@ -87,6 +88,8 @@ def spec(path):
             o["swr"] = int(f[3:])
         elif f.startswith("failafter"):
             o["failafter"] = int(f[9:])
+        elif f.startswith("after"):
+            o["after"] = int(f[5:])
         elif f.startswith("revalcc"):
             o["revalcc"] = int(f[7:])
         elif f in ("agebad", "agefirst", "agedup"):
@@ -249,7 +252,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "proxyrev": "proxy-revalidate"}
         cc = [v for k, v in names.items() if o.get(k)]
         if "cc" in o:
-            cc.append("max-age=%d" % o["cc"])
+            with lock:
+                later = counts[path] > 1 and "after" in o
+            cc.append("max-age=%d" % (o["after"] if later else o["cc"]))
         if "smax" in o:
             cc.append("s-maxage=%d" % o["smax"])
         if "sie" in o:
