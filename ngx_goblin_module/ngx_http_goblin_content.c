@@ -169,21 +169,14 @@ ngx_int_t
 ngx_http_goblin_uri_key(ngx_http_request_t *r, size_t max, ngx_str_t *key,
     size_t *bad)
 {
-    size_t                     prefix_len;
-    ngx_int_t                  valid;
-    const u_char              *data;
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_int_t      valid;
+    ngx_str_t      prefix;
+    const u_char  *data;
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    prefix = ngx_http_goblin_location_prefix(r);
 
-    prefix_len = (
-#if (NGX_PCRE)
-                  clcf->regex == NULL &&
-#endif
-                  !clcf->named) ? clcf->name.len : 0;
-
-    valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len, clcf->name.data,
-                                    prefix_len, max, &data, &key->len, bad);
+    valid = ngx_http_goblin_key_map(r->uri.data, r->uri.len, prefix.data,
+                                    prefix.len, max, &data, &key->len, bad);
     key->data = (u_char *) data;
 
     return valid;

@@ -41,7 +41,6 @@ ngx_http_goblin_invalidate_add(ngx_http_goblin_ctx_t *ctx)
 {
     ngx_http_request_t            *r;
     ngx_http_cleanup_t            *cln;
-    ngx_http_core_loc_conf_t      *clcf;
     ngx_http_goblin_loc_conf_t    *glcf;
     ngx_http_goblin_invalidate_t  *inv;
 
@@ -58,19 +57,9 @@ ngx_http_goblin_invalidate_add(ngx_http_goblin_ctx_t *ctx)
 
     /* the location now: the request moves to goblin_origin's */
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_goblin_module);
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
 
     inv->key = glcf->key;
-    ngx_str_null(&inv->prefix);
-
-    if (
-#if (NGX_PCRE)
-        clcf->regex == NULL &&
-#endif
-        !clcf->named)
-    {
-        inv->prefix = clcf->name;
-    }
+    inv->prefix = ngx_http_goblin_location_prefix(r);
 
     cln->handler = ngx_http_goblin_invalidate;
 

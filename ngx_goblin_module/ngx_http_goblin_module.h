@@ -542,6 +542,30 @@ ngx_http_goblin_wait(ngx_http_goblin_ctx_t *ctx)
 }
 
 
+/* The prefix of r's location a key is the URI after: its name, or none
+ * for a regex or named location (the key is then all of the URI). */
+static ngx_inline ngx_str_t
+ngx_http_goblin_location_prefix(ngx_http_request_t *r)
+{
+    ngx_str_t                  prefix;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    prefix = clcf->name;
+
+    if (
+#if (NGX_PCRE)
+        clcf->regex != NULL ||
+#endif
+        clcf->named)
+    {
+        ngx_str_null(&prefix);
+    }
+
+    return prefix;
+}
+
+
 static ngx_inline void
 ngx_http_goblin_submit_key(ngx_http_goblin_ctx_t *ctx, ngx_uint_t op,
     off_t len)
