@@ -78,6 +78,26 @@ static inline void store_pool(struct gs_config *cfg, bool hdd, char *path,
 		cfg->ssd_dir.v[cfg->ssd_dir.n++] = path;
 }
 
+/* Adds <dir>/ssd and <dir>/hdd (into <ssd> and <hdd>, <len> bytes each,
+ * which must outlive <cfg>) to <cfg>'s pools. */
+static inline void store_two_pools(struct gs_config *cfg, const char *dir,
+				   char *ssd, char *hdd, size_t len)
+{
+	store_pool(cfg, false, ssd, len, "%s/ssd", dir);
+	store_pool(cfg, true, hdd, len, "%s/hdd", dir);
+}
+
+/* Opens the engine of <cfg> into *<e>: 0, or -1 after printing why. */
+static inline int store_open(struct gs_engine **e, const struct gs_config *cfg)
+{
+	char err[256];
+
+	if (gs_engine_open(e, cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
 
 /* Opens a store of 64 MiB of RAM (32 for small objects) and a 64 MiB SSD
  * pool in dir <pool> (which must outlive the engine) whose index starts
@@ -88,7 +108,6 @@ static inline struct gs_engine *open_small_index(char *pool, bool fresh,
 {
 	struct gs_engine *e;
 	struct gs_config cfg;
-	char err[256];
 
 	store_config(&cfg, 64 << 20, 32 << 20, 64 << 20, 0);
 	cfg.ssd_dir.v[cfg.ssd_dir.n++] = pool;
@@ -96,11 +115,7 @@ static inline struct gs_engine *open_small_index(char *pool, bool fresh,
 	cfg.fresh = fresh;
 	if (checkpoint_size)
 		cfg.checkpoint_size = checkpoint_size;
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "open: %s\n", err);
-		return NULL;
-	}
-	return e;
+	return store_open(&e, &cfg) == 0 ? e : NULL;
 }
 /* The record of <key>, live or not; NULL when none (index.c's lookup,
  * whichever table holds it while the index grows).  Called with e->lock

@@ -483,20 +483,17 @@ static int run_engine(bool pools, char *val)
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct gs_stats st;
-	char err[256], ssd[300], hdd[300];
+	char ssd[300], hdd[300];
 
 	store_config(&cfg, 64 << 20, 8 << 20, 128 << 20, 256 << 20);
 	cfg.max_object = 16 << 20;
 	if (pools) {
-		store_pool(&cfg, false, ssd, sizeof(ssd), "%s/ssd", tmpdir);
-		store_pool(&cfg, true, hdd, sizeof(hdd), "%s/hdd", tmpdir);
+		store_two_pools(&cfg, tmpdir, ssd, hdd, sizeof(ssd));
 		cfg.fixed_prefix = true;
 		cfg.ssd_prefix = 1 << 20;
 	}
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "open: %s\n", err);
+	if (store_open(&e, &cfg) < 0)
 		return -1;
-	}
 	CHECK(gs_io_create(e, &io) == 0, "io");
 	unknown_sizes(e, io, val);
 	too_big(e, io, val);

@@ -287,7 +287,7 @@ int main(void)
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct gs_stats st;
-	char err[256], ssd[300], hdd[300];
+	char ssd[300], hdd[300];
 	char *filler = malloc(300u << 10);
 
 	if (!filler || scratch_make(tmpdir) < 0)
@@ -298,12 +298,9 @@ int main(void)
 	cfg.io_buffers = BUFS;
 	cfg.io_streams = OTHERS + 1;
 	cfg.hdd_queue = 1;
-	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/hdd", tmpdir);
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "open: %s\n", err);
+	store_two_pools(&cfg, tmpdir, ssd, hdd, sizeof(ssd));
+	if (store_open(&e, &cfg) < 0)
 		return 1;
-	}
 	CHECK(gs_io_create(e, &io) == 0, "io");
 	for (int i = 0; i <= OTHERS; i++) {
 		char key[16];

@@ -292,7 +292,7 @@ int main(void)
 	struct gs_engine *e;
 	struct gs_io *io;
 	struct gs_stats st;
-	char err[256], ssd[300], hdd[300];
+	char ssd[300], hdd[300];
 	char *val = malloc(SIZE), *small = malloc(SMALL_SIZE);
 
 	if (!val || !small || scratch_make(tmpdir) < 0)
@@ -302,12 +302,9 @@ int main(void)
 	store_config(&cfg, 4 << 20, 2 << 20, 64 << 20, 128 << 20);
 	cfg.io_buffers = BUFS;
 	cfg.io_streams = 4;
-	store_pool(&cfg, false, ssd, sizeof(ssd), "%s/ssd", tmpdir);
-	store_pool(&cfg, true, hdd, sizeof(hdd), "%s/hdd", tmpdir);
-	if (gs_engine_open(&e, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "open: %s\n", err);
+	store_two_pools(&cfg, tmpdir, ssd, hdd, sizeof(ssd));
+	if (store_open(&e, &cfg) < 0)
 		return 1;
-	}
 	CHECK(gs_io_create(e, &io) == 0, "io");
 	fill(val, SIZE, 7);
 	CHECK(put_if(io, "big", val, SIZE, 0, GS_IF_ANY, 0, NULL) == 0, "put");
